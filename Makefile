@@ -1,0 +1,31 @@
+# The two commands a newcomer runs: `make serve` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+
+.PHONY: serve test setup kcat clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Sets up and starts the broker on 127.0.0.1:9092 with data in ./data.
+serve: $(STAMP)
+	$(VENV)/bin/tidelog serve --override log.dirs=./data
+
+# Installs kcat when missing (Debian/Ubuntu), then runs the whole test suite.
+kcat:
+	@command -v kcat >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
+
+test: $(STAMP) kcat
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,2 @@
+"""tidelog: a Kafka-compatible broker in Python."""
+__version__ = "0.1.0"
