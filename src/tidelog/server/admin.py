@@ -1,0 +1,119 @@
+"""Topic administration shared by CreateTopics, DeleteTopics, CreatePartitions, the config APIs
+and Metadata's auto-creation. Every operation answers (error_code, message) as Kafka would."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode as E
+
+from .topic_config import effective, validate_topic_config
+from .topics import INTERNAL_TOPICS, Topic, topic_name_error
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("tidelog.admin")
+Result = tuple[int, str | None]
+OK: Result = (0, None)
+
+
+class TopicAdmin:
+    def __init__(self, broker: "Broker") -> None:
+        self.broker = broker
+        self.registry = broker.registry
+        self.listeners: list = []  # callables(event, topic) for logs/coordinators
+
+    def topic_configs(self, topic: Topic) -> dict[str, str]:
+        return effective(self.broker.topic_defaults, topic.configs)
+
+    def check_create(self, name: str, partitions: int, replication_factor: int, configs: dict) -> Result:
+        err = topic_name_error(name)
+        if err:
+            return E.invalid_topic_exception.value, err
+        if self.registry.get(name) is not None:
+            return E.topic_already_exists.value, f"Topic '{name}' already exists."
+        if partitions <= 0:
+            return E.invalid_partitions.value, "Number of partitions must be larger than 0."
+        if partitions > 100_000:
+            return E.invalid_partitions.value, "Number of partitions is too large."
+        if replication_factor not in (-1, 1):
+            return (
+                E.invalid_replication_factor.value,
+                f"Replication factor {replication_factor} is larger than the 1 available broker.",
+            )
+        for key, value in configs.items():
+            err = validate_topic_config(key, value)
+            if err:
+                return E.invalid_config.value, err
+        return OK
+
+    def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        configs = {k: v for k, v in configs.items() if v is not None}
+        topic = self.registry.create(name, partitions, configs)
+        log.info("created topic %s with %d partitions %s", name, partitions, configs or "")
+        self._notify("created", topic)
+        return topic
+
+    def auto_create(self, name: str) -> Topic | None:
+        if not self.broker.config["auto.create.topics.enable"] or topic_name_error(name):
+            return None
+        if name in INTERNAL_TOPICS:
+            return None
+        return self.create(name, self.broker.config["num.partitions"], {})
+
+    def ensure_internal(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        topic = self.registry.get(name)
+        if topic is None:
+            topic = self.create(name, partitions, configs)
+        return topic
+
+    def delete(self, name: str) -> Result:
+        topic = self.registry.get(name)
+        if topic is None:
+            return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
+        if topic.internal:
+            return E.invalid_topic_exception.value, f"Internal topic '{name}' cannot be deleted."
+        if not self.broker.config["delete.topic.enable"]:
+            return E.topic_deletion_disabled.value, "Topic deletion is disabled."
+        self.registry.delete(name)
+        log.info("deleted topic %s", name)
+        self._notify("deleted", topic)
+        return OK
+
+    def check_partitions(self, name: str, count: int) -> Result:
+        topic = self.registry.get(name)
+        if topic is None:
+            return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
+        if count <= topic.partitions:
+            return (
+                E.invalid_partitions.value,
+                f"Topic currently has {topic.partitions} partitions, which is higher than or equal to the requested {count}.",
+            )
+        return OK
+
+    def add_partitions(self, name: str, count: int) -> None:
+        topic = self.registry.get(name)
+        assert topic is not None
+        old = topic.partitions
+        self.registry.set_partitions(name, count)
+        log.info("topic %s: partitions %d -> %d", name, old, count)
+        self._notify("partitions", topic)
+
+    def check_configs(self, configs: dict[str, str | None]) -> Result:
+        for key, value in configs.items():
+            err = validate_topic_config(key, value)
+            if err:
+                return E.invalid_config.value, err
+        return OK
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.registry.set_configs(name, configs)
+        topic = self.registry.get(name)
+        log.info("topic %s: configs now %s", name, configs)
+        self._notify("configs", topic)
+
+    def _notify(self, event: str, topic: Topic) -> None:
+        for cb in self.listeners:
+            cb(event, topic)

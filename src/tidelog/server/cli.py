@@ -1,0 +1,79 @@
+"""`tidelog` command line: `serve`, and client tools that talk to a running broker.
+
+    tidelog serve [--config server.properties] [--override key=value ...]
+    tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def _setup_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def cmd_serve(args) -> int:
+    from .config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config, args.override)
+    except (ConfigError, OSError) as e:
+        _setup_logging()
+        logging.getLogger("tidelog").error("invalid configuration: %s", e)
+        print(f"tidelog: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    _setup_logging(config["log.level"])
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover - uvloop is a dependency; the fallback keeps asyncio
+        pass
+    from .broker import Broker
+
+    async def run() -> None:
+        broker = Broker(config)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await broker.start()
+        await stop.wait()
+        logging.getLogger("tidelog").info("shutting down")
+        await broker.stop()
+
+    asyncio.run(run())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tidelog", description="A Kafka-compatible broker in Python.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the broker")
+    p.add_argument("--config", help="server.properties file")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a property (repeatable)")
+    p.set_defaults(func=cmd_serve)
+
+    from . import cli_topics
+
+    cli_topics.add_parser(sub, DEFAULT_BOOTSTRAP)
+
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

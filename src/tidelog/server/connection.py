@@ -1,0 +1,232 @@
+"""One client connection: an asyncio Protocol over the sans-IO frame decoder and the router.
+
+Responses leave in request order. A request answered synchronously is encoded at once; one
+answered later (long-poll Fetch, a Produce waiting for a flush) holds its place in `_slots` and
+everything behind it waits. All responses ready after one read go out in a single `writelines`.
+Bad input (oversized or malformed frames, unknown APIs/versions, undecodable bodies) closes the
+connection with a log line; it never propagates to other connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from inspect import isawaitable
+from typing import TYPE_CHECKING, Any
+
+from ..wire.frame import FrameDecoder, FrameError
+from ..wire.header import HeaderError, RequestHeader, parse_request_header, peek_key_version, response_header
+from .router import NO_RESPONSE
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("tidelog.server")
+_I32 = struct.Struct(">i")
+API_VERSIONS = 18
+UNSUPPORTED_VERSION = 35
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: RequestHeader
+    connection: "KafkaConnection"
+    broker: "Broker"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+class _Slot:
+    __slots__ = ("chunks", "done")
+
+    def __init__(self) -> None:
+        self.chunks: list | None = None
+        self.done = False
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, broker: "Broker", listener_name: str) -> None:
+        self.broker = broker
+        self.listener_name = listener_name
+        self.router = broker.router
+        self.decoder = FrameDecoder(broker.config["socket.request.max.bytes"])
+        self.transport: asyncio.Transport | None = None
+        self.peer = None
+        self._slots: deque[_Slot] = deque()
+        self._out: list = []
+        self._closed = False
+        self._paused_reading = False
+        self._write_paused = False
+        self._max_queued = broker.config["queued.max.requests"]
+        self.tasks: set[asyncio.Future] = set()
+
+    # ---- asyncio.Protocol ---------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        if not self.broker.connection_opened(self):
+            log.warning("refusing connection from %s: max.connections reached", self.peer)
+            self._closed = True
+            transport.close()
+
+    def connection_lost(self, exc) -> None:
+        self._closed = True
+        for t in list(self.tasks):
+            t.cancel()
+        self.broker.connection_closed(self)
+
+    def pause_writing(self) -> None:
+        # The client is not reading: stop reading its requests so that memory stays bounded.
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as e:
+            self.close_with(f"bad frame: {e}")
+            return
+        for frame in frames:
+            self._dispatch(frame)
+            if self._closed:
+                return
+        self._flush()
+        self._update_reading()
+
+    # ---- dispatch ------------------------------------------------------------------------
+    def _dispatch(self, frame: bytes) -> None:
+        try:
+            api_key, version, correlation_id = peek_key_version(frame)
+        except HeaderError as e:
+            self.close_with(f"bad request header: {e}")
+            return
+        route = self.router.get(api_key)
+        if route is None or not route.supports(version):
+            if api_key == API_VERSIONS:
+                self._unsupported_api_versions(correlation_id)
+                return
+            self.close_with(f"unsupported api {api_key} v{version}")
+            return
+        flexible = route.is_flexible(version)
+        try:
+            header, offset = parse_request_header(frame, flexible)
+            request = route.decode(frame, offset, version)
+        except Exception as e:  # noqa: BLE001 - any decode failure closes this connection only
+            self.close_with(f"cannot decode api {api_key} v{version}: {e}")
+            return
+        ctx = RequestContext(header, self, self.broker)
+        try:
+            result = route.handle(ctx, request)
+        except Exception:  # noqa: BLE001
+            log.exception("handler for api %d v%d failed; closing %s", api_key, version, self.peer)
+            self.close_with("handler error")
+            return
+        if result is NO_RESPONSE:
+            return
+        slot = _Slot()
+        self._slots.append(slot)
+        if isawaitable(result):
+            fut = asyncio.ensure_future(result)
+            self.tasks.add(fut)
+            fut.add_done_callback(lambda f, s=slot, r=route, h=header: self._completed(f, s, r, h))
+        else:
+            self._fill(slot, route, header, result)
+
+    def _fill(self, slot: _Slot, route, header: RequestHeader, result) -> None:
+        body = route.encode(result, header.api_version)
+        head = response_header(header.correlation_id, header.api_key, route.is_flexible(header.api_version))
+        if isinstance(body, (bytes, bytearray)):
+            slot.chunks = [_I32.pack(len(head) + len(body)) + head, body]
+        else:
+            size = len(head) + sum(len(c) for c in body)
+            slot.chunks = [_I32.pack(size) + head, *body]
+        slot.done = True
+
+    def _completed(self, fut: asyncio.Future, slot: _Slot, route, header: RequestHeader) -> None:
+        self.tasks.discard(fut)
+        if self._closed or fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            log.error("handler for api %d failed: %r", header.api_key, exc, exc_info=exc)
+            self.close_with("handler error")
+            return
+        result = fut.result()
+        try:
+            if result is NO_RESPONSE:
+                slot.chunks = []
+                slot.done = True
+            else:
+                self._fill(slot, route, header, result)
+        except Exception:  # noqa: BLE001
+            log.exception("encoding the response to api %d failed", header.api_key)
+            self.close_with("encode error")
+            return
+        self._flush()
+        self._update_reading()
+
+    def _unsupported_api_versions(self, correlation_id: int) -> None:
+        # The v0 body with UNSUPPORTED_VERSION and our own range for ApiVersions, as clients expect.
+        route = self.router.get(API_VERSIONS)
+        assert route is not None
+        body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS, route.min_version, route.max_version)
+        slot = _Slot()
+        slot.chunks = [_I32.pack(4 + len(body)) + _I32.pack(correlation_id), body]
+        slot.done = True
+        self._slots.append(slot)
+
+    # ---- output --------------------------------------------------------------------------
+    def _flush(self) -> None:
+        slots = self._slots
+        out: list = []
+        while slots and slots[0].done:
+            out.extend(slots.popleft().chunks)  # type: ignore[arg-type]
+        if out and not self._closed and self.transport is not None:
+            self.transport.writelines(out)
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self._closed:
+            return
+        should_pause = self._write_paused or len(self._slots) >= self._max_queued
+        if should_pause and not self._paused_reading:
+            self._paused_reading = True
+            self.transport.pause_reading()
+        elif not should_pause and self._paused_reading:
+            self._paused_reading = False
+            self.transport.resume_reading()
+
+    def close_with(self, reason: str) -> None:
+        if self._closed:
+            return
+        log.warning("closing connection from %s: %s", self.peer, reason)
+        self._closed = True
+        if self.transport is not None:
+            self._flush_done_only()
+            self.transport.close()
+
+    def _flush_done_only(self) -> None:
+        # Answers already computed for earlier requests still go out before the close.
+        out: list = []
+        while self._slots and self._slots[0].done:
+            out.extend(self._slots.popleft().chunks)  # type: ignore[arg-type]
+        if out and self.transport is not None:
+            self.transport.writelines(out)

@@ -1,0 +1,43 @@
+"""AlterConfigs (key 33, v0-2): replace a topic's overrides wholesale (legacy semantics)."""
+
+from kio.schema.errors import ErrorCode as E
+
+from ..router import control_route
+
+API_KEY = 33
+TOPIC = 2
+
+
+def alter_result(r, code=0, msg=None) -> dict:
+    return {"error_code": code, "error_message": msg, "resource_type": r.resource_type,
+            "resource_name": r.resource_name}
+
+
+def check_topic_resource(broker, r):
+    """(topic, None) or (None, error result) for a config resource."""
+    if r.resource_type != TOPIC:
+        return None, alter_result(r, E.invalid_request.value, "Only topic configs can be altered; broker configs are static.")
+    topic = broker.registry.get(r.resource_name)
+    if topic is None:
+        return None, alter_result(r, E.unknown_topic_or_partition.value, f"Topic '{r.resource_name}' does not exist.")
+    return topic, None
+
+
+def register(broker) -> None:
+    admin = broker.admin
+
+    def handle(ctx, request):
+        responses = []
+        for r in request.resources:
+            topic, err = check_topic_resource(broker, r)
+            if err:
+                responses.append(err)
+                continue
+            new = {c.name: c.value for c in r.configs if c.value is not None}
+            code, msg = admin.check_configs(new)
+            if not code and not request.validate_only:
+                admin.set_configs(topic.name, new)
+            responses.append(alter_result(r, code, msg))
+        return {"throttle_time": 0, "responses": responses}
+
+    broker.router.add(control_route(API_KEY, 0, 2, handle))

@@ -1,0 +1,25 @@
+"""DescribeCluster (key 60, v0-1): this node is the whole cluster and its controller."""
+
+from ..router import control_route
+from .metadata import broker_entries
+
+API_KEY = 60
+
+
+def register(broker) -> None:
+    def handle(ctx, request):
+        return {
+            "throttle_time": 0,
+            "error_code": 0,
+            "error_message": None,
+            "endpoint_type": getattr(request, "endpoint_type", 1),
+            "cluster_id": broker.registry.cluster_id,
+            "controller_id": broker.node_id,
+            "brokers": [
+                {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": None}
+                for b in broker_entries(broker, ctx.connection.listener_name)
+            ],
+            "cluster_authorized_operations": -2147483648,
+        }
+
+    broker.router.add(control_route(API_KEY, 0, 1, handle))

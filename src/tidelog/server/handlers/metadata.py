@@ -1,0 +1,81 @@
+"""Metadata (key 3, v0-12): this node leads every partition; auto-creates topics per config."""
+
+from kio.schema.errors import ErrorCode as E
+
+from ..router import control_route
+from ..topics import topic_name_error
+
+API_KEY = 3
+
+
+def broker_entries(broker, listener_name: str) -> list[dict]:
+    adv = [a for a in broker.config.advertised if a.name == listener_name] or broker.config.advertised[:1]
+    host, port = adv[0].host, adv[0].port
+    if port == 0:  # listening on an ephemeral port: advertise the bound one
+        port = broker.bound_port()
+    return [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+
+
+def topic_entry(broker, topic) -> dict:
+    node = broker.node_id
+    return {
+        "error_code": 0,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.internal,
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": p,
+                "leader_id": node,
+                "leader_epoch": 0,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for p in range(topic.partitions)
+        ],
+    }
+
+
+def register(broker) -> None:
+    registry = broker.registry
+
+    def handle(ctx, request):
+        version = ctx.api_version
+        requested = request.topics
+        allow_auto = getattr(request, "allow_auto_topic_creation", True)
+        topics = []
+        if requested is None or (version == 0 and not requested):
+            topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
+        else:
+            for item in requested:
+                name = getattr(item, "name", None)
+                topic_id = getattr(item, "topic_id", None)
+                topic = None
+                if name is None and topic_id is not None:
+                    topic = registry.by_id.get(topic_id)
+                    if topic is None:
+                        topics.append({"error_code": E.unknown_topic_id.value, "name": None, "topic_id": topic_id, "partitions": []})
+                        continue
+                else:
+                    topic = registry.get(name)
+                    if topic is None:
+                        if topic_name_error(name or ""):
+                            topics.append({"error_code": E.invalid_topic_exception.value, "name": name, "partitions": []})
+                            continue
+                        if allow_auto:
+                            topic = broker.admin.auto_create(name)
+                    if topic is None:
+                        topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
+                        continue
+                topics.append(topic_entry(broker, topic))
+        return {
+            "throttle_time": 0,
+            "brokers": broker_entries(broker, ctx.connection.listener_name),
+            "cluster_id": registry.cluster_id,
+            "controller_id": broker.node_id,
+            "topics": topics,
+        }
+
+    broker.router.add(control_route(API_KEY, 0, 12, handle))

@@ -1,0 +1,62 @@
+"""The request router: one `Route` per API key, registered by the handler modules.
+
+ApiVersions is answered from this table, so what is advertised is exactly what is routed.
+A route knows its version range, how to tell flexible versions (for the request header), how
+to decode a request body and encode a response body, and the handler to call. Handlers return a
+response (plain data or a typed response), an awaitable of one, or `NO_RESPONSE` (Produce acks=0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..wire import control
+
+NO_RESPONSE = object()
+
+
+@dataclass(slots=True)
+class Route:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Callable[..., Any]
+    decode: Callable[[bytes, int, int], Any]
+    encode: Callable[[Any, int], bytes | list]
+    is_flexible: Callable[[int], bool]
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+def control_route(api_key: int, min_version: int, max_version: int, handle) -> Route:
+    """A route whose messages are kio schemas (control plane)."""
+    for v in range(min_version, max_version + 1):
+        if control.flexible(api_key, v) is None:
+            raise ValueError(f"no schema for api {api_key} v{v}")
+    return Route(
+        api_key,
+        min_version,
+        max_version,
+        handle,
+        decode=lambda frame, offset, version: control.decode_request(api_key, version, frame, offset),
+        encode=lambda data, version: control.encode_response(api_key, version, data),
+        is_flexible=lambda version: bool(control.flexible(api_key, version)),
+    )
+
+
+class Router:
+    def __init__(self) -> None:
+        self.routes: dict[int, Route] = {}
+
+    def add(self, route: Route) -> None:
+        if route.api_key in self.routes:
+            raise ValueError(f"api {route.api_key} routed twice")
+        self.routes[route.api_key] = route
+
+    def get(self, api_key: int) -> Route | None:
+        return self.routes.get(api_key)
+
+    def version_ranges(self) -> list[tuple[int, int, int]]:
+        return sorted((r.api_key, r.min_version, r.max_version) for r in self.routes.values())
