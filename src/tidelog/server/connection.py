@@ -131,7 +131,7 @@ class KafkaConnection(asyncio.Protocol):
             header, offset = parse_request_header(frame, flexible)
             request = route.decode(frame, offset, version)
         except Exception as e:  # noqa: BLE001 - any decode failure closes this connection only
-            self.close_with(f"cannot decode api {api_key} v{version}: {e}")
+            self.close_with(f"cannot decode api {api_key} v{version}: {e} (frame starts {frame[:64].hex()})")
             return
         ctx = RequestContext(header, self, self.broker)
         try:

@@ -1,0 +1,45 @@
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from broker_process import BrokerProcess  # noqa: E402
+
+CAPTURES = Path(__file__).parent / "data" / "client-requests.jsonl"
+
+
+@pytest.fixture
+def broker_factory(tmp_path):
+    started: list[BrokerProcess] = []
+
+    def make(overrides: dict | None = None, name: str = "data") -> BrokerProcess:
+        b = BrokerProcess(tmp_path / name, overrides)
+        started.append(b)
+        return b.start()
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+@pytest.fixture
+def broker(broker_factory) -> BrokerProcess:
+    return broker_factory()
+
+
+@pytest.fixture(scope="session")
+def kcat() -> str:
+    path = shutil.which("kcat") or shutil.which("kafkacat")
+    if path is None:
+        pytest.fail("kcat is not installed; `make test` installs it with apt-get")
+    return path
+
+
+@pytest.fixture(scope="session")
+def captures_path() -> Path:
+    """Request frames captured from the four real clients (a copy of shared/captures)."""
+    return CAPTURES
