@@ -1,29 +1,26 @@
-"""One module per API. Each exposes `register(broker)`, adding its route to `broker.router`."""
+"""One module per API. Each exposes `register(broker)`, adding its route to `broker.router`.
+
+Modules are discovered, so adding an API is adding a module here; a module whose subsystem is not
+available may simply not register (ApiVersions then does not advertise it).
+"""
 
 from __future__ import annotations
 
 import importlib
 import logging
+import pkgutil
 
 log = logging.getLogger("tidelog.server")
-
-MODULES = [
-    "api_versions",
-    "metadata",
-    "create_topics",
-    "delete_topics",
-    "create_partitions",
-    "describe_configs",
-    "alter_configs",
-    "incremental_alter_configs",
-    "describe_cluster",
-]
 
 
 def register_all(broker) -> None:
     from ..admin import TopicAdmin
 
     broker.admin = TopicAdmin(broker)
-    for name in MODULES:
-        module = importlib.import_module(f"{__name__}.{name}")
-        module.register(broker)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(broker)
