@@ -1,0 +1,187 @@
+"""Durable group state: committed offsets and group metadata in `__consumer_offsets`.
+
+`OffsetStore` is the only place that knows the records are kept in a log. It holds the
+materialized view (latest offset per group/topic/partition, latest metadata per group) and writes
+every change as keyed records (formats in `records`) through a `GroupLog`, the tiny interface to
+the storage engine:
+
+    append(partition, records, producer_id=-1, producer_epoch=-1, transactional=False)
+    append_marker(partition, producer_id, producer_epoch, commit)
+    replay(partition) -> iterable of LogEntry (in offset order)
+
+`load()` replays every partition: later records win, a null value deletes, so a restarted broker
+sees exactly the state it had (compaction only ever removes records that a later one shadows).
+
+Transactional offsets (TxnOffsetCommit, later) are staged per producer id with `stage()`: they
+are written as transactional records, kept in `pending`, and become visible offsets only when
+`complete(producer_id, commit=True)` writes the commit marker; an abort drops them. Replay follows
+the same rule, so a crash between the two leaves them invisible, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from . import records as R
+from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
+
+log = logging.getLogger("tidelog.groups")
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    transactional: bool = False
+    control: bool | None = None  # None: a data record; True/False: a commit/abort marker
+
+
+class GroupLog(Protocol):
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
+               producer_epoch: int = -1, transactional: bool = False): ...
+
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool): ...
+
+    def replay(self, partition: int) -> Iterable[LogEntry]: ...
+
+
+class MemoryGroupLog:
+    """A GroupLog in memory: for unit tests, and as the fallback when no log engine is wired."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[int, list[LogEntry]] = {}
+
+    def append(self, partition, records, producer_id=-1, producer_epoch=-1, transactional=False):
+        self.partitions.setdefault(partition, []).extend(
+            LogEntry(k, v, producer_id, transactional) for k, v in records)
+
+    def append_marker(self, partition, producer_id, producer_epoch, commit):
+        self.partitions.setdefault(partition, []).append(LogEntry(None, None, producer_id, True, commit))
+
+    def replay(self, partition):
+        return list(self.partitions.get(partition, ()))
+
+
+async def _maybe_await(res) -> None:
+    if inspect.isawaitable(res):
+        await res
+
+
+class OffsetStore:
+    def __init__(self, backend: GroupLog, num_partitions: int) -> None:
+        self.backend = backend
+        self.num_partitions = num_partitions
+        self.offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
+        self.groups: dict[str, GroupValue] = {}
+        # producer id -> group -> partition -> offset, not yet visible
+        self.pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
+
+    def partition_for(self, group: str) -> int:
+        return R.partition_for(group, self.num_partitions)
+
+    # ---- loading ---------------------------------------------------------------------------
+    def load(self) -> None:
+        count = 0
+        for p in range(self.num_partitions):
+            for entry in self.backend.replay(p):
+                count += 1
+                try:
+                    self._apply(entry)
+                except R.RecordFormatError as e:
+                    log.warning("__consumer_offsets-%d: skipping unreadable record: %s", p, e)
+        log.info("loaded %d groups with committed offsets, %d group metadata records from %d records",
+                 len(self.offsets), len(self.groups), count)
+
+    def _apply(self, entry: LogEntry) -> None:
+        if entry.control is not None:
+            staged = self.pending.pop(entry.producer_id, {})
+            if entry.control:
+                for group, offs in staged.items():
+                    self.offsets.setdefault(group, {}).update(offs)
+            return
+        if entry.key is None:
+            return
+        key = R.decode_key(entry.key)
+        if isinstance(key, OffsetKey):
+            tp = (key.topic, key.partition)
+            if entry.transactional:
+                if entry.value is not None:
+                    self.pending.setdefault(entry.producer_id, {}).setdefault(key.group, {})[tp] = \
+                        R.decode_offset_value(entry.value)
+                return
+            if entry.value is None:
+                offs = self.offsets.get(key.group)
+                if offs is not None:
+                    offs.pop(tp, None)
+                    if not offs:
+                        del self.offsets[key.group]
+            else:
+                self.offsets.setdefault(key.group, {})[tp] = R.decode_offset_value(entry.value)
+        else:
+            if entry.value is None:
+                self.groups.pop(key.group, None)
+            else:
+                self.groups[key.group] = R.decode_group_value(entry.value)
+
+    # ---- reads -----------------------------------------------------------------------------
+    def committed(self, group: str) -> dict[TopicPartition, OffsetValue]:
+        return self.offsets.get(group, {})
+
+    def has_pending(self, group: str, tp: TopicPartition) -> bool:
+        return any(tp in staged.get(group, ()) for staged in self.pending.values())
+
+    # ---- writes ----------------------------------------------------------------------------
+    async def commit(self, group: str, offsets: dict[TopicPartition, OffsetValue]) -> None:
+        if not offsets:
+            return
+        recs = [(R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()]
+        await _maybe_await(self.backend.append(self.partition_for(group), recs))
+        self.offsets.setdefault(group, {}).update(offsets)
+
+    async def delete_offsets(self, group: str, tps: Iterable[TopicPartition]) -> None:
+        current = self.offsets.get(group, {})
+        tps = [tp for tp in tps if tp in current]
+        if not tps:
+            return
+        recs = [(R.encode_offset_key(OffsetKey(group, t, p)), None) for t, p in tps]
+        await _maybe_await(self.backend.append(self.partition_for(group), recs))
+        for tp in tps:
+            current.pop(tp, None)
+        if not current:
+            self.offsets.pop(group, None)
+
+    async def store_group(self, group: str, value: GroupValue) -> None:
+        rec = (R.encode_group_key(GroupKey(group)), R.encode_group_value(value))
+        await _maybe_await(self.backend.append(self.partition_for(group), [rec]))
+        self.groups[group] = value
+
+    async def delete_group(self, group: str) -> None:
+        """Tombstones for every offset of `group` and for its metadata, in one append."""
+        recs = [(R.encode_offset_key(OffsetKey(group, t, p)), None) for t, p in self.offsets.get(group, {})]
+        recs.append((R.encode_group_key(GroupKey(group)), None))
+        await _maybe_await(self.backend.append(self.partition_for(group), recs))
+        self.offsets.pop(group, None)
+        self.groups.pop(group, None)
+
+    # ---- transactional offsets (TxnOffsetCommit) -------------------------------------------
+    async def stage(self, producer_id: int, producer_epoch: int, group: str,
+                    offsets: dict[TopicPartition, OffsetValue]) -> None:
+        recs = [(R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()]
+        await _maybe_await(self.backend.append(self.partition_for(group), recs, producer_id, producer_epoch, True))
+        self.pending.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
+
+    async def complete(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        staged = self.pending.get(producer_id)
+        if not staged:
+            return
+        for partition in sorted({self.partition_for(g) for g in staged}):
+            await _maybe_await(self.backend.append_marker(partition, producer_id, producer_epoch, commit))
+        self.pending.pop(producer_id, None)
+        if commit:
+            for group, offs in staged.items():
+                self.offsets.setdefault(group, {}).update(offs)
