@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     from . import cli_topics
 
     cli_topics.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from . import cli_groups
+    cli_groups.add_parser(sub, DEFAULT_BOOTSTRAP)
 
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
