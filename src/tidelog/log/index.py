@@ -116,6 +116,15 @@ class AbstractIndex:
         os.close(self._fd)
         self._fd = None
 
+    def release(self) -> None:
+        """Close the mapping and descriptor without touching the file (it may be gone)."""
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def delete(self) -> None:
         self.close()
         try:

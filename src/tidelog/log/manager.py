@@ -1,0 +1,209 @@
+"""`LogManager`: every partition log under the broker's log dirs, plus the two per-dir files that
+make restarts cheap and crash-safe.
+
+Layout of each log dir::
+
+    <topic>-<partition>/                   one PartitionLog each
+    .kafka_cleanshutdown                   present only between a clean close and the next start
+    recovery-point-offset-checkpoint       offsets below which each partition was fsynced
+    log-start-offset-checkpoint            log start offsets moved by DeleteRecords / retention
+
+Checkpoint files use Kafka's text format: a version line (`0`), a count line, then one
+`<topic> <partition> <offset>` line per partition; written to a temp file, fsynced, renamed.
+
+Start: a log dir with the clean-shutdown marker opens its logs without reading any segment (the
+marker is then removed, so a crash before the next clean close is detected). Without it each log
+recovers from its checkpointed recovery point (0 when absent: everything is checked).
+Close: every log is flushed and closed, checkpoints are written, then the marker.
+
+Hooks: `set_append_listener(fn)` calls `fn(topic, partition)` after every append to any
+partition (the server wakes long-polling fetches there).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from .config import LogConfig
+from .log import PartitionLog, wall_clock_ms
+
+logger = logging.getLogger("tidelog.log")
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+TopicPartition = tuple[str, int]
+
+
+def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        if lines[0].strip() != "0":
+            raise ValueError(f"unknown version {lines[0]!r}")
+        count = int(lines[1])
+        out = {}
+        for line in lines[2 : 2 + count]:
+            topic, partition, offset = line.split()
+            out[(topic, int(partition))] = int(offset)
+        if len(out) != count:
+            raise ValueError("fewer entries than announced")
+        return out
+    except (ValueError, IndexError) as e:
+        logger.warning("ignoring malformed checkpoint %s: %s", path, e)
+        return {}
+
+
+def write_checkpoint(path: Path, entries: dict[TopicPartition, int]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    body = "0\n%d\n" % len(entries) + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
+    with open(tmp, "w") as f:
+        f.write(body)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: Iterable[str | os.PathLike],
+        default_config: LogConfig | None = None,
+        *,
+        clock_ms: Callable[[], int] | None = None,
+        topic_config: Callable[[str], LogConfig | None] | None = None,
+    ) -> None:
+        """Open every partition found in `log_dirs` (recovering after a crash).
+        `topic_config(topic)` gives a topic's config (None: `default_config`)."""
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config or LogConfig()
+        self.clock_ms = clock_ms or wall_clock_ms
+        self._topic_config = topic_config
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._listener: Callable[[str, int], None] | None = None
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            self._load_dir(d)
+
+    def _config_for(self, topic: str) -> LogConfig:
+        cfg = self._topic_config(topic) if self._topic_config else None
+        return cfg or self.default_config
+
+    def _load_dir(self, d: Path) -> None:
+        marker = d / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery = read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+        starts = read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        for name in sorted(os.listdir(d)):
+            m = _PARTITION_DIR.match(name)
+            if not m or not (d / name).is_dir():
+                continue
+            tp = (m.group(1), int(m.group(2)))
+            log = PartitionLog.open(
+                d, tp[0], tp[1], self._config_for(tp[0]), self.clock_ms,
+                recovery_point=recovery.get(tp, 0), clean_shutdown=clean,
+                log_start_offset=starts.get(tp, 0),
+            )
+            self._attach(log)
+            self._logs[tp] = log
+        if not clean and self._logs:
+            logger.warning("%s: no clean shutdown marker; logs were recovered from their recovery points", d)
+        if clean:
+            marker.unlink()
+        self._checkpoint_dir(d)
+
+    def _attach(self, log: PartitionLog) -> None:
+        listener = self._listener
+        log.on_append = (lambda lg: listener(lg.topic, lg.partition)) if listener else None
+        log.on_log_start_offset_change = lambda lg: self.checkpoint()
+
+    # -- partitions ----------------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+        log = self._logs.get((topic, partition))
+        if log is None:
+            d = min(self.log_dirs, key=lambda p: sum(1 for lg in self._logs.values() if lg.dir.parent == p))
+            log = PartitionLog.open(d, topic, partition, config or self._config_for(topic), self.clock_ms)
+            self._attach(log)
+            self._logs[(topic, partition)] = log
+        return log
+
+    def delete(self, topic: str, partition: int) -> bool:
+        log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return False
+        log.delete()
+        self.checkpoint()
+        return True
+
+    def delete_topic(self, topic: str) -> int:
+        parts = [p for (t, p) in self._logs if t == topic]
+        for p in parts:
+            self.delete(topic, p)
+        return len(parts)
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        for (t, _p), log in self._logs.items():
+            if t == topic:
+                log.update_config(config)
+
+    def logs(self) -> Iterator[PartitionLog]:
+        return iter(list(self._logs.values()))
+
+    def __contains__(self, tp: TopicPartition) -> bool:
+        return tp in self._logs
+
+    def set_append_listener(self, fn: Callable[[str, int], None] | None) -> None:
+        """`fn(topic, partition)` after every append (all current and future partitions)."""
+        self._listener = fn
+        for log in self._logs.values():
+            self._attach(log)
+
+    # -- maintenance ---------------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Retention for every log (and compaction for compacted topics). Segments deleted."""
+        now = self.clock_ms() if now_ms is None else now_ms
+        n = 0
+        for log in self.logs():
+            n += log.apply_retention(now)
+            if log.config.compact:
+                log.compact(now)
+        return n
+
+    def logs_due_for_flush(self, now_ms: int | None = None) -> list[PartitionLog]:
+        """Logs whose flush.ms elapsed with unflushed data: call their flush() (a worker thread)."""
+        now = self.clock_ms() if now_ms is None else now_ms
+        return [log for log in self.logs() if log.flush_due(now)]
+
+    def checkpoint(self) -> None:
+        """Write both checkpoint files of every log dir."""
+        for d in self.log_dirs:
+            self._checkpoint_dir(d)
+
+    def _checkpoint_dir(self, d: Path) -> None:
+        mine = {tp: log for tp, log in self._logs.items() if log.dir.parent == d}
+        write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {tp: lg.recovery_point for tp, lg in mine.items()})
+        write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {tp: lg.log_start_offset for tp, lg in mine.items()})
+
+    def close(self) -> None:
+        """Clean shutdown: flush and close every log, checkpoint, write the marker."""
+        for log in self.logs():
+            log.close()
+        self.checkpoint()
+        for d in self.log_dirs:
+            with open(d / CLEAN_SHUTDOWN_FILE, "w") as f:
+                f.flush()
+                os.fsync(f.fileno())
+        self._logs.clear()

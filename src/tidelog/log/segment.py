@@ -1,0 +1,411 @@
+"""`LogSegment`: one `.log` file with its lazily opened `.index`, `.timeindex` and `.txnindex`.
+
+Files are named by the segment's base offset, zero-padded to 20 digits
+(`00000000000000368769.log`); the base offset is the first offset the segment may hold.
+
+Append (active segment only): the whole record set is written with one write; for each batch, if
+more than `index.interval.bytes` were appended since the last index entry, an offset index entry
+(batch last offset, batch position) and a time index entry (largest timestamp so far, last offset
+of the batch that first reached it) are added. When rolled or closed, a final time index entry
+records the segment's largest timestamp and the indexes are trimmed.
+
+Indexes are opened on first use and sanity-checked (size, ordering, last offset entry against the
+batch it points at); a missing or failing index is rebuilt from the log with a warning. A lookup
+whose index entry does not land on a batch header also triggers a rebuild.
+
+Crash recovery (`recover`): every batch is checked (`LogFile.scan_valid`); the log is truncated at
+the first torn or corrupt batch and both indexes are rebuilt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import LogConfig
+from .errors import CorruptIndexError
+from .index import OffsetIndex, TimeIndex
+from .logfile import HEADER_WINDOW, LogFile
+from .records import HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, decode_records
+from .txnindex import TransactionIndex
+from .validation import ValidatedAppend
+
+logger = logging.getLogger("tidelog.log")
+
+INT32_MAX = 2**31 - 1
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+
+
+def segment_prefix(directory: Path, base_offset: int) -> str:
+    return str(directory / f"{base_offset:020d}")
+
+
+@dataclass(slots=True)
+class FileSlice:
+    """Whole batches at [position, position + length) of a segment file.
+
+    `fd` stays valid until the segment is deleted (retention, compaction, topic deletion) or
+    the log closed: use it (os.sendfile) before yielding to anything that may run those.
+    """
+
+    path: Path
+    fd: int
+    position: int
+    length: int
+    first_offset: int  # base offset of the first batch (may be below the fetch offset)
+    last_offset: int  # last offset of the last batch
+    _data: bytes | None = field(default=None, repr=False)
+
+    def tobytes(self) -> bytes:
+        if self._data is None:
+            self._data = os.pread(self.fd, self.length, self.position) if self.length else b""
+        return self._data
+
+    def __len__(self) -> int:
+        return self.length
+
+
+class LogSegment:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        created_ms: int,
+        log_size: int | None = None,
+        suffix: str = "",
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        prefix = segment_prefix(directory, base_offset)
+        self.log = LogFile(Path(prefix + LOG_SUFFIX + suffix), log_size)
+        self.offset_index = OffsetIndex(Path(prefix + INDEX_SUFFIX + suffix), base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(Path(prefix + TIME_INDEX_SUFFIX + suffix), base_offset, config.segment_index_bytes)
+        self.txn_index = TransactionIndex(Path(prefix + TXN_INDEX_SUFFIX + suffix), base_offset)
+        self.created_ms = created_ms
+        self.active = False
+        self._indexes_ready = False
+        self._next_offset: int | None = None
+        self._max_ts: int | None = None
+        self._offset_of_max_ts = -1
+        self._rolling_ts: int | None = None
+        self._rolling_ts_loaded = False
+        self._bytes_since_index = 0
+        jitter = config.segment_jitter_ms
+        self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> "LogSegment":
+        seg = cls(directory, base_offset, config, created_ms=now_ms, log_size=0)
+        for p in (seg.offset_index.path, seg.time_index.path, seg.txn_index.path):
+            if p.exists():
+                p.unlink()
+        seg.log.truncate(0)
+        seg._next_offset = base_offset
+        seg._max_ts, seg._offset_of_max_ts = NO_TIMESTAMP, -1
+        seg._rolling_ts_loaded = True
+        seg.make_active()
+        return seg
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.size}, active={self.active})"
+
+    # -- state ------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last offset in this segment (base offset when empty)."""
+        if self._next_offset is None:
+            self.ensure_indexes()
+            if self._next_offset is None:
+                _, pos = self.offset_index.last_entry()
+                nxt = self.base_offset
+                for _p, h in self.log.headers(pos):
+                    nxt = h[0] + h[6] + 1
+                self._next_offset = max(nxt, self.base_offset)
+        return self._next_offset
+
+    def _load_max_ts(self) -> None:
+        if self._max_ts is None:
+            self.ensure_indexes()
+            if self._max_ts is None:
+                ts, off = self.time_index.last_entry()
+                self._max_ts, self._offset_of_max_ts = (ts, off) if self.time_index.entries else (NO_TIMESTAMP, -1)
+
+    @property
+    def max_timestamp(self) -> int:
+        """Largest record timestamp (-1 when none: empty, or magic 0 data)."""
+        self._load_max_ts()
+        return self._max_ts
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """Last offset of the first batch that reached max_timestamp (-1 when none)."""
+        self._load_max_ts()
+        return self._offset_of_max_ts
+
+    def largest_timestamp(self) -> int:
+        """Retention's clock for this segment: max_timestamp, or the file's mtime without one."""
+        ts = self.max_timestamp
+        return ts if ts >= 0 else self.log.mtime_ms()
+
+    @property
+    def rolling_based_timestamp(self) -> int | None:
+        """maxTimestamp of the first batch (segment.ms is measured from it)."""
+        if not self._rolling_ts_loaded:
+            self._rolling_ts_loaded = True
+            if self.log.size >= RECORD_BATCH_OVERHEAD:
+                h = HEADER.unpack_from(self.log.pread(0, RECORD_BATCH_OVERHEAD))
+                self._rolling_ts = h[8] if h[3] == MAGIC_V2 else None
+        return self._rolling_ts
+
+    # -- indexes ----------------------------------------------------------------------------
+
+    def ensure_indexes(self) -> None:
+        if self._indexes_ready:
+            return
+        try:
+            if self.log.size > 0 and not (self.offset_index.path.exists() and self.time_index.path.exists()):
+                raise CorruptIndexError("index file missing")
+            self.offset_index.open(preallocate=self.active)
+            self.time_index.open(preallocate=self.active)
+            self.offset_index.sanity_check(self.log.size)
+            self.time_index.sanity_check(self.log.size)
+            if self.offset_index.entries:
+                off, pos = self.offset_index.last_entry()
+                h = HEADER.unpack_from(self.log.pread(pos, RECORD_BATCH_OVERHEAD).ljust(RECORD_BATCH_OVERHEAD, b"\0"))
+                if h[3] != MAGIC_V2 or h[0] + h[6] != off:
+                    raise CorruptIndexError(f"{self.offset_index.path}: last entry does not match the log")
+            self.txn_index.sanity_check()
+            self._indexes_ready = True
+        except (CorruptIndexError, OSError, ValueError) as e:
+            logger.warning("segment %s: rebuilding indexes (%s)", self.log.path, e)
+            self.rebuild()
+
+    def rebuild(self) -> int:
+        """Rebuild both indexes from the log without checking CRCs."""
+        return self._scan(validate=False)
+
+    def recover(self) -> int:
+        """Check every batch; truncate at the first bad one; rebuild indexes. Bytes truncated."""
+        return self._scan(validate=True)
+
+    def _scan(self, validate: bool) -> int:
+        oi, ti = self.offset_index, self.time_index
+        oi.reset()
+        ti.reset()
+        interval = self.config.index_interval_bytes
+        max_ts, off_max, since = NO_TIMESTAMP, -1, 0
+        next_off, rolling, end = self.base_offset, None, 0
+        it = self.log.scan_valid(0, self.base_offset) if validate else self.log.headers(0)
+        for pos, h in it:
+            last = h[0] + h[6]
+            bmax = h[8]
+            size = LOG_OVERHEAD + h[1]
+            if rolling is None:
+                rolling = bmax
+            if bmax > max_ts:
+                max_ts, off_max = bmax, last
+            if since > interval and not oi.is_full:
+                oi.append(last, pos)
+                ti.maybe_append(max_ts, off_max)
+                since = 0
+            since += size
+            next_off = last + 1
+            end = pos + size
+        truncated = 0
+        if validate and end < self.log.size:
+            truncated = self.log.size - end
+            self.log.truncate(end)
+        if validate:
+            self.txn_index.truncate_to(next_off)
+        self._next_offset = next_off
+        self._max_ts, self._offset_of_max_ts = max_ts, off_max
+        self._rolling_ts, self._rolling_ts_loaded = rolling, True
+        self._bytes_since_index = since
+        if not self.active:
+            ti.maybe_append(max_ts, off_max, final=True)
+            oi.trim()
+            ti.trim()
+        self._indexes_ready = True
+        return truncated
+
+    # -- append -----------------------------------------------------------------------------
+
+    def make_active(self) -> None:
+        self.active = True
+        if self._indexes_ready:
+            self.offset_index.make_active()
+            self.time_index.make_active()
+        else:
+            self.ensure_indexes()
+            self.offset_index.make_active()
+            self.time_index.make_active()
+        _ = self.next_offset, self.max_timestamp
+
+    def should_roll(self, size: int, max_ts: int, last_offset: int, now_ms: int) -> str | None:
+        """Why the active segment must be rolled before appending (None: it needn't)."""
+        cfg = self.config
+        if self.log.size > 0:
+            if self.log.size + size > cfg.segment_bytes:
+                return "segment.bytes"
+            rolling = self.rolling_based_timestamp
+            waited = max_ts - rolling if rolling is not None and rolling >= 0 and max_ts >= 0 else now_ms - self.created_ms
+            if waited > cfg.segment_ms - self.roll_jitter_ms:
+                return "segment.ms"
+            if self.offset_index.is_full or self.time_index.is_full:
+                return "index full"
+        if last_offset - self.base_offset > INT32_MAX:
+            return "relative offset overflow"
+        return None
+
+    def append(self, buf: bytes | bytearray, info: ValidatedAppend) -> None:
+        pos0 = self.log.append(buf)
+        interval = self.config.index_interval_bytes
+        oi, ti = self.offset_index, self.time_index
+        since = self._bytes_since_index
+        max_ts, off_max = self._max_ts, self._offset_of_max_ts
+        for b in info.batches:
+            if b.max_timestamp > max_ts:
+                max_ts, off_max = b.max_timestamp, b.last_offset
+            if since > interval and not oi.is_full:
+                oi.append(b.last_offset, pos0 + b.position)
+                ti.maybe_append(max_ts, off_max)
+                since = 0
+            since += b.size
+        self._bytes_since_index = since
+        self._max_ts, self._offset_of_max_ts = max_ts, off_max
+        if pos0 == 0 and info.batches:
+            self._rolling_ts = info.batches[0].max_timestamp
+            self._rolling_ts_loaded = True
+        self._next_offset = info.last_offset + 1
+
+    def on_roll(self) -> None:
+        """Becomes inactive: final time index entry, trim, fsync everything."""
+        self.ensure_indexes()
+        if self._max_ts is not None and self._max_ts >= 0:
+            self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
+        self.active = False
+        self.offset_index.trim()
+        self.time_index.trim()
+        self.flush()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def find_batch(self, offset: int) -> tuple[int, tuple] | None:
+        """(position, header) of the first batch whose last offset >= offset, or None."""
+        for attempt in (0, 1):
+            self.ensure_indexes()
+            idx_off, pos = self.offset_index.lookup(offset)
+            for p, h in self.log.headers(pos):
+                if p == pos and pos and (h[3] != MAGIC_V2 or h[0] + h[6] != idx_off):
+                    if attempt == 0:
+                        logger.warning("segment %s: index entry does not match the log; rebuilding", self.log.path)
+                        self.rebuild()
+                        break
+                if h[0] + h[6] >= offset:
+                    return p, h
+            else:
+                return None
+        return None
+
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool, load: bool = True) -> FileSlice | None:
+        """Whole batches from the one containing `offset`, ending before the first batch with an
+        offset >= max_offset, within max_bytes (or the first batch alone if min_one).
+        None when no batch of this segment reaches `offset`."""
+        found = self.find_batch(offset)
+        if found is None:
+            return None
+        start, h0 = found
+        length, last = 0, -1
+        window = max(HEADER_WINDOW, min(max_bytes, 1 << 20))
+        for p, h in self.log.headers(start, window=window):
+            batch_last = h[0] + h[6]
+            if batch_last >= max_offset:
+                break
+            size = LOG_OVERHEAD + h[1]
+            if length + size > max_bytes and not (length == 0 and min_one):
+                break
+            length += size
+            last = batch_last
+            if length >= max_bytes:
+                break
+        sl = FileSlice(self.log.path, self.log.fd, start, length, h0[0], last)
+        if load:
+            sl.tobytes()
+        return sl
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= target and offset >=
+        starting_offset, or None."""
+        self.ensure_indexes()
+        _ts, t_off = self.time_index.lookup(timestamp)
+        _o, pos = self.offset_index.lookup(max(t_off, starting_offset))
+        for p, h in self.log.headers(pos):
+            if h[8] >= timestamp and h[0] + h[6] >= starting_offset:
+                batch = self.log.pread(p, LOG_OVERHEAD + h[1])
+                for r in decode_records(batch):
+                    if r.timestamp >= timestamp and r.offset >= starting_offset:
+                        return r.offset, r.timestamp
+        return None
+
+    def batches(self, start_position: int = 0):
+        """(position, header) of every batch from start_position."""
+        return self.log.headers(start_position)
+
+    # -- durability, life cycle ---------------------------------------------------------------
+
+    def flush(self) -> None:
+        self.log.flush()
+        if self._indexes_ready:
+            self.offset_index.flush()
+            self.time_index.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        if self.active and self._indexes_ready and self._max_ts is not None and self._max_ts >= 0:
+            self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        self.log.close()
+
+    def delete(self) -> None:
+        self.log.delete()
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.txn_index.delete()
+
+    def unlink(self) -> None:
+        """Remove the files but keep descriptors open (readers may still hold a FileSlice);
+        `release` closes them later."""
+        for path in (self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def release(self) -> None:
+        self.offset_index.release()
+        self.time_index.release()
+        self.txn_index.close()
+        self.log.close()
+
+    def change_suffix(self, old: str, new: str) -> None:
+        """Rename every file from `...<old>` to `...<new>` (compaction's swap)."""
+        for f in (self.log, self.offset_index, self.time_index, self.txn_index):
+            name = str(f.path)
+            base = name[: len(name) - len(old)] if old else name
+            f.rename(Path(base + new))
