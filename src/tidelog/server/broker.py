@@ -11,7 +11,9 @@ import asyncio
 import logging
 from typing import Any
 
+from .admin import TopicAdmin
 from .config import BrokerConfig
+from .partitions import Partitions
 from .router import Router
 from .topics import TopicRegistry
 from . import handlers
@@ -31,6 +33,11 @@ class Broker:
         self.services: dict[str, Any] = {}
         self.stopping = asyncio.Event()
         self.topic_defaults = config.topic_defaults()
+        self.admin = TopicAdmin(self)
+        try:
+            self.services["partitions"] = Partitions(self)
+        except ImportError as e:  # the log engine's manager has not landed yet in this tree
+            log.warning("data path disabled: %s", e)
         handlers.register_all(self)
 
     # ---- connections ---------------------------------------------------------------------

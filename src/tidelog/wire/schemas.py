@@ -76,6 +76,12 @@ DERIVED: dict[tuple[int, int, bool], Derivation] = {
     ),
     (8, 1, False): Derivation(base=2),
     (8, 0, False): Derivation(base=2),
+    # OffsetForLeaderEpoch: v1 added leader_epoch to the response, v2 current_leader_epoch to the
+    # request and throttle_time to the response.
+    (23, 1, True): Derivation(base=2, drop=("topics.partitions.current_leader_epoch",)),
+    (23, 0, True): Derivation(base=2, drop=("topics.partitions.current_leader_epoch",)),
+    (23, 1, False): Derivation(base=2, drop=("throttle_time",)),
+    (23, 0, False): Derivation(base=2, drop=("throttle_time", "topics.partitions.leader_epoch")),
     # OffsetFetch v0 = v1 on the wire (v0 read offsets from ZooKeeper).
     (9, 0, True): Derivation(base=1),
     (9, 0, False): Derivation(base=1),

@@ -14,9 +14,6 @@ log = logging.getLogger("tidelog.server")
 
 
 def register_all(broker) -> None:
-    from ..admin import TopicAdmin
-
-    broker.admin = TopicAdmin(broker)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue

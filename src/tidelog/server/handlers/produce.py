@@ -1,0 +1,82 @@
+"""Produce (key 0, v0-11): append record sets to partition logs.
+
+v0-2 carry magic 0/1 message sets (the log engine converts them), v3+ record batches v2. Each
+partition's record set is appended whole or not at all. acks=0 gets no response at all; acks=1
+and -1 are answered once appended, after a shared fsync when the topic's flush settings ask for
+one. Records are never decoded here: validation works on batch headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from kio.schema.errors import ErrorCode as E
+
+from ...log.errors import LogError
+from ...wire import produce as codec
+from ..router import NO_RESPONSE
+from ..router_hot import hot_route
+
+
+def register(broker) -> None:
+    partitions = broker.services.get("partitions")
+    if partitions is None:
+        return
+    group_commit = partitions.group_commit
+
+    def partition_error(index: int, code: int, message: str | None = None):
+        return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
+
+    def handle(ctx, req: codec.ProduceRequest):
+        acks = req.acks
+        txn = broker.services.get("txn")
+        results = []
+        to_flush = []
+        now_ms = int(time.time() * 1000)
+        for t in req.topic_data:
+            parts = []
+            for p in t.partition_data:
+                if acks not in (0, 1, -1):
+                    parts.append(partition_error(p.index, E.invalid_required_acks.value))
+                    continue
+                plog = partitions.get(t.name, p.index)
+                if plog is None:
+                    parts.append(partition_error(p.index, E.unknown_topic_or_partition.value))
+                    continue
+                if not p.records:
+                    parts.append(partition_error(p.index, E.corrupt_message.value, "empty record set"))
+                    continue
+                try:
+                    if txn is not None:
+                        info = txn.append(ctx, req.transactional_id, t.name, p.index, plog, p.records, now_ms)
+                    else:
+                        info = plog.append(p.records, now_ms=now_ms)
+                except LogError as e:
+                    parts.append(partition_error(p.index, e.error_code, e.message))
+                    continue
+                parts.append(codec.ProduceResponsePartition(
+                    index=p.index,
+                    error_code=0,
+                    base_offset=info.first_offset,
+                    log_append_time_ms=info.log_append_time,
+                    log_start_offset=plog.log_start_offset,
+                ))
+                if info.flush_needed:
+                    to_flush.append(plog)
+            results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts))
+        if acks == 0:
+            if to_flush:
+                for plog in to_flush:
+                    asyncio.ensure_future(group_commit.flush(plog))
+            return NO_RESPONSE
+        response = codec.ProduceResponse(responses=results)
+        if to_flush:
+            return _flush_then(to_flush, response)
+        return response
+
+    async def _flush_then(logs, response):
+        await asyncio.gather(*(group_commit.flush(plog) for plog in logs))
+        return response
+
+    broker.router.add(hot_route(codec, handle))

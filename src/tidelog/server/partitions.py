@@ -1,0 +1,114 @@
+"""The broker's partitions: the log engine's `LogManager` kept in step with the topic registry,
+plus what the data path needs around it — long-poll wake-ups, group commit, and the periodic
+retention and compaction work.
+
+Every access to a partition's log from a handler goes through `Partitions.get`, so the rest of
+the server never depends on how logs are opened or laid out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from ..log.config import LogConfig
+from .flusher import GroupCommit
+from .topic_config import log_config
+from .waiters import Waiters
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("tidelog.server")
+
+
+class Partitions:
+    def __init__(self, broker: "Broker") -> None:
+        from ..log.manager import LogManager
+
+        self.broker = broker
+        self.registry = broker.registry
+        self.waiters = Waiters()
+        self.group_commit = GroupCommit()
+        self.manager = LogManager(
+            broker.config.log_dirs[:1], LogConfig(), topic_config=self._topic_config
+        )
+        self.manager.set_append_listener(self.notify)
+        self._tasks: list[asyncio.Task] = []
+        broker.admin.listeners.append(self._on_topic_event)
+
+    # ---- lookup --------------------------------------------------------------------------
+    def _topic_config(self, name: str) -> LogConfig | None:
+        topic = self.registry.get(name)
+        return None if topic is None else self.config_for(topic)
+
+    def config_for(self, topic) -> LogConfig:
+        return log_config(self.broker.topic_defaults, topic.configs)
+
+    def get(self, topic_name: str, partition: int):
+        """The partition's log, or None when the topic or partition does not exist."""
+        topic = self.registry.get(topic_name)
+        if topic is None or not 0 <= partition < topic.partitions:
+            return None
+        plog = self.manager.get(topic_name, partition)
+        if plog is None:
+            plog = self.manager.get_or_create(topic_name, partition, self.config_for(topic))
+        return plog
+
+    def notify(self, topic_name: str, partition: int) -> None:
+        self.waiters.notify((topic_name, partition))
+
+    # ---- registry events -----------------------------------------------------------------
+    def _on_topic_event(self, event: str, topic) -> None:
+        if event in ("created", "partitions"):
+            cfg = self.config_for(topic)
+            for p in range(topic.partitions):
+                self.manager.get_or_create(topic.name, p, cfg)
+        elif event == "deleted":
+            self.manager.delete_topic(topic.name)
+            for p in range(topic.partitions):
+                self.notify(topic.name, p)
+        elif event == "configs":
+            self.manager.update_topic_config(topic.name, self.config_for(topic))
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        t0 = time.monotonic()
+        for topic in list(self.registry.topics.values()):
+            cfg = self.config_for(topic)
+            for p in range(topic.partitions):
+                self.manager.get_or_create(topic.name, p, cfg)
+        log.info("opened %d partition logs in %.0f ms", len(list(self.manager.logs())), (time.monotonic() - t0) * 1000)
+        self._tasks.append(asyncio.ensure_future(self._housekeeping()))
+
+    async def _housekeeping(self) -> None:
+        """Retention every `log.retention.check.interval.ms`; time-based flushes (`flush.ms`)."""
+        retention_every = self.broker.config["log.retention.check.interval.ms"] / 1000
+        next_retention = time.monotonic() + retention_every
+        while True:
+            await asyncio.sleep(min(1.0, retention_every))
+            try:
+                for plog in self.manager.logs_due_for_flush():
+                    await self.group_commit.flush(plog)
+                if time.monotonic() >= next_retention:
+                    next_retention = time.monotonic() + retention_every
+                    self.run_retention()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - housekeeping must never stop the broker
+                log.exception("housekeeping pass failed")
+
+    def run_retention(self) -> int:
+        deleted = self.manager.apply_retention(int(time.time() * 1000))
+        for plog in self.manager.logs():
+            if plog.config.compact:
+                plog.compact()
+        return deleted
+
+    def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        self.waiters.shutdown()
+        self.manager.close()

@@ -1,0 +1,22 @@
+"""Routes for the hot-path APIs, whose codecs are tidelog's own (`tidelog.wire.produce` etc.)."""
+
+from __future__ import annotations
+
+from .router import Route
+
+
+def hot_route(module, handle) -> Route:
+    first_flexible = module.FIRST_FLEXIBLE_VERSION
+
+    def decode(frame: bytes, offset: int, version: int):
+        return module.decode_request(memoryview(frame)[offset:], version)
+
+    return Route(
+        module.API_KEY,
+        module.MIN_VERSION,
+        module.MAX_VERSION,
+        handle,
+        decode=decode,
+        encode=module.encode_response,
+        is_flexible=lambda version: version >= first_flexible,
+    )
