@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
@@ -185,3 +186,72 @@ class OffsetStore:
         if commit:
             for group, offs in staged.items():
                 self.offsets.setdefault(group, {}).update(offs)
+
+
+class EngineGroupLog:
+    """A GroupLog over the log engine: one v2 record batch per append, to the partition log of
+    `__consumer_offsets` that owns the group; replay reads whole batches from the log start."""
+
+    READ_BYTES = 1 << 20
+
+    def __init__(self, partitions, topic: str) -> None:
+        self.partitions = partitions  # the broker's Partitions service
+        self.topic = topic
+
+    def _log(self, partition: int):
+        plog = self.partitions.get(self.topic, partition)
+        if plog is None:
+            raise RuntimeError(f"{self.topic}-{partition} does not exist")
+        return plog
+
+    async def _written(self, plog, info) -> None:
+        self.partitions.notify(self.topic, plog.partition)
+        if info.flush_needed:
+            await self.partitions.group_commit.flush(plog)
+
+    async def append(self, partition, records, producer_id=-1, producer_epoch=-1, transactional=False):
+        from ...log.records import Record
+
+        plog = self._log(partition)
+        now = int(time.time() * 1000)
+        info = plog.append_records([Record(k, v, now) for k, v in records], producer_id=producer_id,
+                                   producer_epoch=producer_epoch, transactional=transactional)
+        await self._written(plog, info)
+
+    async def append_marker(self, partition, producer_id, producer_epoch, commit):
+        from ...log.records import CONTROL_ABORT, CONTROL_COMMIT
+
+        plog = self._log(partition)
+        info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch, 0)
+        await self._written(plog, info)
+
+    def replay(self, partition):
+        from ...log import records as LR
+
+        plog = self._log(partition)
+        offset, end = plog.log_start_offset, plog.log_end_offset
+        while offset < end:
+            data = plog.read(offset, self.READ_BYTES, max_offset=end).data
+            if not data:
+                break
+            for batch in LR.decode_batches(data):
+                h = batch.header
+                attrs, pid = h[LR.H_ATTRIBUTES], h[LR.H_PRODUCER_ID]
+                txn = bool(attrs & LR.TRANSACTIONAL_FLAG_MASK)
+                for r in batch.records:
+                    if r.offset < offset:
+                        continue
+                    if attrs & LR.CONTROL_FLAG_MASK:
+                        ctype, _ = LR.parse_control_record(r)
+                        yield LogEntry(None, None, pid, True, ctype == LR.CONTROL_COMMIT)
+                    else:
+                        yield LogEntry(r.key, r.value, pid, txn)
+                offset = max(offset, h[LR.H_BASE_OFFSET] + h[LR.H_LAST_OFFSET_DELTA] + 1)
+
+
+def engine_backend(broker, topic: str) -> GroupLog | None:
+    """The log engine's GroupLog when the broker runs a data path, else None."""
+    partitions = broker.services.get("partitions")
+    if partitions is None or not hasattr(partitions, "get"):
+        return None
+    return EngineGroupLog(partitions, topic)
