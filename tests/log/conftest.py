@@ -1,0 +1,39 @@
+import pytest
+
+from tidelog.log import LogConfig, PartitionLog
+from loghelpers import T0
+
+
+class FakeClock:
+    def __init__(self, now: int = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def open_log(tmp_path, clock):
+    opened = []
+
+    def make(config: LogConfig | None = None, **kw) -> PartitionLog:
+        log = PartitionLog.open(tmp_path, "t", 0, config or LogConfig(), clock, **kw)
+        opened.append(log)
+        return log
+
+    yield make
+    for log in opened:
+        try:
+            log.close()
+        except Exception:
+            pass
+
+
