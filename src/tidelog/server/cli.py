@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     cli_topics.add_parser(sub, DEFAULT_BOOTSTRAP)
     from . import cli_groups
     cli_groups.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
+    cli_export.add_parser(sub)
 
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

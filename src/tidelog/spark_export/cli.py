@@ -1,0 +1,80 @@
+"""`tidelog export` (also `python -m tidelog.spark_export`): run the export/compaction job once.
+
+    tidelog export --log-dirs DIR[,DIR] --warehouse DIR [--topics T [T ...]] [--master URL]
+                   [--driver-memory 1g] [--shuffle-partitions 4] [--jvm-flags "..."] [--hive]
+                   [--compact-topics T ...] [--conf key=value ...]
+
+pyspark is imported only when the command runs, so the broker never needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("export", help="export closed segments to Spark tables (needs tidelog[spark])")
+    configure(p)
+    p.set_defaults(func=cmd_export)
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from .session import SparkSettings
+
+    d = SparkSettings()
+    p.add_argument("--log-dirs", required=True, help="the broker's log.dirs (comma-separated)")
+    p.add_argument("--warehouse", required=True, help="directory of the Spark tables and the manifest")
+    p.add_argument("--topics", nargs="+", help="topics to export (default: every topic on disk)")
+    p.add_argument("--compact-topics", nargs="+", default=[],
+                   help="also build <topic>_latest for these (besides cleanup.policy=compact topics)")
+    p.add_argument("--master", default=d.master, help=f"Spark master URL (default {d.master})")
+    p.add_argument("--driver-memory", default=d.driver_memory, help=f"default {d.driver_memory}")
+    p.add_argument("--shuffle-partitions", type=int, default=d.shuffle_partitions,
+                   help=f"spark.sql.shuffle.partitions (default {d.shuffle_partitions})")
+    p.add_argument("--jvm-flags", default=d.jvm_flags, help=f"driver/executor JVM options (default {d.jvm_flags!r})")
+    p.add_argument("--hive", action="store_true", help="use the Hive catalog (embedded Derby in the warehouse)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting")
+    p.add_argument("--rewrite-min-files", type=int, default=8,
+                   help="rewrite a table partition once it holds this many small files (default 8)")
+
+
+def cmd_export(args) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("tidelog export needs pyspark: pip install 'tidelog[spark]'", file=sys.stderr)
+        return 2
+    from pathlib import Path
+
+    from .job import ExportJob, ExportOptions
+    from .progress import Progress
+    from .session import SparkSettings, build_session
+
+    extra = dict(kv.split("=", 1) for kv in args.conf)
+    settings = SparkSettings(master=args.master, driver_memory=args.driver_memory,
+                             shuffle_partitions=args.shuffle_partitions, jvm_flags=args.jvm_flags,
+                             hive=args.hive, extra=extra)
+    spark = build_session(args.warehouse, settings)
+    try:
+        options = ExportOptions(
+            log_dirs=[Path(d) for d in args.log_dirs.split(",") if d],
+            warehouse=Path(args.warehouse),
+            topics=args.topics,
+            compact_topics=args.compact_topics,
+            rewrite_min_files=args.rewrite_min_files,
+        )
+        ExportJob(spark, options, Progress()).run()
+    finally:
+        spark.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tidelog.spark_export", description=__doc__.splitlines()[0])
+    configure(parser)
+    return cmd_export(parser.parse_args(argv))

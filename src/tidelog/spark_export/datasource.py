@@ -1,0 +1,194 @@
+"""The `tidelog` PySpark data source: segment files read directly, one Spark partition per segment.
+
+    register(spark)
+    df = (spark.read.format("tidelog")
+          .option("topic", "orders")                  # required
+          .option("partitions", "0,2")                # default: every partition on disk
+          .option("startingOffset", 100)              # inclusive; "endingOffset" exclusive
+          .option("startingTimestamp", 1700000000000) # ms, inclusive; "endingTimestamp" exclusive
+          .option("isolationLevel", "read_committed") # default; or read_uncommitted
+          .option("includeActiveSegment", "false")    # default: closed segments only
+          .load("/var/lib/tidelog"))                  # the broker's log.dirs, comma-separated
+
+Columns: topic, partition, offset, timestamp (UTC, millisecond precision), timestamp_type
+(0 CreateTime, 1 LogAppendTime), key, value, headers array<struct<key, value>>, producer_id,
+is_transactional. Filters on partition, offset and timestamp are pushed down and applied exactly
+(the time index skips whole segments and positions inside one). Records are decoded on executors
+into Arrow record batches. Filter pushdown needs `spark.sql.python.filterPushdown.enabled`,
+which `register` sets.
+
+Internal options used by the export job: `offsets` (JSON {"<partition>": [start, end]}) and
+`scanFrom` (JSON {"<partition>": offset}, where the last-stable-offset scan may start; see
+`segments`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Iterator
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
+
+from . import segments as seg
+
+NAME = "tidelog"
+SCHEMA = (
+    "topic string, partition int, offset long, timestamp timestamp, timestamp_type int, key binary, "
+    "value binary, headers array<struct<key: string, value: binary>>, producer_id long, "
+    "is_transactional boolean"
+)
+
+
+def register(spark) -> None:
+    """Make `spark.read.format("tidelog")` available in this session."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(TidelogDataSource)
+
+
+class TidelogDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema) -> "TidelogReader":
+        return TidelogReader(dict(self.options))
+
+
+def _opt_int(options: dict, key: str) -> int | None:
+    v = options.get(key)
+    return None if v in (None, "") else int(v)
+
+
+def _ms_floor(v) -> int:
+    """Milliseconds since the epoch of a pushed-down timestamp literal, rounded down."""
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=_dt.timezone.utc)
+        delta = v - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return micros // 1000
+    raise TypeError(v)
+
+
+def _ms_ceil(v) -> int:
+    if isinstance(v, _dt.datetime) and v.microsecond % 1000:
+        return _ms_floor(v) + 1
+    return _ms_floor(v)
+
+
+class _Bounds:
+    """Intersection of pushed-down ranges: lo inclusive, hi exclusive; None for unbounded."""
+
+    def __init__(self, lo: int | None = None, hi: int | None = None) -> None:
+        self.lo, self.hi = lo, hi
+
+    def at_least(self, v: int) -> None:
+        self.lo = v if self.lo is None else max(self.lo, v)
+
+    def below(self, v: int) -> None:
+        self.hi = v if self.hi is None else min(self.hi, v)
+
+
+class TidelogReader(DataSourceReader):
+    def __init__(self, options: dict) -> None:
+        o = {k.lower(): v for k, v in options.items()}
+        self.log_dirs = [p for p in (o.get("path") or o.get("logdirs") or "").split(",") if p]
+        if not self.log_dirs:
+            raise ValueError("tidelog: load(<log dir>) or option logDirs is required")
+        self.topic = o.get("topic")
+        if not self.topic:
+            raise ValueError("tidelog: option topic is required")
+        parts = o.get("partitions")
+        self.partitions_wanted = {int(p) for p in parts.split(",")} if parts else None
+        self.offsets = _Bounds(_opt_int(o, "startingoffset"), _opt_int(o, "endingoffset"))
+        self.times = _Bounds(_opt_int(o, "startingtimestamp"), _opt_int(o, "endingtimestamp"))
+        self.per_partition = {int(k): v for k, v in json.loads(o.get("offsets") or "{}").items()}
+        self.scan_from = {int(k): int(v) for k, v in json.loads(o.get("scanfrom") or "{}").items()}
+        self.isolation = (o.get("isolationlevel") or seg.READ_COMMITTED).lower()
+        if self.isolation not in (seg.READ_COMMITTED, seg.READ_UNCOMMITTED):
+            raise ValueError(f"tidelog: isolationLevel must be read_committed or read_uncommitted, not {self.isolation!r}")
+        self.include_active = (o.get("includeactivesegment") or "false").lower() == "true"
+        self.rows_per_batch = int(o.get("rowsperbatch") or 65536)
+
+    # -- pushdown ---------------------------------------------------------------------------
+
+    def pushFilters(self, filters):
+        for f in filters:
+            if not self._push(f):
+                yield f
+
+    def _push(self, f) -> bool:
+        col = f.attribute
+        if len(col) != 1 or col[0] not in ("offset", "timestamp", "partition"):
+            return False
+        name = col[0]
+        if name == "partition":
+            if isinstance(f, EqualTo):
+                values = {int(f.value)}
+            elif isinstance(f, In):
+                values = {int(v) for v in f.value}
+            else:
+                return False
+            self.partitions_wanted = values if self.partitions_wanted is None else self.partitions_wanted & values
+            return True
+        if name == "offset":
+            b, floor, ceil = self.offsets, int, int
+        else:
+            b, floor, ceil = self.times, _ms_floor, _ms_ceil
+        # Timestamps are whole milliseconds: ts > v <=> ts >= floor(v)+1; ts >= v <=> ts >= ceil(v).
+        if isinstance(f, GreaterThan):
+            b.at_least(floor(f.value) + 1)
+        elif isinstance(f, GreaterThanOrEqual):
+            b.at_least(ceil(f.value))
+        elif isinstance(f, LessThan):
+            b.below(ceil(f.value))
+        elif isinstance(f, LessThanOrEqual):
+            b.below(floor(f.value) + 1)
+        elif isinstance(f, EqualTo):
+            b.at_least(ceil(f.value))
+            b.below(floor(f.value) + 1)
+        else:
+            return False
+        return True
+
+    # -- planning and reading ---------------------------------------------------------------
+
+    def plans(self) -> list[seg.PartitionPlan]:
+        out = []
+        for partition, pdir in seg.partition_dirs(self.log_dirs, self.topic).items():
+            if self.partitions_wanted is not None and partition not in self.partitions_wanted:
+                continue
+            lo = self.offsets.lo or 0
+            hi = seg.NO_LIMIT if self.offsets.hi is None else self.offsets.hi
+            if partition in self.per_partition:
+                p_lo, p_hi = self.per_partition[partition]
+                lo, hi = max(lo, int(p_lo)), min(hi, int(p_hi))
+            out.append(seg.plan_partition(
+                self.topic, partition, pdir, lo, hi, isolation=self.isolation,
+                scan_from=self.scan_from.get(partition), include_active=self.include_active,
+                start_timestamp=self.times.lo, end_timestamp=self.times.hi,
+            ))
+        return out
+
+    def partitions(self):
+        tasks = [t for plan in self.plans() for t in plan.tasks]
+        return [InputPartition(t) for t in tasks] or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator:
+        if partition.value is None:
+            return iter(())
+        return seg.read_task(partition.value, self.rows_per_batch)

@@ -1,0 +1,345 @@
+"""The export/compaction job: closed segments -> `tidelog.<topic>` (and `tidelog.<topic>_latest`).
+
+One run:
+
+1. recover: finish or undo a run a crash interrupted (see `manifest`), delete garbage;
+2. plan: per topic-partition, read from the manifest's `next_offset` to the end of the closed
+   segments, capped at their last stable offset (an open transaction is exported by a later run
+   once its marker is in a closed segment); segments deleted by retention before export are
+   reported as gaps;
+3. `manifest.begin` with the state the run will commit;
+4. per topic, one Spark job reads the range through the `tidelog` data source (one task per
+   segment) and writes Parquet into the run's staging directory, partitioned by `date` (UTC day
+   of the timestamp) and `partition`; for compacted topics the previous `_latest` version and
+   the new rows are reduced to the latest value per (partition, key), tombstones dropped, into a
+   new version directory `<topic>_latest/v-<run id>/`;
+5. publish: staged files are moved into the table directories under names that carry the run
+   id (`part-<run id>-<n>.parquet`); small files of earlier runs are rewritten into one file per
+   table partition the same way;
+6. `mark_published`, delete the files the rewrite replaced, `commit`, refresh the catalog.
+
+Idempotence: until `mark_published`, recovery deletes every file named with the run id, which
+undoes steps 4-5 completely; after it, recovery completes steps 6. So whatever point a crash hits,
+the next run leaves each committed record in the table exactly once.
+
+Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
+`TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import segments as seg
+from .datasource import NAME as SOURCE
+from .manifest import Manifest, PartitionState, TopicState
+from .progress import Progress, TopicSummary
+from .session import attach_tables, ensure_table, point_latest, table_location
+
+log = logging.getLogger("tidelog.spark_export")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+TOPICS_FILE = "tidelog-topics.json"
+CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
+
+
+class SimulatedCrash(RuntimeError):
+    """Raised at an injected crash point (tests)."""
+
+
+@dataclass
+class ExportOptions:
+    log_dirs: list[Path]
+    warehouse: Path
+    topics: list[str] | None = None  # None: every topic on disk (internal topics excluded)
+    compact_topics: list[str] = field(default_factory=list)  # in addition to cleanup.policy=compact
+    rewrite_min_files: int = 8  # a table partition with this many small files gets rewritten
+    small_file_bytes: int = 32 << 20
+    rows_per_latest_file: int = 2_000_000
+    crash_at: str | None = None
+
+
+@dataclass
+class _TopicPlan:
+    topic: str
+    state: TopicState  # what the manifest will hold after the run
+    offsets: dict[int, tuple[int, int]]  # partition -> [start, end) to export
+    scan_from: dict[int, int]
+    tasks: int
+    summary: TopicSummary
+
+    @property
+    def has_data(self) -> bool:
+        return any(hi > lo for lo, hi in self.offsets.values())
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+def topic_configs(log_dirs: list[Path]) -> dict[str, dict[str, str]]:
+    """Per-topic config overrides from the broker's registry (`tidelog-topics.json`)."""
+    for d in log_dirs:
+        path = Path(d) / TOPICS_FILE
+        if path.exists():
+            doc = json.loads(path.read_text())
+            return {t["name"]: dict(t.get("configs", {})) for t in doc.get("topics", [])}
+    return {}
+
+
+class ExportJob:
+    def __init__(self, spark, options: ExportOptions, progress: Progress | None = None) -> None:
+        self.spark = spark
+        self.o = options
+        self.o.warehouse = Path(options.warehouse).resolve()
+        self.o.log_dirs = [Path(d).resolve() for d in options.log_dirs]
+        self.progress = progress or Progress()
+        self.crash_at = options.crash_at or os.environ.get("TIDELOG_EXPORT_CRASH_AT")
+
+    # -- crash injection ----------------------------------------------------------------------
+
+    def _point(self, name: str) -> None:
+        if not self.crash_at:
+            return
+        point, _, mode = self.crash_at.partition(":")
+        if point == name:
+            if mode == "hard":
+                os._exit(137)
+            raise SimulatedCrash(name)
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def run(self) -> list[TopicSummary]:
+        started = time.monotonic()
+        manifest = Manifest.load(self.o.warehouse)
+        self.recover(manifest)
+        attach_tables(self.spark, self.o.warehouse)
+        run_id = new_run_id()
+        plans = [self._plan(manifest, t) for t in self._topics()]
+        for p in plans:
+            for partition, lo, hi in p.summary.gaps:
+                log.warning("%s-%d: offsets [%d, %d) were deleted by retention before export", p.topic, partition, lo, hi)
+        work = [p for p in plans if p.has_data]
+        if not work:
+            if any(p.summary.gaps for p in plans):  # nothing to export, but record the gaps seen
+                manifest.begin(run_id, {p.topic: p.state for p in plans if p.summary.gaps})
+                manifest.mark_published([])
+                manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
+            self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
+            return [p.summary for p in plans]
+
+        for p in work:
+            if p.state.compacted:
+                p.state.latest_location = str(self._latest_root(p.topic) / f"v-{run_id}")
+        manifest.begin(run_id, {p.topic: p.state for p in work})
+        self._point("begun")
+        staging = manifest.staging_dir(run_id)
+        for p in work:
+            t0 = time.monotonic()
+            old_latest = manifest.topics.get(p.topic, TopicState()).latest_location
+            self._stage(p, staging, old_latest)
+            p.summary.seconds = time.monotonic() - t0
+        self._point("staged")
+        for p in work:
+            self._publish(staging / p.topic / "main", table_location(self.o.warehouse, p.topic), run_id)
+        replaced = []
+        for p in work:
+            t0 = time.monotonic()
+            replaced += self._rewrite_small_files(p, staging, run_id)
+            p.summary.seconds += time.monotonic() - t0
+        self._point("published")
+        manifest.mark_published(replaced)
+        self._point("marked")
+        self._finish(manifest, {"topics": {p.topic: p.summary.to_json() for p in plans}})
+        self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
+        return [p.summary for p in plans]
+
+    def _finish(self, manifest: Manifest, summary: dict) -> None:
+        """Steps after `mark_published`: also how recovery rolls a published run forward."""
+        assert manifest.pending is not None
+        pending = manifest.pending
+        for path in pending.replaced:
+            _remove(path)
+        self._point("replaced-deleted")
+        manifest.commit(summary)
+        self._collect_garbage(manifest)
+        shutil.rmtree(manifest.staging_dir(pending.run_id), ignore_errors=True)
+        for topic, state in pending.topics.items():
+            ensure_table(self.spark, topic, self.o.warehouse)
+            if state.latest_location:
+                point_latest(self.spark, topic, state.latest_location)
+
+    # -- recovery -----------------------------------------------------------------------------
+
+    def recover(self, manifest: Manifest) -> None:
+        p = manifest.pending
+        if p is not None:
+            if p.phase == "published":
+                log.warning("export run %s was interrupted after publishing: completing it", p.run_id)
+                self._finish(manifest, {"recovered": True, "topics": {}})
+            else:
+                log.warning("export run %s was interrupted before publishing: undoing it", p.run_id)
+                prefix = f"part-{p.run_id}-"
+                for topic in p.topics:
+                    root = table_location(self.o.warehouse, topic)
+                    if root.exists():
+                        for f in root.rglob(prefix + "*"):
+                            _remove(f)
+                    shutil.rmtree(self._latest_root(topic) / f"v-{p.run_id}", ignore_errors=True)
+                manifest.abandon()
+        self._collect_garbage(manifest)
+        shutil.rmtree(manifest.dir / "staging", ignore_errors=True)
+
+    def _collect_garbage(self, manifest: Manifest) -> None:
+        if manifest.garbage:
+            for path in manifest.garbage:
+                _remove(path)
+            manifest.garbage = []
+            manifest.save()
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def _topics(self) -> list[str]:
+        if self.o.topics:
+            return list(self.o.topics)
+        return [t for t in seg.topics_on_disk(self.o.log_dirs) if t not in INTERNAL_TOPICS]
+
+    def _is_compacted(self, topic: str, configs: dict[str, dict[str, str]]) -> bool:
+        policy = configs.get(topic, {}).get("cleanup.policy", "delete")
+        return topic in self.o.compact_topics or "compact" in policy
+
+    def _plan(self, manifest: Manifest, topic: str) -> _TopicPlan:
+        state = manifest.topic(topic)
+        state.compacted = self._is_compacted(topic, topic_configs(self.o.log_dirs))
+        summary = TopicSummary(topic)
+        offsets, scan_from, tasks = {}, {}, 0
+        for partition, pdir in seg.partition_dirs(self.o.log_dirs, topic).items():
+            ps = state.partitions.setdefault(partition, PartitionState())
+            plan = seg.plan_partition(topic, partition, pdir, ps.next_offset, scan_from=ps.next_offset)
+            summary.partitions += 1
+            if plan.log_start_offset > ps.next_offset:
+                gap = [ps.next_offset, plan.log_start_offset]
+                ps.gaps.append(gap)
+                summary.gaps.append((partition, *gap))
+            start, end = plan.start_offset, plan.end_offset
+            if end > start:
+                offsets[partition] = (start, end)
+                scan_from[partition] = start
+                tasks += len(plan.tasks)
+            ends = [s.base_offset for s in plan.closed_segments[1:]] + [plan.closed_end_offset]
+            consumed = [s.name for s, e in zip(plan.closed_segments, ends) if e <= end and s.name not in ps.segments]
+            ps.segments += consumed
+            summary.segments += len(consumed)
+            ps.next_offset = max(ps.next_offset, end)
+        return _TopicPlan(topic, state, offsets, scan_from, tasks, summary)
+
+    # -- staging ------------------------------------------------------------------------------
+
+    def _latest_root(self, topic: str) -> Path:
+        return table_location(self.o.warehouse, topic + "_latest")
+
+    def _stage(self, p: _TopicPlan, staging: Path, old_latest: str | None) -> None:
+        from pyspark.sql import functions as F
+
+        main = staging / p.topic / "main"
+        df = (
+            self.spark.read.format(SOURCE)
+            .option("topic", p.topic)
+            .option("offsets", json.dumps({str(k): list(v) for k, v in p.offsets.items()}))
+            .option("scanFrom", json.dumps({str(k): v for k, v in p.scan_from.items()}))
+            .load(",".join(str(d) for d in self.o.log_dirs))
+        )
+        # The UTC day, independent of the session time zone.
+        df = df.withColumn("date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int")))
+        with self.progress.topic(self.spark, p.topic, p.tasks):
+            df.write.partitionBy("date", "partition").parquet(str(main))
+        staged = self.spark.read.parquet(str(main))
+        p.summary.rows = staged.count()
+        if p.state.compacted:
+            p.summary.latest_rows = self._stage_latest(p, staged, staging, old_latest)
+
+    def _stage_latest(self, p: _TopicPlan, staged, staging: Path, old_latest: str | None) -> int:
+        """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        cols = ["topic", "partition", "key", "offset", "timestamp", "timestamp_type", "value", "headers",
+                "producer_id", "is_transactional"]
+        new = staged.where(F.col("key").isNotNull()).select(*cols).withColumn("partition", F.col("partition").cast("int"))
+        both = new
+        if old_latest and Path(old_latest).exists():
+            both = self.spark.read.parquet(old_latest).select(*cols).unionByName(new)
+        w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
+        latest = (
+            both.withColumn("_rank", F.row_number().over(w))
+            .where((F.col("_rank") == 1) & F.col("value").isNotNull())
+            .drop("_rank")
+        )
+        # Reduced into staging first: the row count decides how many files the version gets.
+        tmp = str(staging / p.topic / "latest")
+        latest.write.parquet(tmp)
+        reduced = self.spark.read.parquet(tmp)
+        rows = reduced.count()
+        files = max(1, math.ceil(rows / self.o.rows_per_latest_file))
+        reduced.coalesce(files).sortWithinPartitions("partition", "offset").write.parquet(p.state.latest_location)
+        return rows
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def _publish(self, staged: Path, table: Path, run_id: str, tag: str = "") -> list[Path]:
+        """Move staged Parquet files into `table`, keeping their partition directories."""
+        moved = []
+        if not staged.exists():
+            return moved
+        files = sorted(f for f in staged.rglob("*.parquet") if not f.name.startswith((".", "_")))
+        for n, f in enumerate(files):
+            rel = f.parent.relative_to(staged)
+            dest_dir = table / rel
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            dest = dest_dir / f"part-{run_id}-{tag}{n:05d}.parquet"
+            os.replace(f, dest)
+            moved.append(dest)
+            if n == 0:
+                self._point("mid-publish")
+        return moved
+
+    def _rewrite_small_files(self, p: _TopicPlan, staging: Path, run_id: str) -> list[str]:
+        """Rewrite table partitions holding many small files of earlier runs into one file each."""
+        table = table_location(self.o.warehouse, p.topic)
+        mine = f"part-{run_id}-"
+        candidates: list[Path] = []
+        for d in sorted({f.parent for f in table.rglob("*.parquet")}):
+            files = [f for f in d.glob("*.parquet") if not f.name.startswith(mine)]
+            if len(files) >= self.o.rewrite_min_files and all(f.stat().st_size < self.o.small_file_bytes for f in files):
+                candidates += files
+        if not candidates:
+            return []
+        from pyspark.sql import functions as F
+
+        df = self.spark.read.option("basePath", str(table)).parquet(*[str(f) for f in candidates])
+        out = staging / p.topic / "rewrite"
+        (df.repartition(F.col("date"), F.col("partition"))
+           .sortWithinPartitions("offset")
+           .write.partitionBy("date", "partition").parquet(str(out)))
+        self._publish(out, table, run_id, tag="r")
+        p.summary.files_rewritten = len(candidates)
+        return [str(f) for f in candidates]
+
+
+def _remove(path: str | Path) -> None:
+    path = Path(path)
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass

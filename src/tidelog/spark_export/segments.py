@@ -1,0 +1,444 @@
+"""Read-only access to a partition's segment files, for export: no Spark, no broker state.
+
+A partition directory `<topic>-<partition>/` holds segments named by their 20-digit base offset:
+`<base>.log` (record batches v2), `<base>.index`, `<base>.timeindex`, `<base>.txnindex`. The
+newest segment is the *active* one (the broker appends to it); every other segment is *closed*
+and never changes again until retention deletes it. Export reads closed segments only.
+
+Planning (`plan_partition`) runs on the Spark driver and is cheap: it reads batch headers (61 bytes
+per batch, through `tidelog.log.records.iter_batches` over a read-only mapping) and the small
+`.timeindex`/`.txnindex` files; it produces one picklable `SegmentTask` per segment. Reading
+(`read_task`) runs on an executor: it decodes the batches of one task with
+`tidelog.log.records.decode_records` (all codecs, via `tidelog.log.compression`) and yields
+`pyarrow.RecordBatch`es in the data source's schema.
+
+read_committed, as Kafka's Fetch does it:
+- control batches (transaction markers) are never returned;
+- a transactional batch whose producer has an aborted transaction covering it is dropped; the
+  aborted transactions come from the `.txnindex` of the segment and of every later segment
+  (a marker may land in a later segment than the transaction's records);
+- nothing at or above the last stable offset (LSO) of the closed segments is returned: the LSO is
+  the first offset of the oldest transaction with no marker among the scanned closed segments.
+  The scan starts at `scan_from`, which must be an offset where no transaction that started
+  earlier is still open past the end of the closed segments: the log start, or an offset the
+  previous export stopped at (it never stops past an open transaction).
+
+The `.index`/`.timeindex` files are read here through small read-only views (`_IndexView`): the
+log engine's index classes open files read-write and may create them, which a reader running as
+another user against a broker's directory must not do.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from tidelog.log import records as rb
+from tidelog.log.txnindex import ENTRY as TXN_ENTRY
+from tidelog.log.txnindex import ENTRY_SIZE as TXN_ENTRY_SIZE
+
+SEGMENT_SUFFIX = ".log"
+NO_LIMIT = 2**63 - 1
+
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
+
+
+# ---------------------------------------------------------------------------------------------
+# Discovery
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    base_offset: int
+    path: str  # the .log file
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def sibling(self, suffix: str) -> str:
+        return self.path[: -len(SEGMENT_SUFFIX)] + suffix
+
+
+def partition_dirs(log_dirs: list[str | Path], topic: str) -> dict[int, Path]:
+    """{partition: directory} of `topic` across the log directories (Kafka's `<topic>-<n>`)."""
+    out: dict[int, Path] = {}
+    prefix = topic + "-"
+    for d in log_dirs:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for entry in d.iterdir():
+            name = entry.name
+            if not name.startswith(prefix) or not entry.is_dir():
+                continue
+            num = name[len(prefix):]
+            if num.isdigit():
+                out[int(num)] = entry
+    return dict(sorted(out.items()))
+
+
+def topics_on_disk(log_dirs: list[str | Path]) -> list[str]:
+    """Topic names that have at least one partition directory."""
+    names = set()
+    for d in log_dirs:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for entry in d.iterdir():
+            topic, sep, num = entry.name.rpartition("-")
+            if sep and num.isdigit() and entry.is_dir() and any(entry.glob("*" + SEGMENT_SUFFIX)):
+                names.add(topic)
+    return sorted(names)
+
+
+def list_segments(partition_dir: str | Path) -> list[SegmentFile]:
+    """Segments of one partition, oldest first (files being deleted or cleaned are ignored)."""
+    segs = []
+    for entry in os.scandir(partition_dir):
+        name = entry.name
+        if name.endswith(SEGMENT_SUFFIX) and name[: -len(SEGMENT_SUFFIX)].isdigit():
+            segs.append(SegmentFile(int(name[: -len(SEGMENT_SUFFIX)]), entry.path))
+    segs.sort(key=lambda s: s.base_offset)
+    return segs
+
+
+# ---------------------------------------------------------------------------------------------
+# Read-only views of the indexes
+
+
+class _IndexView:
+    """Entries of a fixed-width index file, read once; `floor(key)` = largest entry with key <= key."""
+
+    def __init__(self, path: str, entry: struct.Struct, key_field: int) -> None:
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            data = b""
+        n = len(data) // entry.size
+        self.entries = [entry.unpack_from(data, i * entry.size) for i in range(n)]
+        self._keys = [e[key_field] for e in self.entries]
+
+    def floor(self, key: int) -> tuple | None:
+        i = bisect.bisect_right(self._keys, key) - 1
+        return self.entries[i] if i >= 0 else None
+
+    def lower(self, key: int) -> tuple | None:
+        """Largest entry with key < key."""
+        i = bisect.bisect_left(self._keys, key) - 1
+        return self.entries[i] if i >= 0 else None
+
+
+_OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+
+
+def read_aborted(segment: SegmentFile) -> list[tuple[int, int, int]]:
+    """(producer id, first offset, last offset) of each aborted transaction in the `.txnindex`."""
+    try:
+        data = Path(segment.sibling(".txnindex")).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for i in range(len(data) // TXN_ENTRY_SIZE):
+        _version, pid, first, last, _lso = TXN_ENTRY.unpack_from(data, i * TXN_ENTRY_SIZE)
+        out.append((pid, first, last))
+    return out
+
+
+def start_position(segment: SegmentFile, start_offset: int, start_timestamp: int | None) -> int:
+    """A byte position in the segment at or before the first batch that can hold a record with
+    offset >= start_offset and timestamp >= start_timestamp (the indexes are sparse)."""
+    target = start_offset
+    if start_timestamp is not None:
+        # A time index entry (t, r) says every record up to base+r has timestamp <= t; so with
+        # t < start_timestamp the records up to base+r can all be skipped.
+        hit = _IndexView(segment.sibling(".timeindex"), _TIME_ENTRY, 0).lower(start_timestamp)
+        if hit is not None:
+            target = max(target, segment.base_offset + hit[1] + 1)
+    if target <= segment.base_offset:
+        return 0
+    hit = _IndexView(segment.sibling(".index"), _OFFSET_ENTRY, 0).floor(target - segment.base_offset)
+    return hit[1] if hit is not None else 0
+
+
+def largest_timestamp(segment: SegmentFile) -> int | None:
+    """The last `.timeindex` entry of a closed segment is its largest timestamp (None: no entry)."""
+    entries = _IndexView(segment.sibling(".timeindex"), _TIME_ENTRY, 0).entries
+    return entries[-1][0] if entries else None
+
+
+CHUNK = 8 << 20
+
+
+def batches(path: str, position: int = 0, chunk: int = CHUNK) -> Iterator[tuple[bytes, int, tuple]]:
+    """(buffer, position in buffer, header fields) of each whole batch from byte `position` on,
+    reading the file in chunks (a batch larger than a chunk gets a buffer of its own)."""
+    with open(path, "rb") as f:
+        f.seek(position)
+        buf = b""
+        while True:
+            data = f.read(max(chunk, _need(buf)))
+            if not data:
+                return
+            buf = buf + data if buf else data
+            pos = 0
+            for pos, h in rb.iter_batches(buf):
+                yield buf, pos, h.fields()
+                pos += h.size
+            buf = buf[pos:] if pos else buf
+
+
+def _need(buf: bytes) -> int:
+    """Bytes to read so that the partial batch at the start of `buf` becomes whole."""
+    if len(buf) < rb.LOG_OVERHEAD:
+        return 0
+    return rb.LOG_OVERHEAD + struct.unpack_from(">i", buf, rb.LENGTH_OFFSET)[0] - len(buf)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning
+
+
+@dataclass(slots=True)
+class SegmentTask:
+    """Everything an executor needs to read one segment; picklable."""
+
+    topic: str
+    partition: int
+    segment: str  # path of the .log file
+    base_offset: int
+    start_offset: int  # inclusive
+    end_offset: int  # exclusive
+    isolation: str = READ_COMMITTED
+    aborted: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, first, last)
+    start_timestamp: int | None = None  # inclusive, ms
+    end_timestamp: int | None = None  # exclusive, ms
+
+    @property
+    def segment_file(self) -> SegmentFile:
+        return SegmentFile(self.base_offset, self.segment)
+
+
+@dataclass(slots=True)
+class PartitionPlan:
+    topic: str
+    partition: int
+    log_start_offset: int  # base offset of the oldest segment (-1: no segment)
+    closed_end_offset: int  # base offset of the active segment: the end of closed data
+    last_stable_offset: int  # <= closed_end_offset
+    start_offset: int  # the requested start, clamped to the log start
+    end_offset: int  # where reading stops (exclusive)
+    tasks: list[SegmentTask]
+    closed_segments: list[SegmentFile]
+
+
+def plan_partition(
+    topic: str,
+    partition: int,
+    partition_dir: str | Path,
+    start_offset: int = 0,
+    end_offset: int = NO_LIMIT,
+    *,
+    isolation: str = READ_COMMITTED,
+    scan_from: int | None = None,
+    include_active: bool = False,
+    start_timestamp: int | None = None,
+    end_timestamp: int | None = None,
+) -> PartitionPlan:
+    segments = list_segments(partition_dir)
+    if not segments:
+        return PartitionPlan(topic, partition, -1, start_offset, start_offset, start_offset, start_offset, [], [])
+    log_start = segments[0].base_offset
+    closed = segments if include_active else segments[:-1]
+    if include_active:
+        closed_end = _log_end(segments[-1])
+    else:
+        closed_end = segments[-1].base_offset
+    ends = [s.base_offset for s in segments[1:]] + [closed_end]
+    start = max(start_offset, log_start)
+    lso = closed_end
+    if isolation == READ_COMMITTED:
+        lso = _last_stable_offset(closed, ends, log_start if scan_from is None else max(scan_from, log_start), closed_end)
+    end = min(end_offset, lso)
+    aborted_by_seg = [read_aborted(s) for s in closed] if isolation == READ_COMMITTED else [[] for _ in closed]
+    tasks = []
+    for i, (seg, seg_end) in enumerate(zip(closed, ends)):
+        lo, hi = max(start, seg.base_offset), min(end, seg_end)
+        if lo >= hi:
+            continue
+        if start_timestamp is not None:
+            top = largest_timestamp(seg)
+            if top is not None and top < start_timestamp:
+                continue  # the time index says nothing here is recent enough
+        aborted = sorted(
+            {a for later in aborted_by_seg[i:] for a in later if a[2] >= lo and a[1] < hi},
+            key=lambda a: a[1],
+        )
+        tasks.append(SegmentTask(topic, partition, seg.path, seg.base_offset, lo, hi, isolation, aborted,
+                                 start_timestamp, end_timestamp))
+    return PartitionPlan(topic, partition, log_start, closed_end, lso, start, max(start, end), tasks, closed)
+
+
+def _log_end(segment: SegmentFile) -> int:
+    end = segment.base_offset
+    for _buf, _pos, f in batches(segment.path):
+        end = f[rb.H_BASE_OFFSET] + f[rb.H_LAST_OFFSET_DELTA] + 1
+    return end
+
+
+def _last_stable_offset(closed: list[SegmentFile], ends: list[int], scan_from: int, closed_end: int) -> int:
+    """First offset of the oldest transaction without a marker in [scan_from, closed_end)."""
+    open_txns: dict[int, int] = {}
+    for seg, seg_end in zip(closed, ends):
+        if seg_end <= scan_from:
+            continue
+        for _buf, _pos, f in batches(seg.path, start_position(seg, scan_from, None)):
+            attrs = f[rb.H_ATTRIBUTES]
+            if not attrs & rb.TRANSACTIONAL_FLAG_MASK:
+                continue
+            base = f[rb.H_BASE_OFFSET]
+            if base + f[rb.H_LAST_OFFSET_DELTA] < scan_from:
+                continue
+            pid = f[rb.H_PRODUCER_ID]
+            if attrs & rb.CONTROL_FLAG_MASK:
+                open_txns.pop(pid, None)
+            elif pid not in open_txns:
+                open_txns[pid] = base
+    return min(open_txns.values(), default=closed_end)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def arrow_schema():
+    """The Arrow schema `read_task` yields (Spark's mapping of the data source's schema)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestamp_type", pa.int32()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))),
+        ("producer_id", pa.int64()),
+        ("is_transactional", pa.bool_()),
+    ])
+
+
+class _Columns:
+    __slots__ = ("offsets", "timestamps", "ts_types", "keys", "values", "h_offsets", "h_keys", "h_values",
+                 "pids", "txn")
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.ts_types: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.h_offsets: list[int] = [0]
+        self.h_keys: list[str] = []
+        self.h_values: list[bytes | None] = []
+        self.pids: list[int] = []
+        self.txn: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to_arrow(self, topic: str, partition: int, schema):
+        import numpy as np
+        import pyarrow as pa
+
+        n = len(self.offsets)
+        ts = np.asarray(self.timestamps, dtype=np.int64) * 1000
+        header_type = schema.field("headers").type
+        headers = pa.ListArray.from_arrays(
+            pa.array(self.h_offsets, pa.int32()),
+            pa.StructArray.from_arrays(
+                [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())], fields=list(header_type.value_type)
+            ),
+            type=header_type,
+        )
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+                pa.array(np.full(n, partition, dtype=np.int32)),
+                pa.array(self.offsets, pa.int64()),
+                pa.array(ts, pa.timestamp("us", tz="UTC")),
+                pa.array(self.ts_types, pa.int32()),
+                pa.array(self.keys, pa.binary()),
+                pa.array(self.values, pa.binary()),
+                headers,
+                pa.array(self.pids, pa.int64()),
+                pa.array(self.txn, pa.bool_()),
+            ],
+            schema=schema,
+        )
+
+
+def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:
+    """pyarrow.RecordBatch(es) of the records of one task, in offset order."""
+    schema = arrow_schema()
+    committed = task.isolation == READ_COMMITTED
+    aborted = task.aborted
+    next_aborted = 0
+    aborting: set[int] = set()
+    t_lo = task.start_timestamp
+    t_hi = task.end_timestamp
+    cols = _Columns()
+    pos0 = start_position(task.segment_file, task.start_offset, t_lo)
+    for buf, pos, f in batches(task.segment, pos0):
+        base = f[rb.H_BASE_OFFSET]
+        last = base + f[rb.H_LAST_OFFSET_DELTA]
+        if base >= task.end_offset:
+            break
+        attrs = f[rb.H_ATTRIBUTES]
+        pid = f[rb.H_PRODUCER_ID]
+        if committed:
+            while next_aborted < len(aborted) and aborted[next_aborted][1] <= last:
+                aborting.add(aborted[next_aborted][0])
+                next_aborted += 1
+        if attrs & rb.CONTROL_FLAG_MASK:
+            aborting.discard(pid)
+            continue
+        if last < task.start_offset:
+            continue
+        txn = bool(attrs & rb.TRANSACTIONAL_FLAG_MASK)
+        if txn and committed and pid in aborting:
+            continue
+        if t_lo is not None and f[rb.H_MAX_TS] < t_lo:
+            continue
+        ts_type = 1 if attrs & rb.TIMESTAMP_TYPE_MASK else 0
+        for r in rb.decode_records(buf, pos):
+            off = r.offset
+            if off < task.start_offset or off >= task.end_offset:
+                continue
+            ts = r.timestamp
+            if (t_lo is not None and ts < t_lo) or (t_hi is not None and ts >= t_hi):
+                continue
+            cols.offsets.append(off)
+            cols.timestamps.append(ts)
+            cols.ts_types.append(ts_type)
+            cols.keys.append(r.key)
+            cols.values.append(r.value)
+            if r.headers:
+                for hk, hv in r.headers:
+                    cols.h_keys.append(hk)
+                    cols.h_values.append(hv)
+            cols.h_offsets.append(len(cols.h_keys))
+            cols.pids.append(pid)
+            cols.txn.append(txn)
+        if len(cols) >= rows_per_batch:
+            yield cols.to_arrow(task.topic, task.partition, schema)
+            cols = _Columns()
+    if len(cols):
+        yield cols.to_arrow(task.topic, task.partition, schema)

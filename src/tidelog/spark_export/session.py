@@ -1,0 +1,150 @@
+"""The Spark session the export job runs in, tuned for a small shared machine, and the catalog.
+
+Defaults suit 2 shared cores: `local[2]`, 1 GiB of driver memory, 4 shuffle partitions (Spark's
+200 would mean 200 tiny tasks per shuffle), no UI, adaptive execution on, a small JVM heap with
+G1 and a short thread stack. Every one of them is an option of `SparkSettings` (and of the CLI).
+
+Catalog: tables live in the `tidelog` database of a warehouse directory. With `hive=True` the
+session uses Spark's Hive catalog backed by an embedded Derby metastore in
+`<warehouse>/metastore_db` (bundled with pyspark; one session at a time), so tables persist by
+themselves. Otherwise (the default) the in-memory catalog is used and `attach_tables` re-creates
+every table over its location from the export manifest, repairing partitions, so that
+`spark.table("tidelog.orders")` works in any later session that calls it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATABASE = "tidelog"
+
+
+@dataclass
+class SparkSettings:
+    master: str = "local[2]"
+    app_name: str = "tidelog-export"
+    driver_memory: str = "1g"
+    shuffle_partitions: int = 4
+    jvm_flags: str = "-XX:+UseG1GC -Xss4m -XX:+UseStringDeduplication"
+    hive: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def build_session(warehouse: str | Path, settings: SparkSettings | None = None):
+    """A SparkSession over `warehouse` with the tidelog data source registered."""
+    from pyspark.sql import SparkSession
+
+    from .datasource import register
+
+    s = settings or SparkSettings()
+    warehouse = Path(warehouse).resolve()
+    warehouse.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    b = (
+        SparkSession.builder.master(s.master)
+        .appName(s.app_name)
+        .config("spark.driver.memory", s.driver_memory)
+        .config("spark.driver.extraJavaOptions", s.jvm_flags)
+        .config("spark.executor.extraJavaOptions", s.jvm_flags)
+        .config("spark.sql.shuffle.partitions", str(s.shuffle_partitions))
+        .config("spark.default.parallelism", str(max(2, s.shuffle_partitions)))
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        .config("spark.sql.parquet.compression.codec", "zstd")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if s.hive:
+        b = (
+            b.config("spark.sql.catalogImplementation", "hive")
+            .config("javax.jdo.option.ConnectionURL",
+                    f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true")
+            .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                    f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true")
+            .config("spark.hadoop.derby.system.home", str(warehouse))
+        )
+    for k, v in s.extra.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def is_hive(spark) -> bool:
+    return spark.conf.get("spark.sql.catalogImplementation", "in-memory") == "hive"
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_name(topic: str, suffix: str = "") -> str:
+    """`tidelog`.`<topic><suffix>`; topic names may hold '.' and '-', hence the quoting."""
+    return f"{quote(DATABASE)}.{quote(topic + suffix)}"
+
+
+def attach_tables(spark, warehouse: str | Path) -> list[str]:
+    """Register every exported table of `warehouse` in this session's catalog; returns their names."""
+    from .manifest import Manifest
+
+    manifest = Manifest.load(warehouse)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'")
+    names = []
+    for topic, state in sorted(manifest.topics.items()):
+        ensure_table(spark, topic, Path(warehouse), replace=not is_hive(spark))
+        names.append(f"{DATABASE}.{topic}")
+        if state.latest_location:
+            point_latest(spark, topic, state.latest_location)
+            names.append(f"{DATABASE}.{topic}_latest")
+    return names
+
+
+def _sql_str(v) -> str:
+    return str(v).replace("\\", "\\\\").replace("'", "\\'")
+
+
+TABLE_COLUMNS = (
+    "topic string, offset long, timestamp timestamp, timestamp_type int, key binary, value binary, "
+    "headers array<struct<key: string, value: binary>>, producer_id long, is_transactional boolean, "
+    "date date, partition int"
+)
+LATEST_COLUMNS = (
+    "topic string, partition int, key binary, offset long, timestamp timestamp, timestamp_type int, "
+    "value binary, headers array<struct<key: string, value: binary>>, producer_id long, "
+    "is_transactional boolean"
+)
+
+
+def table_location(warehouse: Path, topic: str) -> Path:
+    return Path(warehouse).resolve() / (DATABASE + ".db") / topic
+
+
+def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False) -> None:
+    """The append table `tidelog.<topic>` over its location, partitions repaired."""
+    loc = table_location(warehouse, topic)
+    loc.mkdir(parents=True, exist_ok=True)
+    name = table_name(topic)
+    if replace:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({TABLE_COLUMNS}) USING parquet "
+        f"PARTITIONED BY (date, partition) LOCATION '{_sql_str(loc)}'"
+    )
+    spark.sql(f"MSCK REPAIR TABLE {name} SYNC PARTITIONS")
+    spark.sql(f"REFRESH TABLE {name}")
+
+
+def point_latest(spark, topic: str, location: str) -> None:
+    """(Re)create `tidelog.<topic>_latest` over one version directory of the compacted table."""
+    name = table_name(topic, "_latest")
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} ({LATEST_COLUMNS}) USING parquet LOCATION '{_sql_str(location)}'")
