@@ -230,7 +230,8 @@ class OffsetIndex(AbstractIndex):
             return
         first_rel, first_pos = self.ENTRY.unpack_from(self._mm, 0)
         last_rel, last_pos = self.ENTRY.unpack_from(self._mm, (self._entries - 1) * 8)
-        if first_rel < 0 or last_rel < first_rel or first_pos < 0 or last_pos < first_pos:
+        strict = self._entries > 1
+        if first_rel < 0 or first_pos < 0 or (strict and (last_rel <= first_rel or last_pos <= first_pos)):
             raise CorruptIndexError(f"{self.path}: entries are not increasing")
         if last_pos >= log_size:
             raise CorruptIndexError(f"{self.path}: position {last_pos} beyond log size {log_size}")
@@ -296,7 +297,7 @@ class TimeIndex(AbstractIndex):
             return
         first_ts, first_off = self.entry(0)
         last_ts, last_off = self.entry(self._entries - 1)
-        if first_off < self.base_offset or last_off < first_off or last_ts < first_ts:
+        if first_off < self.base_offset or last_off < first_off or (self._entries > 1 and last_ts <= first_ts):
             raise CorruptIndexError(f"{self.path}: entries are not increasing")
         if log_size == 0:
             raise CorruptIndexError(f"{self.path}: entries for an empty log")

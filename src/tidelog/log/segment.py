@@ -188,11 +188,31 @@ class LogSegment:
                 h = HEADER.unpack_from(self.log.pread(pos, RECORD_BATCH_OVERHEAD).ljust(RECORD_BATCH_OVERHEAD, b"\0"))
                 if h[3] != MAGIC_V2 or h[0] + h[6] != off:
                     raise CorruptIndexError(f"{self.offset_index.path}: last entry does not match the log")
+            self._check_time_index()
             self.txn_index.sanity_check()
             self._indexes_ready = True
         except (CorruptIndexError, OSError, ValueError) as e:
             logger.warning("segment %s: rebuilding indexes (%s)", self.log.path, e)
             self.rebuild()
+
+    def _check_time_index(self) -> None:
+        """The last entry (t, o) must name the batch ending at o, whose maxTimestamp is t; an
+        empty index is only right when the first batch has no timestamp."""
+        if not self.log.size:
+            return
+        if not self.time_index.entries:
+            h = HEADER.unpack_from(self.log.pread(0, RECORD_BATCH_OVERHEAD).ljust(RECORD_BATCH_OVERHEAD, b"\0"))
+            if h[8] >= 0 and not self.active:
+                raise CorruptIndexError(f"{self.time_index.path}: empty for a log with timestamps")
+            return
+        ts, off = self.time_index.last_entry()
+        _o, pos = self.offset_index.lookup(off)
+        for _p, h in self.log.headers(pos):
+            if h[0] + h[6] >= off:
+                if h[0] + h[6] != off or h[8] != ts:
+                    break
+                return
+        raise CorruptIndexError(f"{self.time_index.path}: last entry does not match the log")
 
     def rebuild(self) -> int:
         """Rebuild both indexes from the log without checking CRCs."""
