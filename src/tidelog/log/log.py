@@ -41,7 +41,7 @@ from . import cleaner as _cleaner
 from . import legacy
 from .config import LogConfig
 from .errors import OffsetOutOfRangeError
-from .records import NO_TIMESTAMP, Record, build_batch, build_control_batch, decode_records
+from .records import NO_TIMESTAMP, Record, build_batch, build_control_batch, record_timestamps
 from .segment import LOG_SUFFIX, FileSlice, LogSegment
 from .txnindex import AbortedTxn
 from .validation import BatchInfo, validate_and_assign
@@ -384,9 +384,9 @@ class PartitionLog:
         found = best.find_batch(shallow)
         if found is not None:
             pos, h = found
-            for r in decode_records(best.log.pread(pos, 12 + h[1])):
-                if r.timestamp == ts and r.offset >= self._log_start_offset:
-                    return r.offset, ts
+            for off, rts in record_timestamps(best.log.pread(pos, 12 + h[1])):
+                if rts == ts and off >= self._log_start_offset:
+                    return off, ts
         return max(shallow, self._log_start_offset), ts
 
     def list_offset(self, timestamp: int, max_offset: int | None = None) -> tuple[int, int] | None:

@@ -357,9 +357,31 @@ def decode_batches(buf: bytes | bytearray | memoryview) -> list[DecodedBatch]:
     return [DecodedBatch(HEADER.unpack_from(buf, pos), decode_records(buf, pos)) for pos, _ in iter_batches(buf)]
 
 
-def record_timestamps(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[tuple[int, int]]:
-    """(offset, timestamp) of every record: used by the timestamp lookup's final batch."""
-    return [(r.offset, r.timestamp) for r in decode_records(batch, pos)]
+def record_timestamps(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of every record, skipping keys, values and headers: the timestamp
+    lookup's final batch."""
+    h = HEADER.unpack_from(batch, pos)
+    end = pos + LOG_OVERHEAD + h[H_LENGTH]
+    attrs = h[H_ATTRIBUTES]
+    codec = attrs & COMPRESSION_CODEC_MASK
+    if codec:
+        body = compression.decompress(codec, memoryview(batch)[pos + RECORDS_OFFSET : end])
+        p, n = 0, len(body)
+    else:
+        body, p, n = batch, pos + RECORDS_OFFSET, end
+    base, first_ts, max_ts = h[H_BASE_OFFSET], h[H_FIRST_TS], h[H_MAX_TS]
+    lat = attrs & TIMESTAMP_TYPE_MASK
+    rv = _read_varint
+    for _ in range(h[H_RECORDS_COUNT]):
+        if p >= n:
+            raise CorruptRecordError("record extends past the batch")
+        length, p = rv(body, p)
+        nxt = p + length
+        ts_delta, q = rv(body, p + 1)
+        off_delta, _q = rv(body, q)
+        ts = max_ts if lat else (first_ts + ts_delta if first_ts != NO_TIMESTAMP else NO_TIMESTAMP)
+        yield base + off_delta, ts
+        p = nxt
 
 
 def _encode_record(out: bytearray, r: Record, offset_delta: int, ts_delta: int) -> None:

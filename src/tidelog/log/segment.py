@@ -29,7 +29,7 @@ from .config import LogConfig
 from .errors import CorruptIndexError
 from .index import OffsetIndex, TimeIndex
 from .logfile import HEADER_WINDOW, LogFile
-from .records import HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, decode_records
+from .records import HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, record_timestamps
 from .txnindex import TransactionIndex
 from .validation import ValidatedAppend
 
@@ -376,9 +376,9 @@ class LogSegment:
         for p, h in self.log.headers(pos):
             if h[8] >= timestamp and h[0] + h[6] >= starting_offset:
                 batch = self.log.pread(p, LOG_OVERHEAD + h[1])
-                for r in decode_records(batch):
-                    if r.timestamp >= timestamp and r.offset >= starting_offset:
-                        return r.offset, r.timestamp
+                for off, ts in record_timestamps(batch):
+                    if ts >= timestamp and off >= starting_offset:
+                        return off, ts
         return None
 
     def batches(self, start_position: int = 0):
