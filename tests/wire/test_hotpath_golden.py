@@ -39,7 +39,7 @@ def test_every_captured_hot_path_frame_round_trips(captures_path):
         k, v, pos = skip_request_header(frame, version >= codec.FIRST_FLEXIBLE_VERSION)
         assert (k, v) == (key, version)
         body = memoryview(frame)[pos:]
-        req = codec.decode_request(body, version)  # raises on trailing bytes
+        req = codec.decode_request(body, version, strict=True)
         out = b"".join(codec.encode_request(req, version))
         assert out == bytes(body), f"{d['client']} api {key} v{version} re-encodes differently"
         seen[(key, version)] = seen.get((key, version), 0) + 1
@@ -92,7 +92,7 @@ def test_every_truncation_of_captured_frames_raises_decode_error(captures_path, 
         body = frame[pos:]
         for cut in range(len(body)):
             with pytest.raises(DecodeError):
-                codec.decode_request(memoryview(body)[:cut], version)
+                codec.decode_request(memoryview(body)[:cut], version, strict=True)
         with pytest.raises(DecodeError):
-            codec.decode_request(body + b"\x00", version)
+            codec.decode_request(body + b"\x00", version, strict=True)
     assert done

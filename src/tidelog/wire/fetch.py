@@ -200,7 +200,9 @@ def _req_part(version: int) -> struct.Struct:
     return _REQ_PART_V0
 
 
-def decode_request(body: bytes | memoryview, version: int) -> FetchRequest:
+def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> FetchRequest:
+    """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
+    `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
     _check(version, DecodeError)
     r = Reader(body)
     flex = version >= FIRST_FLEXIBLE_VERSION
@@ -266,7 +268,8 @@ def decode_request(body: bytes | memoryview, version: int) -> FetchRequest:
         if extra:
             _take_request_tags(req, extra, version)
             req.tagged_fields = extra or None
-    r.expect_end()
+    if strict:
+        r.expect_end()
     return req
 
 

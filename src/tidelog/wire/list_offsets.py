@@ -106,7 +106,9 @@ def _check(version: int, exc: type[ValueError]) -> None:
 
 # ---- request ----------------------------------------------------------------------------------
 
-def decode_request(body: bytes | memoryview, version: int) -> ListOffsetsRequest:
+def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> ListOffsetsRequest:
+    """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
+    `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
     _check(version, DecodeError)
     r = Reader(body)
     if version >= FIRST_FLEXIBLE_VERSION:
@@ -135,7 +137,8 @@ def decode_request(body: bytes | memoryview, version: int) -> ListOffsetsRequest
         req.topics.append(ListOffsetsRequestTopic(name, parts, tags() if tags else None))
     if tags:
         req.tagged_fields = tags()
-    r.expect_end()
+    if strict:
+        r.expect_end()
     return req
 
 

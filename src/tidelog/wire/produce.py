@@ -113,7 +113,9 @@ def _check(version: int, exc: type[ValueError]) -> None:
 
 # ---- request ----------------------------------------------------------------------------------
 
-def decode_request(body: bytes | memoryview, version: int) -> ProduceRequest:
+def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> ProduceRequest:
+    """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
+    `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
     _check(version, DecodeError)
     r = Reader(body)
     if version >= FIRST_FLEXIBLE_VERSION:
@@ -133,7 +135,8 @@ def decode_request(body: bytes | memoryview, version: int) -> ProduceRequest:
             parts.append(ProduceRequestPartition(int32(), records(), tags() if tags else None))
         topics.append(ProduceRequestTopic(name, parts, tags() if tags else None))
     req = ProduceRequest(acks, timeout_ms, topics, transactional_id, tags() if tags else None)
-    r.expect_end()
+    if strict:
+        r.expect_end()
     return req
 
 
