@@ -68,7 +68,6 @@ def test_corrupt_batch_in_middle_segment_truncates_and_drops_later(tmp_path, cap
     crash_copy(log, tmp_path)
     log.close()
     # flip a byte inside the third batch of segment 1
-    positions = [p for p, _ in victim.batches()] if False else None
     path = tmp_path / "t-0" / victim.log.path.name
     data = bytearray(path.read_bytes())
     from tidelog.log.records import iter_batches

@@ -191,7 +191,7 @@ def to_v2(buf: bytes | memoryview) -> bytes:
     def flush_run() -> None:
         nonlocal run, next_offset
         if run:
-            batches.append(build_batch(run, next_offset, timestamp_type=run_type, max_timestamp=_max_ts(run, run_type)))
+            batches.append(build_batch(run, next_offset, timestamp_type=run_type, max_timestamp=_max_ts(run)))
             next_offset += len(run)
             run = []
 
@@ -202,7 +202,7 @@ def to_v2(buf: bytes | memoryview) -> bytes:
             ttype = m.timestamp_type
             recs = [Record(x.key, x.value, x.timestamp) for x in inner]
             batches.append(
-                build_batch(recs, next_offset, codec=m.codec, timestamp_type=ttype, max_timestamp=_max_ts(recs, ttype))
+                build_batch(recs, next_offset, codec=m.codec, timestamp_type=ttype, max_timestamp=_max_ts(recs))
             )
             next_offset += len(recs)
         else:
@@ -215,7 +215,7 @@ def to_v2(buf: bytes | memoryview) -> bytes:
     return b"".join(batches)
 
 
-def _max_ts(recs: list[Record], ttype: int) -> int:
+def _max_ts(recs: list[Record]) -> int:
     return max(r.timestamp for r in recs)
 
 
