@@ -43,3 +43,12 @@ def kcat() -> str:
 def captures_path() -> Path:
     """Request frames captured from the four real clients (a copy of shared/captures)."""
     return CAPTURES
+
+
+@pytest.fixture(scope="module")
+def module_broker(tmp_path_factory, request):
+    """One broker for a whole test module; overrides from the module's BROKER_OVERRIDES."""
+    overrides = getattr(request.module, "BROKER_OVERRIDES", {})
+    b = BrokerProcess(tmp_path_factory.mktemp("broker") / "data", overrides).start()
+    yield b
+    b.stop()
