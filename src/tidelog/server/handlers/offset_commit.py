@@ -18,6 +18,8 @@ def register(broker) -> None:
         version = ctx.api_version
         now = now_ms()
         retention = getattr(request, "retention_time", -1) if 2 <= version <= 4 else -1
+        if hasattr(retention, "total_seconds"):  # kio reads it as a timedelta
+            retention = int(retention.total_seconds() * 1000)
         offsets = {}
         for t in request.topics:
             for p in t.partitions:

@@ -1,0 +1,387 @@
+"""Consumer groups that really consume (needs Produce, Fetch and ListOffsets): a mixed group of
+confluent-kafka, kafka-python and aiokafka consumers sharing a 6-partition topic, kcat -G,
+committed offsets surviving a broker restart, and rewinding a group by time with
+`tidelog groups reset-offsets` checked against a scan of what was produced."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = pytest.mark.interop
+
+FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
+        "offsets.topic.num.partitions": "5"}
+
+WORKER = textwrap.dedent('''
+    """One group member; prints "partition offset" for each record once its commit succeeded."""
+    import asyncio, os, signal, sys
+    kind, bootstrap, group, topic = sys.argv[1:5]
+    stop = False
+
+    def on_term(*_):
+        global stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    def out(p, o):
+        print(p, o, flush=True)
+
+    if kind == "confluent":
+        from confluent_kafka import Consumer, KafkaException
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "broker.address.family": "v4",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "partition.assignment.strategy": "roundrobin", "session.timeout.ms": 6000,
+                      "heartbeat.interval.ms": 250, "fetch.wait.max.ms": 100})
+        c.subscribe([topic])
+        while not stop:
+            m = c.poll(0.1)
+            if m is None or m.error():
+                continue
+            try:
+                c.commit(message=m, asynchronous=False)
+            except KafkaException:
+                continue
+            out(m.partition(), m.offset())
+        c.close()
+    elif kind == "kafka-python":
+        from kafka import KafkaConsumer
+        from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+        from kafka.errors import KafkaError
+        from kafka.structs import OffsetAndMetadata
+        c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                          auto_offset_reset="earliest", partition_assignment_strategy=[RoundRobinPartitionAssignor],
+                          session_timeout_ms=6000, heartbeat_interval_ms=250, fetch_max_wait_ms=100)
+        while not stop:
+            batches = c.poll(timeout_ms=100)
+            try:
+                for tp, recs in batches.items():
+                    for r in recs:
+                        c.commit({tp: OffsetAndMetadata(r.offset + 1, "", -1)})
+                        out(tp.partition, r.offset)
+            except KafkaError:
+                continue
+        c.close()
+    else:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.errors import KafkaError
+
+        async def main():
+            c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                                 auto_offset_reset="earliest", session_timeout_ms=6000,
+                                 heartbeat_interval_ms=250, fetch_max_wait_ms=100)
+            await c.start()
+            try:
+                while not stop:
+                    batches = await c.getmany(timeout_ms=100)
+                    try:
+                        for tp, recs in batches.items():
+                            for r in recs:
+                                await c.commit({tp: r.offset + 1})
+                                out(tp.partition, r.offset)
+                    except KafkaError:
+                        continue
+            finally:
+                await c.stop()
+
+        asyncio.run(main())
+''')
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def admin_of(b) -> AdminClient:
+    return AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4"})
+
+
+def make_topic(b, partitions: int = 6) -> str:
+    name = unique("ct")
+    admin = admin_of(b)  # keep the handle alive until the result arrives
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    return name
+
+
+def produce(b, topic: str, count: int, partitions: int = 6, timestamps=None, start: int = 0) -> list[tuple]:
+    """Produce `count` records round-robin over partitions; returns (partition, offset, timestamp)."""
+    p = Producer({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4", "linger.ms": 5})
+    acked: list[tuple] = []
+
+    def report(err, msg):
+        assert err is None, err
+        acked.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
+
+    for i in range(start, start + count):
+        kw = {} if timestamps is None else {"timestamp": timestamps(i)}
+        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % partitions,
+                  on_delivery=report, **kw)
+    assert p.flush(20) == 0
+    return acked
+
+
+def committed(b, group: str) -> dict[int, int]:
+    admin = admin_of(b)
+    res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    return {tp.partition: tp.offset for tp in res.topic_partitions}
+
+
+class Worker:
+    def __init__(self, kind: str, b, group: str, topic: str, out: Path) -> None:
+        self.kind = kind
+        self.out = out
+        self.file = open(out, "w")
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, kind, b.bootstrap, group, topic],
+                                     stdout=self.file, stderr=subprocess.DEVNULL)
+
+    def seen(self) -> list[tuple[int, int]]:
+        lines = self.out.read_text().splitlines()
+        return [tuple(map(int, line.split())) for line in lines if line.strip()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.file.close()
+
+
+def wait_for(cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_mixed_group_consumes_every_record_exactly_once(broker_factory, tmp_path):
+    b = broker_factory(FAST)
+    topic, group = make_topic(b), unique("mixed")
+    produced = produce(b, topic, 300)
+    workers = [Worker(k, b, group, topic, tmp_path / f"w{i}.txt")
+               for i, k in enumerate(["confluent", "confluent", "kafka-python", "kafka-python"])]
+    try:
+        def total() -> int:
+            return sum(len(w.seen()) for w in workers)
+
+        wait_for(lambda: total() >= 100, 60, "the first records")
+        late = Worker("aiokafka", b, group, topic, tmp_path / "late.txt")  # joins late
+        workers.append(late)
+        produced += produce(b, topic, 300, start=300)
+        wait_for(lambda: total() >= 400, 60, "records after the late join")
+        workers[0].stop()  # one confluent member leaves (LeaveGroup)
+        produced += produce(b, topic, 300, start=600)
+        wait_for(lambda: total() >= len(produced), 90, "every record")
+        time.sleep(0.5)
+    finally:
+        for w in workers:
+            w.stop()
+    seen = collections.Counter(rec for w in workers for rec in w.seen())
+    expected = {(p, o) for p, o, _ in produced}
+    assert set(seen) == expected
+    dupes = {k: n for k, n in seen.items() if n > 1}
+    assert not dupes, f"consumed more than once: {sorted(dupes)[:10]}"
+    by_kind = collections.Counter(w.kind for w in workers if w.seen())
+    assert by_kind == {"confluent": 2, "kafka-python": 2, "aiokafka": 1}
+    ends = collections.Counter(p for p, _, _ in produced)
+    assert committed(b, group) == dict(ends)
+
+
+def test_kcat_balanced_consumer_commits_and_resumes(broker_factory, kcat):
+    b = broker_factory(FAST)
+    topic, group = make_topic(b), unique("kcat")
+    produce(b, topic, 60)
+
+    def run_kcat() -> list[tuple[int, int]]:
+        out = subprocess.run([kcat, "-b", b.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", "-e", "-q",
+                              "-f", "%p %o\\n", "-X", "broker.address.family=v4", "-X", "session.timeout.ms=6000",
+                              "-X", "heartbeat.interval.ms=250", topic],
+                             capture_output=True, text=True, timeout=60)
+        return [tuple(map(int, line.split())) for line in out.stdout.splitlines() if line.strip()]
+
+    first = run_kcat()
+    assert sorted(first) == sorted((i % 6, i // 6) for i in range(60))
+    assert committed(b, group) == {p: 10 for p in range(6)}
+    produce(b, topic, 12, start=60)
+    second = run_kcat()  # resumes at the committed offsets: only the new records
+    assert sorted(second) == sorted((i % 6, 10 + (i - 60) // 6) for i in range(60, 72))
+
+
+def test_group_resumes_at_committed_offsets_after_restart(broker_factory):
+    b = broker_factory(FAST)
+    topic, group = make_topic(b), unique("restart")
+    produce(b, topic, 60)
+    conf = {"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 250}
+    c = Consumer(conf)
+    c.subscribe([topic])
+    got: list = []
+    deadline = time.monotonic() + 30
+    while len(got) < 30 and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.offset()))
+            c.commit(message=m, asynchronous=False)
+    c.close()
+    before = committed(b, group)
+    assert sum(before.values()) == len(got) == 30
+    b.restart()
+    assert committed(b, group) == before
+    admin = admin_of(b)
+    listed = {g.group_id: g.state.name for g in admin.list_consumer_groups().result(10).valid}
+    assert listed[group] == "EMPTY"
+    c = Consumer(conf)
+    c.subscribe([topic])
+    rest: list = []
+    deadline = time.monotonic() + 30
+    while len(rest) < 30 and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            rest.append((m.partition(), m.offset()))
+    c.close()
+    assert sorted(got + rest) == sorted((i % 6, i // 6) for i in range(60))
+    first_after = {}
+    for p, o in rest:
+        first_after.setdefault(p, o)
+    assert {p: o for p, o in first_after.items()} == {p: before.get(p, 0) for p in first_after}
+
+
+def test_active_member_survives_restart_without_rebalance(broker_factory):
+    b = broker_factory(FAST)
+    topic, group = make_topic(b, 2), unique("live")
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
+                  "enable.auto.commit": False, "session.timeout.ms": 10000, "heartbeat.interval.ms": 250,
+                  "auto.offset.reset": "earliest"})
+    assigned = []
+    c.subscribe([topic], on_assign=lambda _c, ps: assigned.append(sorted(p.partition for p in ps)))
+    deadline = time.monotonic() + 20
+    while not assigned and time.monotonic() < deadline:
+        c.poll(0.1)
+    admin = admin_of(b)
+    member = admin.describe_consumer_groups([group])[group].result(10).members[0].member_id
+    b.restart()
+    produce(b, topic, 10, partitions=2)
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 10 and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.offset())
+    admin = admin_of(b)
+    d = admin.describe_consumer_groups([group])[group].result(10)
+    c.close()
+    assert len(got) == 10
+    assert d.state.name == "STABLE" and [m.member_id for m in d.members] == [member]
+    assert assigned == [[0, 1]]  # the group was restored: no second assignment
+
+
+def _tidelog(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tidelog", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_factory):
+    b = broker_factory(FAST)
+    topic, group = make_topic(b), unique("rewind")
+    base = int(time.time() * 1000) - 6 * 3600_000  # six hours ago, one record every ~2 minutes
+    produced = produce(b, topic, 180, timestamps=lambda i: base + i * 120_000 + (i * 7919) % 60_000)
+    # The group has consumed everything.
+    admin = admin_of(b)
+    ends = collections.Counter(p for p, _, _ in produced)
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, p, n) for p, n in ends.items()])])[group].result(10)
+    target = base + 2 * 3600_000 + 17_000  # "two hours after the start"
+    iso = dt.datetime.fromtimestamp(target / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    scan = {}
+    for p, o, ts in sorted(produced):
+        if ts >= target and p not in scan:
+            scan[p] = o
+    bootstrap = ["--bootstrap-server", b.bootstrap]
+
+    dry = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
+                   "--to-datetime", iso, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    rows = [line.split() for line in dry.stdout.splitlines()[1:]]
+    assert {(int(r[2]), int(r[3]), int(r[4])) for r in rows} == {(p, ends[p], scan[p]) for p in range(6)}
+    assert committed(b, group) == dict(ends)  # --dry-run changed nothing
+
+    # Refused while the group has an active member.
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 250})
+    assigned = []
+    c.subscribe([topic], on_assign=lambda _c, ps: assigned.extend(ps))
+    deadline = time.monotonic() + 20
+    while not assigned and time.monotonic() < deadline:
+        c.poll(0.1)
+    refused = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
+                       "--to-datetime", iso, "--execute")
+    assert refused.returncode == 1 and "inactive" in refused.stderr and "Stable" in refused.stderr
+    assert committed(b, group) == dict(ends)
+    c.close()
+
+    done = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
+                    "--to-datetime", iso, "--execute")
+    assert done.returncode == 0, done.stderr
+    assert committed(b, group) == scan
+    # The next poll starts at exactly the first record at or after the time, on every partition.
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 250})
+    c.subscribe([topic])
+    first: dict[int, tuple[int, int]] = {}
+    deadline = time.monotonic() + 30
+    while len(first) < 6 and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            first.setdefault(m.partition(), (m.offset(), m.timestamp()[1]))
+    c.close()
+    assert {p: o for p, (o, _) in first.items()} == scan
+    assert all(ts >= target for _, ts in first.values())
+
+    # Other specs: shift, earliest, by-duration (everything is older than 1 minute: to the log end).
+    shift = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", f"{topic}:0,1",
+                     "--shift-by", "-5", "--execute")
+    assert shift.returncode == 0, shift.stderr
+    assert committed(b, group) == {**scan, 0: scan[0] - 5, 1: scan[1] - 5}
+    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
+                    "--to-earliest", "--execute").returncode == 0
+    assert committed(b, group) == {p: 0 for p in range(6)}
+    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
+                    "--by-duration", "PT1M", "--execute").returncode == 0
+    assert committed(b, group) == dict(ends)
+    desc = _tidelog("groups", "describe", *bootstrap, "--group", group)
+    assert desc.returncode == 0 and "LAG" in desc.stdout
+    assert group in _tidelog("groups", "list", *bootstrap).stdout
+
+
+def test_consume_prints_a_time_window(broker_factory):
+    b = broker_factory(FAST)
+    topic = make_topic(b, 3)
+    base = int(time.time() * 1000) - 3 * 3600_000
+    produced = produce(b, topic, 90, partitions=3, timestamps=lambda i: base + i * 120_000)
+    start, stop = base + 30 * 60_000, base + 90 * 60_000
+    iso = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat()
+    res = _tidelog("consume", "--bootstrap-server", b.bootstrap, "--topic", topic,
+                   "--from-time", iso(start), "--to-time", iso(stop))
+    assert res.returncode == 0, res.stderr
+    lines = [line.split("\t") for line in res.stdout.splitlines()]
+    got = sorted((int(p), int(o)) for _, p, o, *_ in lines)
+    want = sorted((p, o) for p, o, ts in produced if start <= ts < stop)
+    assert got == want and len(want) == 30
+    assert all(line[4] == "CreateTime" and line[5].startswith("k") for line in lines)
+    assert "30 records" in res.stderr
