@@ -17,6 +17,12 @@ is_transactional. Filters on partition, offset and timestamp are pushed down and
 into Arrow record batches. Filter pushdown needs `spark.sql.python.filterPushdown.enabled`,
 which `register` sets.
 
+pyspark 4.3 keeps the partitions planned for the last query with pushed-down filters on the
+DataFrame `load()` returned, and a later query on that same DataFrame *without* such filters
+reuses them (the read info lives on the shared `PythonDataSourceV2`; fixed upstream by scoping it
+to the scan). So call `load()` once per differently filtered query, or set option
+`pushFilters=false` on a DataFrame you reuse (Spark then filters after a full read).
+
 Internal options used by the export job: `offsets` (JSON {"<partition>": [start, end]}) and
 `scanFrom` (JSON {"<partition>": offset}, where the last-stable-offset scan may start; see
 `segments`).
@@ -113,9 +119,10 @@ class TidelogReader(DataSourceReader):
         if not self.topic:
             raise ValueError("tidelog: option topic is required")
         parts = o.get("partitions")
-        self.partitions_wanted = {int(p) for p in parts.split(",")} if parts else None
-        self.offsets = _Bounds(_opt_int(o, "startingoffset"), _opt_int(o, "endingoffset"))
-        self.times = _Bounds(_opt_int(o, "startingtimestamp"), _opt_int(o, "endingtimestamp"))
+        self._partitions_option = {int(p) for p in parts.split(",")} if parts else None
+        self._offsets_option = (_opt_int(o, "startingoffset"), _opt_int(o, "endingoffset"))
+        self._times_option = (_opt_int(o, "startingtimestamp"), _opt_int(o, "endingtimestamp"))
+        self._reset_pushdown()
         self.per_partition = {int(k): v for k, v in json.loads(o.get("offsets") or "{}").items()}
         self.scan_from = {int(k): int(v) for k, v in json.loads(o.get("scanfrom") or "{}").items()}
         self.isolation = (o.get("isolationlevel") or seg.READ_COMMITTED).lower()
@@ -123,11 +130,23 @@ class TidelogReader(DataSourceReader):
             raise ValueError(f"tidelog: isolationLevel must be read_committed or read_uncommitted, not {self.isolation!r}")
         self.include_active = (o.get("includeactivesegment") or "false").lower() == "true"
         self.rows_per_batch = int(o.get("rowsperbatch") or 65536)
+        self.push = (o.get("pushfilters") or "true").lower() == "true"
 
     # -- pushdown ---------------------------------------------------------------------------
 
+    def _reset_pushdown(self) -> None:
+        self.partitions_wanted = self._partitions_option
+        self.offsets = _Bounds(*self._offsets_option)
+        self.times = _Bounds(*self._times_option)
+
     def pushFilters(self, filters):
+        # pyspark keeps the reader a pushdown modified with the DataFrame it came from, and reuses
+        # it for the next query on that DataFrame: start from the options every time.
+        self._reset_pushdown()
         for f in filters:
+            if not self.push:
+                yield f
+                continue
             if not self._push(f):
                 yield f
 
