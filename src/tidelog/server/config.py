@@ -113,6 +113,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "log.retention.hours": (_int(-1), "168"),
     "log.retention.bytes": (_int(-1), "-1"),
     "log.retention.check.interval.ms": (_int(1), "300000"),
+    "log.flush.offset.checkpoint.interval.ms": (_int(1), "60000"),
     "log.segment.delete.delay.ms": (_int(0), "60000"),
     "log.index.size.max.bytes": (_int(4), str(10 * 1024 * 1024)),
     "log.index.interval.bytes": (_int(0), "4096"),

@@ -84,14 +84,21 @@ class Partitions:
         self._tasks.append(asyncio.ensure_future(self._housekeeping()))
 
     async def _housekeeping(self) -> None:
-        """Retention every `log.retention.check.interval.ms`; time-based flushes (`flush.ms`)."""
+        """Retention every `log.retention.check.interval.ms`; time-based flushes (`flush.ms`);
+        recovery points checkpointed every `log.flush.offset.checkpoint.interval.ms`, so a crash
+        after a long uptime re-checks only what was appended since the last checkpoint."""
         retention_every = self.broker.config["log.retention.check.interval.ms"] / 1000
+        checkpoint_every = self.broker.config["log.flush.offset.checkpoint.interval.ms"] / 1000
         next_retention = time.monotonic() + retention_every
+        next_checkpoint = time.monotonic() + checkpoint_every
         while True:
-            await asyncio.sleep(min(1.0, retention_every))
+            await asyncio.sleep(min(1.0, retention_every, checkpoint_every))
             try:
                 for plog in self.manager.logs_due_for_flush():
                     await self.group_commit.flush(plog)
+                if time.monotonic() >= next_checkpoint:
+                    next_checkpoint = time.monotonic() + checkpoint_every
+                    self.manager.checkpoint()
                 if time.monotonic() >= next_retention:
                     next_retention = time.monotonic() + retention_every
                     self.run_retention()
