@@ -39,6 +39,9 @@ class Broker:
         except ImportError as e:  # the log engine's manager has not landed yet in this tree
             log.warning("data path disabled: %s", e)
         handlers.register_all(self)
+        from .metrics import Metrics  # after the handlers: it wraps their routes when enabled
+
+        self.services["metrics"] = Metrics(self)
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, conn) -> bool:

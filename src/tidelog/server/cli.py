@@ -15,25 +15,32 @@ import sys
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
-def _setup_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=getattr(logging, level, logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _setup_logging(level: str = "INFO", fmt: str = "text") -> None:
+    from .logformat import formatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(fmt))
+    logging.basicConfig(level=getattr(logging, level, logging.INFO), handlers=[handler])
 
 
 def cmd_serve(args) -> int:
     from .config import ConfigError, load_config
 
     try:
-        config = load_config(args.config, args.override)
+        env = []
+        if args.env_prefix:
+            import os
+
+            from .envconfig import env_overrides
+
+            env = env_overrides(os.environ, args.env_prefix)
+        config = load_config(args.config, env + args.override)
     except (ConfigError, OSError) as e:
         _setup_logging()
         logging.getLogger("tidelog").error("invalid configuration: %s", e)
         print(f"tidelog: invalid configuration: {e}", file=sys.stderr)
         return 2
-    _setup_logging(config["log.level"])
+    _setup_logging(config["log.level"], config["log.format"])
     try:
         import uvloop
 
@@ -65,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", help="server.properties file")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="override a property (repeatable)")
+    p.add_argument("--env-prefix", metavar="PREFIX",
+                   help="read properties from PREFIX* variables (KAFKA_LOG_DIRS -> log.dirs)")
     p.set_defaults(func=cmd_serve)
 
     from . import cli_topics

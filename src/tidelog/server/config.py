@@ -151,6 +151,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "transaction.remove.expired.transaction.cleanup.interval.ms": (_int(1), "3600000"),
     "metrics.listener": (_str, None),
     "log.level": (_choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),
+    "log.format": (_choice("text", "json"), "text"),
 }
 
 
