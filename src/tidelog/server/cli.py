@@ -2,6 +2,7 @@
 
     tidelog serve [--config server.properties] [--override key=value ...]
     tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
+    tidelog produce|consume --topic T ...; tidelog dump-log FILE ...
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     cli_topics.add_parser(sub, DEFAULT_BOOTSTRAP)
     from . import cli_groups
     cli_groups.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from . import cli_consume, cli_dump, cli_produce
+    cli_dump.add_parser(sub)
+    cli_produce.add_parser(sub, DEFAULT_BOOTSTRAP)
+    cli_consume.add_parser(sub, DEFAULT_BOOTSTRAP)
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
     cli_export.add_parser(sub)
 

@@ -1,5 +1,5 @@
-"""`tidelog groups list|describe|delete|reset-offsets` (like kafka-consumer-groups) and
-`tidelog consume --from-time ... [--to-time ...]` (records of a time window).
+"""`tidelog groups list|describe|delete|reset-offsets` (like kafka-consumer-groups). `tidelog
+consume` (records of a time window among others) lives in `cli_consume`.
 
 reset-offsets computes, per partition, the new offset from the broker: ListOffsets by timestamp
 (the time index) for --to-datetime/--by-duration, ListOffsets earliest/latest for the other
@@ -321,87 +321,6 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
     return 0
 
 
-# ---- consume a time window -------------------------------------------------------------------
-
-def cmd_consume(args) -> int:
-    try:
-        from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
-    except ImportError:
-        print("tidelog consume needs confluent-kafka: pip install 'tidelog[test]' (or confluent-kafka)",
-              file=sys.stderr)
-        return 2
-    start = parse_instant(args.from_time)
-    stop = parse_instant(args.to_time) if args.to_time else None
-    consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": "tidelog-consume",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "broker.address.family": "v4", "isolation.level": args.isolation_level})
-    try:
-        md = consumer.list_topics(args.topic, timeout=10)
-        tmeta = md.topics.get(args.topic)
-        if tmeta is None or tmeta.error is not None:
-            print(f"tidelog: topic {args.topic} not found", file=sys.stderr)
-            return 1
-        parts = sorted(tmeta.partitions)
-        begin = consumer.offsets_for_times([TopicPartition(args.topic, p, start) for p in parts], timeout=10)
-        ends: dict[int, int] = {}
-        for p in parts:
-            _, high = consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=10)
-            ends[p] = high
-        if stop is not None:
-            for tp in consumer.offsets_for_times([TopicPartition(args.topic, p, stop) for p in parts], timeout=10):
-                if tp.offset >= 0:
-                    ends[tp.partition] = min(ends[tp.partition], tp.offset)
-        assign, remaining = [], set()
-        for tp in begin:
-            if tp.offset >= 0 and tp.offset < ends[tp.partition]:
-                assign.append(TopicPartition(args.topic, tp.partition, tp.offset))
-                remaining.add(tp.partition)
-        consumer.assign(assign or [TopicPartition(args.topic, parts[0], OFFSET_END)])
-        count = 0
-        last_progress = 0.0
-        while remaining:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    remaining.discard(msg.partition())
-                    continue
-                raise KafkaException(msg.error())
-            p = msg.partition()
-            if p not in remaining:
-                continue
-            if msg.offset() >= ends[p]:
-                remaining.discard(p)
-                continue
-            ttype, ts = msg.timestamp()
-            kind = {0: "none", 1: "CreateTime", 2: "LogAppendTime"}.get(ttype, str(ttype))
-            headers = ",".join(f"{k}={_show(v)}" for k, v in (msg.headers() or []))
-            print(f"{args.topic}\t{p}\t{msg.offset()}\t{format_ms(ts)}\t{kind}\t{_show(msg.key())}\t"
-                  f"{_show(msg.value())}\t{headers}")
-            count += 1
-            if msg.offset() + 1 >= ends[p]:
-                remaining.discard(p)
-            now = time.monotonic()
-            if now - last_progress > 0.5:
-                last_progress = now
-                print(f"\r{count} records, {len(parts) - len(remaining)}/{len(parts)} partitions done",
-                      end="", file=sys.stderr, flush=True)
-        print(f"\r{count} records, {len(parts)}/{len(parts)} partitions done", file=sys.stderr)
-        return 0
-    finally:
-        consumer.close()
-
-
-def _show(b: bytes | None) -> str:
-    if b is None:
-        return "null"
-    try:
-        return b.decode()
-    except UnicodeDecodeError:
-        return "0x" + b.hex()
-
-
 # ---- argparse --------------------------------------------------------------------------------
 
 def add_parser(sub, default_bootstrap: str) -> None:
@@ -437,23 +356,6 @@ def add_parser(sub, default_bootstrap: str) -> None:
     act.add_argument("--execute", action="store_true", help="commit the new offsets")
     r.set_defaults(run=cmd_reset_offsets)
     p.set_defaults(func=_run)
-
-    c = sub.add_parser("consume", help="print the records of a time window")
-    c.add_argument("--bootstrap-server", default=default_bootstrap)
-    c.add_argument("--topic", required=True)
-    c.add_argument("--from-time", required=True, metavar="ISO8601|-PT30M")
-    c.add_argument("--to-time", metavar="ISO8601|-PT5M", help="stop before the first record at or after this time")
-    c.add_argument("--isolation-level", choices=("read_committed", "read_uncommitted"), default="read_committed")
-    c.set_defaults(func=_run_consume)
-
-
-def _run_consume(args) -> int:
-    try:
-        return cmd_consume(args)
-    except UsageError as e:
-        print(f"tidelog: {e}", file=sys.stderr)
-        return 2
-
 
 def _run(args) -> int:
     try:
