@@ -4,6 +4,7 @@
                     [--header K=V ...] [--timestamp MS|ISO8601] [--parse-headers] [--parse-timestamp]
                     [--transactional-id ID [--transaction-size N] [--abort]]
                     [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd] [--idempotence]
+                    [--batch-size BYTES] [--linger-ms MS]
 
 Each line is `key<TAB>value`; a line without a tab is a value with a null key. With
 `--parse-timestamp` the line starts with `timestamp<TAB>` (epoch ms or ISO-8601); with
@@ -83,7 +84,8 @@ def cmd_produce(args) -> int:
     except ImportError:
         print("tidelog produce needs confluent-kafka: pip install 'tidelog[tools]'", file=sys.stderr)
         return 2
-    conf = {"bootstrap.servers": args.bootstrap_server, "acks": args.acks, "linger.ms": 5,
+    conf = {"bootstrap.servers": args.bootstrap_server, "acks": args.acks, "linger.ms": args.linger_ms,
+            "batch.size": args.batch_size,
             "compression.type": args.compression, "broker.address.family": "v4",
             "enable.idempotence": args.idempotence or bool(args.transactional_id)}
     if args.transactional_id:
@@ -175,6 +177,8 @@ def add_parser(sub, default_bootstrap: str) -> None:
     p.add_argument("--abort", action="store_true", help="abort the transactions instead of committing")
     p.add_argument("--acks", default="all", choices=("all", "-1", "1", "0"))
     p.add_argument("--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"))
+    p.add_argument("--batch-size", type=int, default=1_000_000, metavar="BYTES", help="largest batch (default 1000000)")
+    p.add_argument("--linger-ms", type=int, default=5, help="wait this long to fill a batch (default 5)")
     p.add_argument("--idempotence", action="store_true", help="idempotent producer (implied by transactions)")
     p.set_defaults(func=_run)
 
