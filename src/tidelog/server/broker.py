@@ -15,6 +15,7 @@ from .admin import TopicAdmin
 from .config import BrokerConfig
 from .partitions import Partitions
 from .router import Router
+from .security import Security
 from .topics import TopicRegistry
 from . import handlers
 
@@ -34,6 +35,8 @@ class Broker:
         self.stopping = asyncio.Event()
         self.topic_defaults = config.topic_defaults()
         self.admin = TopicAdmin(self)
+        self.security = Security(config)  # TLS contexts, SASL, credentials, ACLs
+        self.bound_ports: dict[str, int] = {}
         try:
             self.services["partitions"] = Partitions(self)
         except ImportError as e:  # the log engine's manager has not landed yet in this tree
@@ -71,13 +74,17 @@ class Broker:
                 port=lst.port,
                 reuse_address=True,
                 backlog=1024,
+                ssl=self.security.ssl_context(lst.name),
             )
             self.servers.append(server)
             bound = server.sockets[0].getsockname()
+            self.bound_ports[lst.name] = bound[1]
             log.info("listening on %s://%s:%d", lst.name, bound[0], bound[1])
         log.info("tidelog node %d started (cluster %s)", self.node_id, self.registry.cluster_id)
 
-    def bound_port(self) -> int:
+    def bound_port(self, listener: str | None = None) -> int:
+        if listener in self.bound_ports:
+            return self.bound_ports[listener]
         return self.servers[0].sockets[0].getsockname()[1]
 
     async def stop(self) -> None:

@@ -155,6 +155,11 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
 }
 
 
+from .security.settings import SECURITY_KEYS, is_listener_key, validate as _validate_security  # noqa: E402
+
+BROKER_KEYS.update(SECURITY_KEYS)
+
+
 class BrokerConfig:
     """Parsed broker properties. `config[key]` gives the typed value (None when unset)."""
 
@@ -163,7 +168,7 @@ class BrokerConfig:
         self.values: dict[str, object] = {}
         errors = []
         for key, value in raw.items():
-            if key not in BROKER_KEYS:
+            if key not in BROKER_KEYS and not is_listener_key(key):
                 log.warning("unknown config key %r ignored", key)
                 continue
         for key, (parser, default) in BROKER_KEYS.items():
@@ -183,6 +188,10 @@ class BrokerConfig:
             Listener(lst.name, lst.host if lst.host not in ("", "0.0.0.0", "::") else "127.0.0.1", lst.port)
             for lst in self.listeners
         ]
+        try:
+            _validate_security(self)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     def __getitem__(self, key: str):
         return self.values[key]

@@ -66,6 +66,8 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._max_queued = broker.config["queued.max.requests"]
         self.tasks: set[asyncio.Future] = set()
+        # None unless this listener authenticates or an authorizer is configured (security.Session)
+        self.security = broker.security.session(self)
 
     # ---- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -114,6 +116,9 @@ class KafkaConnection(asyncio.Protocol):
 
     # ---- dispatch ------------------------------------------------------------------------
     def _dispatch(self, frame: bytes) -> None:
+        security = self.security
+        if security is not None and security.raw_frame(frame):
+            return
         try:
             api_key, version, correlation_id = peek_key_version(frame)
         except HeaderError as e:
@@ -135,7 +140,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         ctx = RequestContext(header, self, self.broker)
         try:
-            result = route.handle(ctx, request)
+            result = route.handle(ctx, request) if security is None else security.handle(ctx, route, request)
         except Exception:  # noqa: BLE001
             log.exception("handler for api %d v%d failed; closing %s", api_key, version, self.peer)
             self.close_with("handler error")
@@ -191,6 +196,13 @@ class KafkaConnection(asyncio.Protocol):
         body = struct.pack(">hihhh", UNSUPPORTED_VERSION, 1, API_VERSIONS, route.min_version, route.max_version)
         slot = _Slot()
         slot.chunks = [_I32.pack(4 + len(body)) + _I32.pack(correlation_id), body]
+        slot.done = True
+        self._slots.append(slot)
+
+    def push_raw(self, data: bytes) -> None:
+        """Queue a size-prefixed frame with no response header (SASL tokens after SaslHandshake v0)."""
+        slot = _Slot()
+        slot.chunks = [_I32.pack(len(data)) + data]
         slot.done = True
         self._slots.append(slot)
 

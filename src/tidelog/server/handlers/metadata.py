@@ -12,7 +12,7 @@ def broker_entries(broker, listener_name: str) -> list[dict]:
     adv = [a for a in broker.config.advertised if a.name == listener_name] or broker.config.advertised[:1]
     host, port = adv[0].host, adv[0].port
     if port == 0:  # listening on an ephemeral port: advertise the bound one
-        port = broker.bound_port()
+        port = broker.bound_port(adv[0].name)
     return [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
 
 

@@ -1,0 +1,78 @@
+"""Security: TLS and SASL listeners, SCRAM credentials, ACLs and the authorizer.
+
+`Security(broker)` is built once from the broker's configuration. For each listener it knows the
+protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), the TLS context and the SASL mechanisms.
+`session(conn)` gives a connection its `Session`, or None when there is nothing to check (a
+PLAINTEXT or SSL listener and no authorizer): such connections pay a single `is None` test per
+request and nothing else.
+
+Modules: `settings` (config keys), `tls`, `sasl` and `scram` (mechanisms and credentials),
+`acls` and `authorizer`, `session` (per-connection state and the gate), `rules` and
+`rules_coord` (what each API needs and how a refusal is answered).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from .acls import AclStore
+from .authorizer import Authorizer, parse_super_users
+from .scram import CredentialStore
+from .settings import enabled_mechanisms, listener_protocol, plain_users
+
+log = logging.getLogger("tidelog.security")
+
+
+@dataclass
+class ListenerSecurity:
+    name: str
+    protocol: str
+    ssl_context: object | None = None
+    mechanisms: list[str] = field(default_factory=list)
+    plain_users: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+
+class Security:
+    def __init__(self, config) -> None:
+        data_dir = config.log_dirs[0]
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.credentials = CredentialStore(data_dir)
+        self.acls = AclStore(data_dir)
+        self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
+        self.authorizer: Authorizer | None = None
+        if config["authorizer.class.name"]:
+            self.authorizer = Authorizer(self.acls, parse_super_users(config["super.users"]),
+                                         bool(config["allow.everyone.if.no.acl.found"]))
+        self.listeners: dict[str, ListenerSecurity] = {}
+        for lst in config.listeners:
+            ls = ListenerSecurity(lst.name, listener_protocol(config, lst.name))
+            if ls.tls:
+                from .tls import server_context
+
+                ls.ssl_context = server_context(config, lst.name)
+            if ls.sasl:
+                ls.mechanisms = enabled_mechanisms(config, lst.name)
+                ls.plain_users = plain_users(config, lst.name)
+                if "PLAIN" in ls.mechanisms and not ls.plain_users:
+                    log.warning("listener %s enables PLAIN but its sasl.jaas.config names no user_<name>", lst.name)
+            self.listeners[lst.name] = ls
+
+    def ssl_context(self, listener: str):
+        return self.listeners[listener].ssl_context
+
+    def session(self, conn):
+        ls = self.listeners.get(conn.listener_name)
+        if ls is None or (not ls.sasl and self.authorizer is None):
+            return None
+        from .session import Session
+
+        return Session(self, ls, conn)

@@ -1,0 +1,198 @@
+"""ACL bindings and their store: Kafka's resource types, pattern types, operations, permissions.
+
+A binding is (resource type, name, pattern type, principal, host, operation, permission), the
+seven fields of CreateAcls. Patterns are LITERAL (exact name, or `*` for every name) or PREFIXED
+(names starting with it). A filter (DescribeAcls, DeleteAcls) uses ANY for "every value" in its
+enum fields and None for "every value" in its string fields; pattern type MATCH finds every
+binding that would apply to the named resource (literal, `*` and matching prefixes).
+
+The store keeps the bindings in `tidelog-acls.json` in the data directory, rewritten atomically
+(temporary file, fsync, rename) on every change, and read once at start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from enum import IntEnum
+from pathlib import Path
+
+FILE_NAME = "tidelog-acls.json"
+WILDCARD = "*"
+
+
+class ResourceType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class Operation(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class Permission(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+CLUSTER_NAME = "kafka-cluster"
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission: int
+
+    def invalid_reason(self) -> str | None:
+        """Why this binding cannot be created (None when it can), as Kafka's CreateAcls checks."""
+        if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY) or self.resource_type not in ResourceType._value2member_map_:
+            return "invalid resource type"
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            return "pattern type must be LITERAL or PREFIXED"
+        if self.operation in (Operation.UNKNOWN, Operation.ANY) or self.operation not in Operation._value2member_map_:
+            return "invalid operation"
+        if self.permission not in (Permission.ALLOW, Permission.DENY):
+            return "permission must be ALLOW or DENY"
+        if not self.resource_name:
+            return "empty resource name"
+        if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
+            return f"the cluster resource is named {CLUSTER_NAME}"
+        if ":" not in self.principal:
+            return f"principal {self.principal!r} is not TYPE:NAME"
+        if not self.host:
+            return "empty host"
+        return None
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    resource_type: int = ResourceType.ANY
+    resource_name: str | None = None
+    pattern_type: int = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: int = Operation.ANY
+    permission: int = Permission.ANY
+
+    def matches(self, b: AclBinding) -> bool:
+        if self.resource_type != ResourceType.ANY and self.resource_type != b.resource_type:
+            return False
+        if self.principal is not None and self.principal != b.principal:
+            return False
+        if self.host is not None and self.host != b.host:
+            return False
+        if self.operation != Operation.ANY and self.operation != b.operation:
+            return False
+        if self.permission != Permission.ANY and self.permission != b.permission:
+            return False
+        pt, name = self.pattern_type, self.resource_name
+        if pt == PatternType.MATCH:
+            if name is None:
+                return True
+            if b.pattern_type == PatternType.LITERAL:
+                return b.resource_name in (name, WILDCARD)
+            return name.startswith(b.resource_name)
+        if pt != PatternType.ANY and pt != b.pattern_type:
+            return False
+        return name is None or name == b.resource_name
+
+
+class AclStore:
+    """Every binding, indexed by (resource type, literal name) and by resource type for prefixes."""
+
+    def __init__(self, data_dir: Path | None) -> None:
+        self.path = Path(data_dir) / FILE_NAME if data_dir is not None else None
+        self.bindings: set[AclBinding] = set()
+        self._literal: dict[tuple[int, str], list[AclBinding]] = {}
+        self._prefixed: dict[int, list[AclBinding]] = {}
+        if self.path is not None and self.path.exists():
+            for item in json.loads(self.path.read_text()):
+                self.bindings.add(AclBinding(**item))
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._literal.clear()
+        self._prefixed.clear()
+        for b in self.bindings:
+            if b.pattern_type == PatternType.PREFIXED:
+                self._prefixed.setdefault(b.resource_type, []).append(b)
+            else:
+                self._literal.setdefault((b.resource_type, b.resource_name), []).append(b)
+
+    def applying_to(self, resource_type: int, name: str) -> list[AclBinding]:
+        """Bindings whose pattern covers this resource: literal name, `*`, prefixes of the name."""
+        out = list(self._literal.get((resource_type, name), ()))
+        if name != WILDCARD:
+            out.extend(self._literal.get((resource_type, WILDCARD), ()))
+        for b in self._prefixed.get(resource_type, ()):
+            if name.startswith(b.resource_name):
+                out.append(b)
+        return out
+
+    def of_type(self, resource_type: int) -> list[AclBinding]:
+        return [b for b in self.bindings if b.resource_type == resource_type]
+
+    def find(self, flt: AclFilter) -> list[AclBinding]:
+        return sorted((b for b in self.bindings if flt.matches(b)), key=_order)
+
+    def add(self, bindings: list[AclBinding]) -> None:
+        self.bindings.update(bindings)
+        self._changed()
+
+    def remove(self, flt: AclFilter) -> list[AclBinding]:
+        gone = self.find(flt)
+        if gone:
+            self.bindings.difference_update(gone)
+            self._changed()
+        return gone
+
+    def _changed(self) -> None:
+        self._reindex()
+        if self.path is None:
+            return
+        tmp = self.path.with_suffix(".json.tmp")
+        with open(tmp, "w") as f:
+            json.dump([asdict(b) for b in sorted(self.bindings, key=_order)], f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+def _order(b: AclBinding):
+    return (b.resource_type, b.resource_name, b.pattern_type, b.principal, b.host, b.operation, b.permission)
