@@ -137,3 +137,30 @@ async def test_offset_retention(tmp_path):
     assert "cg" not in coord.groups
     assert coord.store.committed("cg") == {} and "simple" not in coord.groups
     coord.stop()
+
+
+async def test_txn_offsets_visible_only_after_commit_marker(tmp_path):
+    backend = MemoryGroupLog()
+    _, coord = make(tmp_path, backend)
+    r = await join(coord, "g", session=5000)
+    await coord.sync("g", r["member_id"], None, 1, None, None, {})
+    txn = coord.offsets
+    assert await txn.commit_txn("g", 7, 0, 2, r["member_id"], None, {("t", 0): OffsetValue(5)}) == \
+        {("t", 0): ILLEGAL_GENERATION}
+    assert await txn.commit_txn("g", 7, 0, 1, "nobody", None, {("t", 0): OffsetValue(5)}) == \
+        {("t", 0): UNKNOWN_MEMBER_ID}
+    assert await txn.commit_txn("g", 7, 0, 1, r["member_id"], None, {("t", 0): OffsetValue(5)}) == {("t", 0): NONE}
+    assert await txn.commit_txn("g", 8, 0, -1, "", None, {("t", 1): OffsetValue(9)}) == {("t", 1): NONE}
+    # Staged, not committed: OffsetFetch with require_stable reports UNSTABLE_OFFSET_COMMIT (88).
+    assert coord.store.committed("g") == {}
+    parts = coord.fetch_offsets("g", [("t", [0, 1])], require_stable=True)[1][0]["partitions"]
+    assert [(p["committed_offset"], p["error_code"]) for p in parts] == [(-1, 88), (-1, 88)]
+    await txn.complete_txn(7, 0, commit=True)
+    await txn.complete_txn(8, 0, commit=False)
+    assert {tp: v.offset for tp, v in coord.store.committed("g").items()} == {("t", 0): 5}
+    markers = [e for e in backend.partitions[txn.partition_for("g")] if e.control is not None]
+    assert [(e.producer_id, e.control) for e in markers] == [(7, True), (8, False)]
+    coord.stop()
+    _, again = make(tmp_path, backend)  # the replay applies the markers the same way
+    assert {tp: v.offset for tp, v in again.store.committed("g").items()} == {("t", 0): 5}
+    again.stop()

@@ -1,26 +1,23 @@
-"""The group coordinator (classic protocol): JoinGroup/SyncGroup/Heartbeat/LeaveGroup rebalances,
-session expiry, offset commits and fetches, listing, describing and deleting groups.
+"""The group coordinator (classic protocol): owns the groups and the offset store, loads them from
+`__consumer_offsets` on start, and answers listing, describing and deleting groups. The protocol
+itself lives beside it: `membership` (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, rebalances,
+session expiry) and `offsets` (OffsetCommit/OffsetFetch/OffsetDelete, TxnOffsetCommit, retention).
 
-This node coordinates every group (a single-node cluster). All state lives on the event loop:
-no locks; a JoinGroup or SyncGroup that has to wait parks a future on its member and the request
-coroutine awaits it. Time is handled by asyncio timer handles — one per member for its session
-(armed at a deadline, re-armed lazily when it fires early), one per group for the rebalance or
-sync wait, one for offset expiry — so an idle broker does no work.
-
-Answers are plain dicts shaped like the newest version of each response (see `wire.control`).
+This node coordinates every group (a single-node cluster). All state lives on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from kio.schema.errors import ErrorCode as E
 
-from .group import Group, Member, now_ms
-from .records import GroupValue, MemberValue, OffsetValue
+from .group import Group, Member
+from .membership import Membership
+from .offsets import GroupOffsets
+from .records import OffsetValue
 from .state import Event, GroupState as S
 from .store import GroupLog, MemoryGroupLog, OffsetStore
 
@@ -30,40 +27,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidelog.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 NONE = 0
-
-
-def _resolve(fut: asyncio.Future | None, value: Any) -> None:
-    if fut is not None and not fut.done():
-        fut.set_result(value)
-
-
-def join_error(code: E | int, member_id: str = "", generation: int = -1) -> dict:
-    return {"error_code": code, "generation_id": generation, "protocol_type": None, "protocol_name": None,
-            "leader": "", "member_id": member_id, "members": []}
-
-
-def sync_error(code: E | int) -> dict:
-    return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
 
 
 class GroupCoordinator:
     def __init__(self, broker: "Broker", backend: GroupLog | None = None) -> None:
         self.broker = broker
-        cfg = broker.config
-        self.min_session_ms = cfg["group.min.session.timeout.ms"]
-        self.max_session_ms = cfg["group.max.session.timeout.ms"]
-        self.initial_delay_ms = cfg["group.initial.rebalance.delay.ms"]
-        self.retention_ms = cfg["offsets.retention.minutes"] * 60_000
-        self.check_interval_ms = cfg["offsets.retention.check.interval.ms"]
-        self.num_partitions = cfg["offsets.topic.num.partitions"]
+        self.num_partitions = broker.config["offsets.topic.num.partitions"]
         self._backend = backend
         self.store: OffsetStore | None = None
         self.groups: dict[str, Group] = {}
         self.loaded = False
-        self._expiry_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
+        self.membership = Membership(self)
+        self.offsets = GroupOffsets(self)
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -78,9 +55,9 @@ class GroupCoordinator:
         self.store = OffsetStore(backend, self.num_partitions)
         self.store.load()
         self._restore()
-        self.broker.admin.listeners.append(self._topic_event)
+        self.broker.admin.listeners.append(self.offsets.topic_event)
         self.loaded = True
-        self._schedule_expiry()
+        self.offsets.schedule_expiry()
 
     def _engine_backend(self) -> GroupLog | None:
         try:
@@ -91,17 +68,9 @@ class GroupCoordinator:
 
     def stop(self) -> None:
         self.loaded = False
-        if self._expiry_timer is not None:
-            self._expiry_timer.cancel()
+        self.offsets.cancel_expiry()
         for group in self.groups.values():
-            self._cancel_rebalance_timer(group)
-            for m in group.members.values():
-                m.cancel_timer()
-                _resolve(m.join_waiter, join_error(E.coordinator_not_available, m.member_id))
-                _resolve(m.sync_waiter, sync_error(E.coordinator_not_available))
-            for handle in group.pending_members.values():
-                if handle is not None:
-                    handle.cancel()
+            self.membership.shutdown(group)
         for t in self._tasks:
             t.cancel()
 
@@ -117,7 +86,7 @@ class GroupCoordinator:
                                 mv.rebalance_timeout, mv.session_timeout, value.protocol_type,
                                 [(value.protocol or "", mv.subscription)], mv.assignment, is_new=False)
                 group.add(member)
-                self._heartbeat(member, group)
+                self.membership.touch(member, group)
             group.leader_id = value.leader if value.leader in group.members else group.leader_id
             if group.members:
                 group.transition(Event.LOADED_ACTIVE)
@@ -127,7 +96,7 @@ class GroupCoordinator:
         active = sum(1 for g in self.groups.values() if g.members)
         log.info("restored %d groups (%d with members)", len(self.groups), active)
 
-    def _spawn(self, coro) -> None:
+    def spawn(self, coro) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -137,505 +106,37 @@ class GroupCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.error("group coordinator task failed", exc_info=task.exception())
 
-    # ---- sessions ----------------------------------------------------------------------------
-    def _heartbeat(self, member: Member, group: Group) -> None:
-        """The member is alive now: push its session deadline out, arming its timer if idle."""
-        loop = asyncio.get_running_loop()
-        member.deadline = loop.time() + member.session_timeout_ms / 1000
-        if member.timer is None:
-            member.timer = loop.call_at(member.deadline, self._session_check, group, member)
-
-    def _session_check(self, group: Group, member: Member) -> None:
-        member.timer = None
-        if group.members.get(member.member_id) is not member:
-            return
-        loop = asyncio.get_running_loop()
-        waiting = (member.join_waiter is not None and not member.join_waiter.done()) or \
-                  (member.sync_waiter is not None and not member.sync_waiter.done())
-        if waiting:
-            # A member parked in JoinGroup/SyncGroup cannot heartbeat; the rebalance timers rule it.
-            member.deadline = loop.time() + member.session_timeout_ms / 1000
-        if loop.time() < member.deadline:
-            member.timer = loop.call_at(member.deadline, self._session_check, group, member)
-            return
-        log.info("group %s: member %s session expired after %d ms", group.group_id, member.member_id,
-                 member.session_timeout_ms)
-        self._remove_member(group, member, "session timeout")
-
-    def _remove_member(self, group: Group, member: Member, reason: str) -> None:
-        group.remove(member.member_id)
-        _resolve(member.join_waiter, join_error(E.unknown_member_id, member.member_id))
-        _resolve(member.sync_waiter, sync_error(E.unknown_member_id))
-        if group.is_(S.STABLE, S.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"member {member.member_id} left ({reason})")
-        elif group.is_(S.PREPARING_REBALANCE):
-            self._try_complete_join(group)
-
-    # ---- rebalance ---------------------------------------------------------------------------
-    def _cancel_rebalance_timer(self, group: Group) -> None:
-        if group.rebalance_timer is not None:
-            group.rebalance_timer.cancel()
-            group.rebalance_timer = None
-
-    def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        loop = asyncio.get_running_loop()
-        self._cancel_rebalance_timer(group)
-        if group.is_(S.COMPLETING_REBALANCE):
-            # Assignments of the generation being completed are void: everyone must rejoin.
-            for m in group.members.values():
-                _resolve(m.sync_waiter, sync_error(E.rebalance_in_progress))
-                m.sync_waiter = None
-        initial = group.is_(S.EMPTY)
-        group.transition(Event.REBALANCE)
-        log.info("group %s: preparing rebalance (generation %d): %s", group.group_id, group.generation, reason)
-        timeout = max(group.max_rebalance_timeout_ms(), 0) / 1000
-        if initial and self.initial_delay_ms > 0:
-            group.initial_delay_deadline = loop.time() + timeout
-            delay = min(self.initial_delay_ms / 1000, timeout)
-            group.rebalance_timer = loop.call_later(delay, self._initial_delay_over, group, len(group.members))
-        else:
-            group.initial_delay_deadline = 0.0
-            group.rebalance_timer = loop.call_later(timeout, self._complete_join, group)
-            self._try_complete_join(group)
-
-    def _initial_delay_over(self, group: Group, members_before: int) -> None:
-        """KIP-134: while new members keep arriving, wait another delay, up to the rebalance timeout."""
-        loop = asyncio.get_running_loop()
-        group.rebalance_timer = None
-        remaining = group.initial_delay_deadline - loop.time()
-        if len(group.members) > members_before and remaining > 0:
-            delay = min(self.initial_delay_ms / 1000, remaining)
-            group.rebalance_timer = loop.call_later(delay, self._initial_delay_over, group, len(group.members))
-            return
-        group.initial_delay_deadline = 0.0
-        if group.all_joined():
-            self._complete_join(group)
-        else:
-            group.rebalance_timer = loop.call_later(max(remaining, 0), self._complete_join, group)
-
-    def _try_complete_join(self, group: Group) -> None:
-        if group.is_(S.PREPARING_REBALANCE) and group.initial_delay_deadline == 0.0 and group.all_joined():
-            self._complete_join(group)
-
-    def _complete_join(self, group: Group) -> None:
-        if not group.is_(S.PREPARING_REBALANCE):
-            return
-        self._cancel_rebalance_timer(group)
-        group.initial_delay_deadline = 0.0
-        # Dynamic members that did not rejoin in time are gone; static ones keep their place.
-        for m in [m for m in group.members.values() if m.join_waiter is None and m.group_instance_id is None]:
-            log.info("group %s: member %s did not rejoin in time", group.group_id, m.member_id)
-            group.remove(m.member_id)
-            _resolve(m.sync_waiter, sync_error(E.unknown_member_id))
-        joined = [m for m in group.members.values() if m.join_waiter is not None]
-        if group.members and not joined:
-            # Only absent static members remain: wait for them, or for their sessions to expire.
-            loop = asyncio.get_running_loop()
-            group.rebalance_timer = loop.call_later(group.max_rebalance_timeout_ms() / 1000, self._complete_join, group)
-            return
-        group.generation += 1
-        if not group.members:
-            group.protocol_name = None
-            group.leader_id = None
-            group.transition(Event.JOIN_COMPLETE_EMPTY)
-            log.info("group %s: empty at generation %d", group.group_id, group.generation)
-            self._spawn(self._persist_group(group))
-            return
-        if group.leader_id not in group.members or group.members[group.leader_id].join_waiter is None:
-            group.leader_id = joined[0].member_id
-        group.protocol_name = group.select_protocol()
-        group.transition(Event.JOIN_COMPLETE)
-        log.info("group %s: generation %d with %d members, protocol %s, leader %s", group.group_id,
-                 group.generation, len(group.members), group.protocol_name, group.leader_id)
-        for m in joined:
-            waiter, m.join_waiter = m.join_waiter, None
-            m.is_new = False
-            _resolve(waiter, self._join_answer(group, m))
-            self._heartbeat(m, group)
-        loop = asyncio.get_running_loop()
-        group.rebalance_timer = loop.call_later(group.max_rebalance_timeout_ms() / 1000, self._sync_expired,
-                                                group, group.generation)
-
-    def _join_answer(self, group: Group, member: Member) -> dict:
-        members = []
-        if member.member_id == group.leader_id:
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "metadata": m.metadata(group.protocol_name)} for m in group.members.values()]
-        return {"error_code": NONE, "generation_id": group.generation, "protocol_type": group.protocol_type,
-                "protocol_name": group.protocol_name, "leader": group.leader_id or "",
-                "member_id": member.member_id, "members": members}
-
-    def _sync_expired(self, group: Group, generation: int) -> None:
-        group.rebalance_timer = None
-        if not group.is_(S.COMPLETING_REBALANCE) or group.generation != generation:
-            return
-        for m in [m for m in group.members.values() if m.sync_waiter is None]:
-            log.info("group %s: member %s sent no SyncGroup in time", group.group_id, m.member_id)
-            group.remove(m.member_id)
-        self._prepare_rebalance(group, "SyncGroup timed out")
-
-    def _group_value(self, group: Group) -> GroupValue:
-        return GroupValue(
-            protocol_type=group.protocol_type or "",
-            generation=group.generation,
-            protocol=group.protocol_name,
-            leader=group.leader_id,
-            current_state_timestamp=group.state_timestamp,
-            members=tuple(
-                MemberValue(m.member_id, m.client_id, m.client_host, m.rebalance_timeout_ms, m.session_timeout_ms,
-                            m.metadata(group.protocol_name), m.assignment, m.group_instance_id)
-                for m in group.members.values()),
-        )
-
-    async def _persist_group(self, group: Group) -> None:
-        assert self.store is not None
-        await self.store.store_group(group.group_id, self._group_value(group))
-
-    # ---- JoinGroup ---------------------------------------------------------------------------
+    # ---- the protocol, as the handlers call it -----------------------------------------------
     async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, client_host: str,
                    session_ms: int, rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
                    require_known_member_id: bool) -> dict:
-        if not self.loaded:
-            return join_error(E.coordinator_load_in_progress, member_id)
-        if not group_id:
-            return join_error(E.invalid_group_id, member_id)
-        if not self.min_session_ms <= session_ms <= self.max_session_ms:
-            return join_error(E.invalid_session_timeout, member_id)
-        if rebalance_ms < 0:
-            rebalance_ms = session_ms  # JoinGroup v0 has no rebalance timeout
-        group = self.groups.get(group_id)
-        if group is None:
-            if member_id:
-                return join_error(E.unknown_member_id, member_id)
-            group = self.groups[group_id] = Group(group_id)
-        if group.is_(S.DEAD):
-            return join_error(E.coordinator_not_available, member_id)
-        if not group.supports(protocol_type, protocols):
-            return join_error(E.inconsistent_group_protocol, member_id)
-
-        fresh = Member(member_id, instance_id, client_id, client_host, rebalance_ms, session_ms, protocol_type,
-                       list(protocols))
-        if not member_id:
-            return await self._join_unknown(group, fresh, require_known_member_id)
-        if member_id in group.pending_members:
-            handle = group.pending_members.pop(member_id)
-            if handle is not None:
-                handle.cancel()
-            return await self._add_and_rebalance(group, fresh)
-        if group.static_member_fenced(member_id, instance_id):
-            return join_error(E.fenced_instance_id, member_id)
-        member = group.members.get(member_id)
-        if member is None:
-            return join_error(E.unknown_member_id, member_id)
-        return await self._join_known(group, member, fresh)
-
-    async def _join_unknown(self, group: Group, fresh: Member, require_known_member_id: bool) -> dict:
-        fresh.member_id = f"{fresh.group_instance_id or fresh.client_id}-{uuid.uuid4()}"
-        if fresh.group_instance_id is not None:
-            old_id = group.static_members.get(fresh.group_instance_id)
-            if old_id is not None and old_id in group.members:
-                return await self._replace_static(group, group.members[old_id], fresh)
-            return await self._add_and_rebalance(group, fresh)
-        if require_known_member_id:
-            # KIP-394: hand out the id first; the member joins for real with it.
-            loop = asyncio.get_running_loop()
-            mid = fresh.member_id
-            group.pending_members[mid] = loop.call_later(fresh.session_timeout_ms / 1000,
-                                                         self._pending_expired, group, mid)
-            return join_error(E.member_id_required, mid)
-        return await self._add_and_rebalance(group, fresh)
-
-    def _pending_expired(self, group: Group, member_id: str) -> None:
-        if group.pending_members.pop(member_id, 0) != 0:
-            self._try_complete_join(group)
-
-    async def _replace_static(self, group: Group, old: Member, fresh: Member) -> dict:
-        """A static member came back with a new member id: it takes over the old one's place."""
-        log.info("group %s: static member %s replaces %s", group.group_id, fresh.member_id, old.member_id)
-        group.members.pop(old.member_id)
-        old.cancel_timer()
-        _resolve(old.join_waiter, join_error(E.fenced_instance_id, old.member_id))
-        _resolve(old.sync_waiter, sync_error(E.fenced_instance_id))
-        fresh.assignment = old.assignment
-        fresh.is_new = False
-        group.members[fresh.member_id] = fresh
-        group.static_members[fresh.group_instance_id] = fresh.member_id  # type: ignore[index]
-        was_leader = group.leader_id == old.member_id
-        if was_leader:
-            group.leader_id = fresh.member_id
-        if group.is_(S.STABLE) and old.same_protocols(fresh.protocols):
-            self._heartbeat(fresh, group)
-            await self._persist_group(group)
-            # No rebalance: the member gets the current generation; as leader it gets no member
-            # list, so it does not compute a new assignment.
-            answer = self._join_answer(group, fresh)
-            answer["members"] = []
-            return answer
-        return await self._await_join(group, fresh)
-
-    async def _add_and_rebalance(self, group: Group, member: Member) -> dict:
-        group.add(member)
-        self._heartbeat(member, group)
-        return await self._await_join(group, member)
-
-    async def _await_join(self, group: Group, member: Member) -> dict:
-        loop = asyncio.get_running_loop()
-        _resolve(member.join_waiter, join_error(E.rebalance_in_progress, member.member_id))
-        member.join_waiter = waiter = loop.create_future()
-        if group.is_(S.PREPARING_REBALANCE):
-            self._try_complete_join(group)
-        else:
-            self._prepare_rebalance(group, f"member {member.member_id} joined")
-        return await asyncio.shield(waiter)
-
-    async def _join_known(self, group: Group, member: Member, fresh: Member) -> dict:
-        same = member.same_protocols(fresh.protocols)
-        member.protocols = fresh.protocols
-        member.session_timeout_ms = fresh.session_timeout_ms
-        member.rebalance_timeout_ms = fresh.rebalance_timeout_ms
-        member.client_id, member.client_host = fresh.client_id, fresh.client_host
-        self._heartbeat(member, group)
-        if group.is_(S.PREPARING_REBALANCE):
-            return await self._await_join(group, member)
-        if group.is_(S.COMPLETING_REBALANCE) and same:
-            return self._join_answer(group, member)  # the JoinGroup response was lost: repeat it
-        if group.is_(S.STABLE) and same and member.member_id != group.leader_id:
-            return self._join_answer(group, member)
-        if group.is_(S.STABLE, S.COMPLETING_REBALANCE):
-            return await self._await_join(group, member)
-        return join_error(E.unknown_member_id, member.member_id)
-
-    # ---- SyncGroup ---------------------------------------------------------------------------
-    def _check_member(self, group: Group | None, member_id: str, instance_id: str | None,
-                      generation: int) -> int:
-        if group is None:
-            return E.unknown_member_id.value
-        if group.is_(S.DEAD):
-            return E.coordinator_not_available.value
-        if group.static_member_fenced(member_id, instance_id):
-            return E.fenced_instance_id.value
-        if member_id not in group.members:
-            return E.unknown_member_id.value
-        if generation != group.generation:
-            return E.illegal_generation.value
-        return NONE
+        return await self.membership.join(group_id, member_id, instance_id, client_id, client_host, session_ms,
+                                          rebalance_ms, protocol_type, protocols, require_known_member_id)
 
     async def sync(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
                    protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict:
-        if not self.loaded:
-            return sync_error(E.coordinator_load_in_progress)
-        group = self.groups.get(group_id)
-        err = self._check_member(group, member_id, instance_id, generation)
-        if err:
-            return sync_error(err)
-        assert group is not None
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
-            return sync_error(E.inconsistent_group_protocol)
-        member = group.members[member_id]
-        if group.is_(S.PREPARING_REBALANCE):
-            return sync_error(E.rebalance_in_progress)
-        if group.is_(S.STABLE):
-            self._heartbeat(member, group)
-            return self._sync_answer(group, member)
-        if not group.is_(S.COMPLETING_REBALANCE):
-            return sync_error(E.unknown_member_id)
-        loop = asyncio.get_running_loop()
-        _resolve(member.sync_waiter, sync_error(E.rebalance_in_progress))
-        member.sync_waiter = waiter = loop.create_future()
-        self._heartbeat(member, group)
-        if member_id == group.leader_id:
-            await self._leader_synced(group, assignments)
-        return await asyncio.shield(waiter)
+        return await self.membership.sync(group_id, member_id, instance_id, generation, protocol_type,
+                                          protocol_name, assignments)
 
-    async def _leader_synced(self, group: Group, assignments: dict[str, bytes]) -> None:
-        gen = group.generation
-        value = self._group_value(group)
-        value = GroupValue(value.protocol_type, value.generation, value.protocol, value.leader,
-                           value.current_state_timestamp,
-                           tuple(MemberValue(mv.member_id, mv.client_id, mv.client_host, mv.rebalance_timeout,
-                                             mv.session_timeout, mv.subscription,
-                                             assignments.get(mv.member_id, b""), mv.group_instance_id)
-                                 for mv in value.members))
-        assert self.store is not None
-        try:
-            await self.store.store_group(group.group_id, value)
-        except Exception:  # noqa: BLE001 - the log refused: members retry with a new rebalance
-            log.exception("group %s: could not persist the assignment", group.group_id)
-            if group.is_(S.COMPLETING_REBALANCE) and group.generation == gen:
-                for m in group.members.values():
-                    _resolve(m.sync_waiter, sync_error(E.coordinator_not_available))
-                    m.sync_waiter = None
-                self._prepare_rebalance(group, "persisting the assignment failed")
-            return
-        if not group.is_(S.COMPLETING_REBALANCE) or group.generation != gen:
-            return  # a rebalance began meanwhile; its waiters were already answered
-        self._cancel_rebalance_timer(group)
-        for m in group.members.values():
-            m.assignment = assignments.get(m.member_id, b"")
-        group.transition(Event.ASSIGNMENT_SYNCED)
-        log.info("group %s: stable at generation %d", group.group_id, group.generation)
-        for m in group.members.values():
-            waiter, m.sync_waiter = m.sync_waiter, None
-            _resolve(waiter, self._sync_answer(group, m))
-
-    def _sync_answer(self, group: Group, member: Member) -> dict:
-        return {"error_code": NONE, "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                "assignment": member.assignment}
-
-    # ---- Heartbeat / LeaveGroup --------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value
-        group = self.groups.get(group_id)
-        err = self._check_member(group, member_id, instance_id, generation)
-        if err:
-            return err
-        assert group is not None
-        self._heartbeat(group.members[member_id], group)
-        if group.is_(S.PREPARING_REBALANCE):
-            return E.rebalance_in_progress.value
-        return NONE
+        return self.membership.heartbeat(group_id, member_id, instance_id, generation)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict]]:
-        """(top-level error, per-member results) for members given as (member_id, group_instance_id)."""
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value, []
-        group = self.groups.get(group_id)
-        if group is None:
-            return E.unknown_member_id.value, []
-        if group.is_(S.DEAD):
-            return E.coordinator_not_available.value, []
-        results = []
-        for member_id, instance_id in leaving:
-            results.append({"member_id": member_id, "group_instance_id": instance_id,
-                            "error_code": self._leave_one(group, member_id, instance_id)})
-        return NONE, results
-
-    def _leave_one(self, group: Group, member_id: str, instance_id: str | None) -> int:
-        if not member_id and instance_id is not None:
-            member_id = group.static_members.get(instance_id, "")
-            if not member_id:
-                return E.unknown_member_id.value
-        elif group.static_member_fenced(member_id, instance_id):
-            return E.fenced_instance_id.value
-        if member_id in group.pending_members:
-            handle = group.pending_members.pop(member_id)
-            if handle is not None:
-                handle.cancel()
-            self._try_complete_join(group)
-            return NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return E.unknown_member_id.value
-        log.info("group %s: member %s leaves", group.group_id, member_id)
-        self._remove_member(group, member, "LeaveGroup")
-        return NONE
-
-    # ---- offsets -----------------------------------------------------------------------------
-    def _partition_error(self, topic: str, partition: int) -> int:
-        t = self.broker.registry.get(topic)
-        if t is None or not 0 <= partition < t.partitions:
-            return E.unknown_topic_or_partition.value
-        return NONE
+        return self.membership.leave(group_id, leaving)
 
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                              offsets: dict[tuple[str, int], OffsetValue]) -> dict[tuple[str, int], int]:
-        def all_(code: E | int) -> dict[tuple[str, int], int]:
-            return {tp: int(code) for tp in offsets}
-
-        if not self.loaded:
-            return all_(E.coordinator_load_in_progress.value)
-        if not group_id:
-            return all_(E.invalid_group_id.value)
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation >= 0:
-                return all_(E.illegal_generation.value)
-            group = self.groups[group_id] = Group(group_id)  # offsets only, no group management
-        elif group.is_(S.DEAD):
-            return all_(E.coordinator_not_available.value)
-        elif group.static_member_fenced(member_id, instance_id):
-            return all_(E.fenced_instance_id.value)
-        elif generation < 0 and group.is_(S.EMPTY):
-            pass  # an admin or simple-consumer commit
-        elif group.is_(S.COMPLETING_REBALANCE):
-            return all_(E.rebalance_in_progress.value)
-        elif member_id not in group.members:
-            return all_(E.unknown_member_id.value)
-        elif generation != group.generation:
-            return all_(E.illegal_generation.value)
-        else:
-            self._heartbeat(group.members[member_id], group)
-        results: dict[tuple[str, int], int] = {}
-        accepted: dict[tuple[str, int], OffsetValue] = {}
-        for (topic, partition), value in offsets.items():
-            err = self._partition_error(topic, partition)
-            if not err and len(value.metadata.encode()) > MAX_METADATA_BYTES:
-                err = E.offset_metadata_too_large.value
-            results[(topic, partition)] = err
-            if not err:
-                accepted[(topic, partition)] = value
-        assert self.store is not None
-        try:
-            await self.store.commit(group_id, accepted)
-        except Exception:  # noqa: BLE001
-            log.exception("group %s: offset commit could not be written", group_id)
-            for tp in accepted:
-                results[tp] = E.coordinator_not_available.value
-        return results
+        return await self.offsets.commit(group_id, generation, member_id, instance_id, offsets)
 
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
                       require_stable: bool = False) -> tuple[int, list[dict]]:
-        """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value, []
-        assert self.store is not None
-        committed = self.store.committed(group_id)
-        if topics is None:
-            by_topic: dict[str, list[int]] = {}
-            for t, p in sorted(committed):
-                by_topic.setdefault(t, []).append(p)
-            topics = list(by_topic.items())
-        out = []
-        for name, partitions in topics:
-            parts = []
-            for p in partitions:
-                v = committed.get((name, p))
-                err = NONE
-                if require_stable and self.store.has_pending(group_id, (name, p)):
-                    err = E.unstable_offset_commit.value
-                parts.append({"partition_index": p, "committed_offset": -1 if v is None else v.offset,
-                              "committed_leader_epoch": -1 if v is None else v.leader_epoch,
-                              "metadata": "" if v is None else v.metadata, "error_code": err})
-            out.append({"name": name, "partitions": parts})
-        return NONE, out
+        return self.offsets.fetch(group_id, topics, require_stable)
 
     async def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
-        """OffsetDelete: (group error, per-partition errors)."""
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value, {}
-        group = self.groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
-            return E.group_id_not_found.value, {}
-        subscribed: set[str] | None = set()
-        if not group.is_(S.EMPTY):
-            subscribed = group.subscribed_topics()
-            if subscribed is None:
-                return E.non_empty_group.value, {}
-        results = {}
-        doomed = []
-        for topic, partition in tps:
-            if topic in subscribed:  # type: ignore[operator]
-                results[(topic, partition)] = E.group_subscribed_to_topic.value
-            elif self.broker.registry.get(topic) is None:
-                results[(topic, partition)] = E.unknown_topic_or_partition.value
-            else:
-                results[(topic, partition)] = NONE
-                doomed.append((topic, partition))
-        assert self.store is not None
-        await self.store.delete_offsets(group_id, doomed)
-        return NONE, results
+        return await self.offsets.delete(group_id, tps)
+
+    async def expire_offsets(self, now: int | None = None) -> int:
+        return await self.offsets.expire(now)
 
     # ---- listing, describing, deleting -------------------------------------------------------
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[int, list[dict]]:
@@ -680,73 +181,17 @@ class GroupCoordinator:
             return E.group_id_not_found.value
         if not g.is_(S.EMPTY):
             return E.non_empty_group.value
-        await self._drop_group(g)
+        await self.drop_group(g)
         return NONE
 
-    async def _drop_group(self, g: Group) -> None:
+    async def drop_group(self, g: Group) -> None:
         g.transition(Event.DELETED)
-        self._cancel_rebalance_timer(g)
+        self.membership.cancel_rebalance_timer(g)
         if self.groups.get(g.group_id) is g:
             del self.groups[g.group_id]
         assert self.store is not None
         await self.store.delete_group(g.group_id)
         log.info("group %s deleted", g.group_id)
-
-    # ---- offset retention and topic deletion -------------------------------------------------
-    def _schedule_expiry(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._expiry_timer = loop.call_later(self.check_interval_ms / 1000, self._expiry_tick)
-
-    def _expiry_tick(self) -> None:
-        self._spawn(self.expire_offsets())
-        self._schedule_expiry()
-
-    async def expire_offsets(self, now: int | None = None) -> int:
-        """Remove offsets past retention (Kafka 2.1+ rules); drop groups left empty with no offsets.
-
-        An explicit expire timestamp (OffsetCommit v1-v4 retention) wins. Otherwise offsets of an
-        Empty consumer group expire `retention` after the group became empty; those of a group with
-        no protocol (offsets only) `retention` after their commit; those of an active consumer group
-        only for topics no member subscribes to, `retention` after their commit.
-        """
-        assert self.store is not None
-        now = now_ms() if now is None else now
-        removed = 0
-        for group_id in list(self.groups):
-            g = self.groups[group_id]
-            committed = self.store.committed(group_id)
-            subscribed: set[str] | None = None
-            if not g.is_(S.EMPTY):
-                subscribed = g.subscribed_topics()
-                if subscribed is None:
-                    continue
-            doomed = []
-            for (topic, partition), v in committed.items():
-                if v.expire_timestamp >= 0:
-                    expired = now >= v.expire_timestamp
-                elif g.is_(S.EMPTY) and g.protocol_type:
-                    expired = g.state_timestamp + self.retention_ms <= now
-                elif g.is_(S.EMPTY) or (subscribed is not None and topic not in subscribed):
-                    expired = v.commit_timestamp + self.retention_ms <= now
-                else:
-                    expired = False
-                if expired:
-                    doomed.append((topic, partition))
-            if doomed:
-                await self.store.delete_offsets(group_id, doomed)
-                removed += len(doomed)
-                log.info("group %s: %d committed offsets expired", group_id, len(doomed))
-            if g.is_(S.EMPTY) and not self.store.committed(group_id) and self.groups.get(group_id) is g:
-                await self._drop_group(g)
-        return removed
-
-    def _topic_event(self, event: str, topic) -> None:
-        if event != "deleted" or self.store is None:
-            return
-        for group_id, offs in list(self.store.offsets.items()):
-            tps = [tp for tp in offs if tp[0] == topic.name]
-            if tps:
-                self._spawn(self.store.delete_offsets(group_id, tps))
 
 
 def coordinator_of(broker) -> GroupCoordinator:

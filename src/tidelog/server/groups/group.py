@@ -4,7 +4,7 @@ A `Group` holds its state (changed only through `transition`, i.e. the table in 
 generation, the selected protocol, the leader and the members. A `Member` carries what it sent in
 JoinGroup, the assignment it received, and the futures of a JoinGroup or SyncGroup parked until
 the rebalance moves on. Session liveness is a deadline plus one timer handle per member (see
-`coordinator`), never a polling loop.
+`membership`), never a polling loop.
 """
 
 from __future__ import annotations

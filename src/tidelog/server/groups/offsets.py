@@ -1,0 +1,268 @@
+"""Committed offsets of groups: OffsetCommit, OffsetFetch, OffsetDelete, TxnOffsetCommit and its
+completion at the transaction marker, retention expiry (`offsets.retention.minutes`), and cleanup
+when a topic is deleted.
+
+Who may commit is checked against the group's membership (generation, member id, static
+instance); what is committed goes through the coordinator's `OffsetStore`, which writes it to
+`__consumer_offsets` before it becomes visible.
+
+For the transaction coordinator (the whole API it needs):
+
+    await offsets.commit_txn(group_id, producer_id, producer_epoch, generation, member_id,
+                             instance_id, {(topic, partition): OffsetValue}) -> {tp: error code}
+        TxnOffsetCommit: validates like Kafka, then stages the offsets as transactional records
+        of `producer_id` in the group's `__consumer_offsets` partition; not visible yet.
+    offsets.partition_for(group_id) -> int
+        the `__consumer_offsets` partition that holds the group (the transaction's partition).
+    await offsets.complete_txn(producer_id, producer_epoch, commit)
+        EndTxn reached the group: writes the COMMIT/ABORT marker to every `__consumer_offsets`
+        partition holding staged offsets of that producer; on commit they become the committed
+        offsets, on abort they are dropped. The caller must not write markers to
+        `__consumer_offsets` itself. A replay after a crash applies the same rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode as E
+
+from .group import Group, now_ms
+from .records import OffsetValue
+from .state import GroupState as S
+
+if TYPE_CHECKING:
+    from .coordinator import GroupCoordinator
+
+log = logging.getLogger("tidelog.groups")
+NONE = 0
+MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
+TopicPartition = tuple[str, int]
+
+
+class GroupOffsets:
+    def __init__(self, coord: "GroupCoordinator") -> None:
+        self.coord = coord
+        self.groups = coord.groups
+        cfg = coord.broker.config
+        self.retention_ms = cfg["offsets.retention.minutes"] * 60_000
+        self.check_interval_ms = cfg["offsets.retention.check.interval.ms"]
+        self._expiry_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def store(self):
+        assert self.coord.store is not None
+        return self.coord.store
+
+    def partition_for(self, group_id: str) -> int:
+        return self.store.partition_for(group_id)
+
+    # ---- commits -----------------------------------------------------------------------------
+    def _partition_error(self, topic: str, partition: int) -> int:
+        t = self.coord.broker.registry.get(topic)
+        if t is None or not 0 <= partition < t.partitions:
+            return E.unknown_topic_or_partition.value
+        return NONE
+
+    def _validate(self, offsets: dict[TopicPartition, OffsetValue]) -> tuple[dict, dict]:
+        """(per-partition error codes, the offsets that may be written)."""
+        results: dict[TopicPartition, int] = {}
+        accepted: dict[TopicPartition, OffsetValue] = {}
+        for (topic, partition), value in offsets.items():
+            err = self._partition_error(topic, partition)
+            if not err and len(value.metadata.encode()) > MAX_METADATA_BYTES:
+                err = E.offset_metadata_too_large.value
+            results[(topic, partition)] = err
+            if not err:
+                accepted[(topic, partition)] = value
+        return results, accepted
+
+    def _committer_error(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+        """OffsetCommit's checks of who commits; creates an offsets-only group for a simple consumer."""
+        if not self.coord.loaded:
+            return E.coordinator_load_in_progress.value
+        if not group_id:
+            return E.invalid_group_id.value
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return E.illegal_generation.value
+            self.groups[group_id] = Group(group_id)  # offsets only, no group management
+            return NONE
+        if group.is_(S.DEAD):
+            return E.coordinator_not_available.value
+        if group.static_member_fenced(member_id, instance_id):
+            return E.fenced_instance_id.value
+        if generation < 0 and group.is_(S.EMPTY):
+            return NONE  # an admin or simple-consumer commit
+        if group.is_(S.COMPLETING_REBALANCE):
+            return E.rebalance_in_progress.value
+        if member_id not in group.members:
+            return E.unknown_member_id.value
+        if generation != group.generation:
+            return E.illegal_generation.value
+        self.coord.membership.touch(group.members[member_id], group)
+        return NONE
+
+    async def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                     offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+        err = self._committer_error(group_id, generation, member_id, instance_id)
+        if err:
+            return {tp: err for tp in offsets}
+        results, accepted = self._validate(offsets)
+        try:
+            await self.store.commit(group_id, accepted)
+        except Exception:  # noqa: BLE001
+            log.exception("group %s: offset commit could not be written", group_id)
+            for tp in accepted:
+                results[tp] = E.coordinator_not_available.value
+        return results
+
+    def _txn_committer_error(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+        """TxnOffsetCommit's checks (Kafka's): no rebalance check, a missing group is created."""
+        if not self.coord.loaded:
+            return E.coordinator_load_in_progress.value
+        if not group_id:
+            return E.invalid_group_id.value
+        group = self.groups.setdefault(group_id, Group(group_id))
+        if group.is_(S.DEAD):
+            return E.coordinator_not_available.value
+        if member_id and member_id not in group.members:
+            return E.unknown_member_id.value
+        if generation >= 0 and generation != group.generation:
+            return E.illegal_generation.value
+        if group.static_member_fenced(member_id, instance_id):
+            return E.fenced_instance_id.value
+        return NONE
+
+    async def commit_txn(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
+                         member_id: str, instance_id: str | None,
+                         offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+        err = self._txn_committer_error(group_id, generation, member_id, instance_id)
+        if err:
+            return {tp: err for tp in offsets}
+        results, accepted = self._validate(offsets)
+        if accepted:
+            try:
+                await self.store.stage(producer_id, producer_epoch, group_id, accepted)
+            except Exception:  # noqa: BLE001
+                log.exception("group %s: transactional offsets could not be written", group_id)
+                for tp in accepted:
+                    results[tp] = E.coordinator_not_available.value
+        return results
+
+    async def complete_txn(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        await self.store.complete(producer_id, producer_epoch, commit)
+
+    # ---- fetch and delete --------------------------------------------------------------------
+    def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
+              require_stable: bool = False) -> tuple[int, list[dict]]:
+        """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
+        if not self.coord.loaded:
+            return E.coordinator_load_in_progress.value, []
+        committed = self.store.committed(group_id)
+        if topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for t, p in sorted(committed):
+                by_topic.setdefault(t, []).append(p)
+            topics = list(by_topic.items())
+        out = []
+        for name, partitions in topics:
+            parts = []
+            for p in partitions:
+                v = committed.get((name, p))
+                err = NONE
+                if require_stable and self.store.has_pending(group_id, (name, p)):
+                    err = E.unstable_offset_commit.value
+                parts.append({"partition_index": p, "committed_offset": -1 if v is None else v.offset,
+                              "committed_leader_epoch": -1 if v is None else v.leader_epoch,
+                              "metadata": "" if v is None else v.metadata, "error_code": err})
+            out.append({"name": name, "partitions": parts})
+        return NONE, out
+
+    async def delete(self, group_id: str, tps: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
+        """OffsetDelete: (group error, per-partition errors)."""
+        if not self.coord.loaded:
+            return E.coordinator_load_in_progress.value, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(S.DEAD):
+            return E.group_id_not_found.value, {}
+        subscribed: set[str] | None = set()
+        if not group.is_(S.EMPTY):
+            subscribed = group.subscribed_topics()
+            if subscribed is None:
+                return E.non_empty_group.value, {}
+        results = {}
+        doomed = []
+        for topic, partition in tps:
+            if topic in subscribed:  # type: ignore[operator]
+                results[(topic, partition)] = E.group_subscribed_to_topic.value
+            elif self.coord.broker.registry.get(topic) is None:
+                results[(topic, partition)] = E.unknown_topic_or_partition.value
+            else:
+                results[(topic, partition)] = NONE
+                doomed.append((topic, partition))
+        await self.store.delete_offsets(group_id, doomed)
+        return NONE, results
+
+    # ---- retention and topic deletion --------------------------------------------------------
+    def schedule_expiry(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._expiry_timer = loop.call_later(self.check_interval_ms / 1000, self._expiry_tick)
+
+    def cancel_expiry(self) -> None:
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
+
+    def _expiry_tick(self) -> None:
+        self.coord.spawn(self.expire())
+        self.schedule_expiry()
+
+    async def expire(self, now: int | None = None) -> int:
+        """Remove offsets past retention (Kafka 2.1+ rules); drop groups left empty with no offsets.
+
+        An explicit expire timestamp (OffsetCommit v1-v4 retention) wins. Otherwise offsets of an
+        Empty consumer group expire `retention` after the group became empty; those of a group with
+        no protocol (offsets only) `retention` after their commit; those of an active consumer group
+        only for topics no member subscribes to, `retention` after their commit.
+        """
+        now = now_ms() if now is None else now
+        removed = 0
+        for group_id in list(self.groups):
+            g = self.groups[group_id]
+            committed = self.store.committed(group_id)
+            subscribed: set[str] | None = None
+            if not g.is_(S.EMPTY):
+                subscribed = g.subscribed_topics()
+                if subscribed is None:
+                    continue
+            doomed = []
+            for (topic, partition), v in committed.items():
+                if v.expire_timestamp >= 0:
+                    expired = now >= v.expire_timestamp
+                elif g.is_(S.EMPTY) and g.protocol_type:
+                    expired = g.state_timestamp + self.retention_ms <= now
+                elif g.is_(S.EMPTY) or (subscribed is not None and topic not in subscribed):
+                    expired = v.commit_timestamp + self.retention_ms <= now
+                else:
+                    expired = False
+                if expired:
+                    doomed.append((topic, partition))
+            if doomed:
+                await self.store.delete_offsets(group_id, doomed)
+                removed += len(doomed)
+                log.info("group %s: %d committed offsets expired", group_id, len(doomed))
+            if g.is_(S.EMPTY) and not self.store.committed(group_id) and self.groups.get(group_id) is g:
+                await self.coord.drop_group(g)
+        return removed
+
+    def topic_event(self, event: str, topic) -> None:
+        if event != "deleted" or self.coord.store is None:
+            return
+        for group_id, offs in list(self.store.offsets.items()):
+            tps = [tp for tp in offs if tp[0] == topic.name]
+            if tps:
+                self.coord.spawn(self.store.delete_offsets(group_id, tps))
