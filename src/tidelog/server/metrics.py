@@ -43,6 +43,7 @@ log = logging.getLogger("tidelog.metrics")
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                    1.0, 2.5, 5.0, 10.0, 30.0)
 _I32 = struct.Struct(">i")
+_LENGTH_MAGIC = struct.Struct(">i4xb")  # batchLength, (leader epoch), magic
 _BATCH_MIN = 61  # a v2 batch header
 _perf = time.perf_counter
 
@@ -63,14 +64,13 @@ def records_in(data) -> tuple[int, int]:
         return 0, 0
     n = len(data)
     pos = count = 0
+    length_magic = _LENGTH_MAGIC.unpack_from
+    records_count = _I32.unpack_from
     while pos + 17 <= n:
-        length = _I32.unpack_from(data, pos + 8)[0]
+        length, magic = length_magic(data, pos + 8)
         if length <= 0:
             break
-        if data[pos + 16] == 2 and pos + _BATCH_MIN <= n:
-            count += _I32.unpack_from(data, pos + 57)[0]
-        else:
-            count += 1
+        count += records_count(data, pos + 57)[0] if magic == 2 and pos + _BATCH_MIN <= n else 1
         pos += 12 + length
     return n, count
 
@@ -135,6 +135,8 @@ class Metrics:
         if host.startswith("http://"):
             host = host[len("http://"):]
         self.instrument()
+        # services started after this one may still add routes: wrap those too before traffic
+        asyncio.get_running_loop().call_soon(self.instrument)
         self.server = await asyncio.start_server(self._serve, host.strip("[]") or None, int(port),
                                                  reuse_address=True)
         self.bound = self.server.sockets[0].getsockname()[:2]
@@ -188,20 +190,23 @@ class Metrics:
         return timed
 
     def _count_produce(self, request, response) -> None:
-        ok: set[tuple[str, int]] | None = None
+        failed: set[tuple[str, int]] = set()
         if response is not NO_RESPONSE:  # acks=0 has no response: count what was sent
-            ok = {(t.name, p.index) for t in response.responses for p in t.partition_responses
-                  if p.error_code == 0}
+            for t in response.responses:
+                for p in t.partition_responses:
+                    if p.error_code:
+                        failed.add((t.name, p.index))
+        produced = self.topics.produced
         for t in request.topic_data:
             nbytes = nrecords = 0
             for p in t.partition_data:
-                if ok is not None and (t.name, p.index) not in ok:
+                if failed and (t.name, p.index) in failed:
                     continue
                 b, r = records_in(p.records)
                 nbytes += b
                 nrecords += r
             if nbytes:
-                self.topics.produced(t.name, nbytes, nrecords)
+                produced(t.name, nbytes, nrecords)
 
     def _count_fetch(self, request, response) -> None:
         by_id = self.broker.registry.by_id
