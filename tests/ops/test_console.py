@@ -10,6 +10,9 @@ import sys
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tidelog.log import PartitionLog
+from tidelog.log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch
+from tidelog.log.txnindex import AbortedTxn
 from tidelog.server.cli_produce import Line, UsageError, parse_line
 from tidelog.server.client import KafkaClient
 
@@ -103,3 +106,33 @@ def test_transactional_produce_and_isolation(broker):
     values = lambda r: [line.split("\t")[6] for line in r.stdout.splitlines()]  # noqa: E731
     assert values(committed) == ["1", "2", "4", "5"], committed.stderr
     assert values(everything) == ["1", "2", "3", "4", "5"], everything.stderr
+
+
+def test_isolation_over_transactions_written_by_the_log_engine(broker):
+    """Works before the transaction coordinator exists: the broker serves a log that holds an
+    aborted and a committed transaction (written with the log engine while it was stopped)."""
+    topic = make_topic(broker, "isolated", 1)
+    broker.stop()
+    log = PartitionLog.open(broker.data_dir, topic, 0)
+    t = 1_700_000_000_000
+
+    def txn_batch(pid: int, values: list[bytes]) -> bytes:
+        return build_batch([Record(b"k", v, t) for v in values], producer_id=pid, producer_epoch=0,
+                           base_sequence=0, transactional=True)
+
+    log.append_raw(txn_batch(7, [b"aborted-1", b"aborted-2"]))  # offsets 0-1
+    log.append_raw(txn_batch(8, [b"committed-1"]))  # 2
+    log.append_control(CONTROL_ABORT, 7, 0, 0, now_ms=t)  # 3
+    log.append_aborted_txn(AbortedTxn(7, 0, 3, 2))
+    log.append_control(CONTROL_COMMIT, 8, 0, 0, now_ms=t)  # 4
+    log.append_raw(build_batch([Record(b"k", b"plain", t)]))  # 5
+    log.close()
+    broker.start()
+    read = ("consume", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--from-beginning")
+    values = lambda r: [line.split("\t")[6] for line in r.stdout.splitlines()]  # noqa: E731
+    committed = tidelog(*read)  # read_committed is the default
+    assert committed.returncode == 0, committed.stderr
+    assert values(committed) == ["committed-1", "plain"]
+    everything = tidelog(*read, "--isolation", "read_uncommitted", "--format", "json")
+    assert [json.loads(x)["value"] for x in everything.stdout.splitlines()] == \
+        ["aborted-1", "aborted-2", "committed-1", "plain"]
