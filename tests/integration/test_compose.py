@@ -190,3 +190,19 @@ def test_compose_equivalent_produce_consume_export(tmp_path):
     got = sorted((r["partition"], r["offset"]) for r in rows)
     assert got == sorted((p, o) for p in (0, 1) for o in range(closed[p]))
     assert all(consumed[r["key"].decode()] == r["value"].decode() for r in rows)
+
+
+def test_export_loop_schedule(tmp_path):
+    """The loop itself, with a stand-in `tidelog` that records its arguments and fails once:
+    runs every EXPORT_INTERVAL_SECONDS, passes EXPORT_ARGS, survives a failed run."""
+    stub = tmp_path / "bin" / "tidelog"
+    stub.parent.mkdir()
+    calls = tmp_path / "calls"
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n[ "$(wc -l < {calls})" -ne 2 ]\n')
+    stub.chmod(0o755)
+    env = {"PATH": f"{stub.parent}{os.pathsep}{os.environ['PATH']}", "EXPORT_LOG_DIRS": "/d1,/d2",
+           "EXPORT_WAREHOUSE": "/wh", "EXPORT_INTERVAL_SECONDS": "0", "EXPORT_ARGS": "--topics a b", "EXPORT_RUNS": "3"}
+    res = subprocess.run(["sh", str(ROOT / EXPORT_SCRIPT)], env=env, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert calls.read_text().splitlines() == ["export --log-dirs /d1,/d2 --warehouse /wh --topics a b"] * 3
+    assert "run failed with exit status 1; retrying next time" in res.stderr
