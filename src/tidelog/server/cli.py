@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     cli_dump.add_parser(sub)
     cli_produce.add_parser(sub, DEFAULT_BOOTSTRAP)
     cli_consume.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from . import cli_security
+    cli_security.add_parser(sub, DEFAULT_BOOTSTRAP)
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
     cli_export.add_parser(sub)
 

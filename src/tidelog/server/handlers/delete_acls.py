@@ -1,0 +1,28 @@
+"""DeleteAcls (key 31, v1-3): remove the bindings matching each filter, and say which."""
+
+from kio.schema.errors import ErrorCode as E
+
+from ..router import control_route
+from .describe_acls import acl_filter
+
+API_KEY = 31
+
+
+def register(broker) -> None:
+    security = broker.security
+
+    def handle(ctx, request):
+        if security.authorizer is None:
+            return {"throttle_time": 0, "filter_results": [
+                {"error_code": E.security_disabled, "error_message": "No Authorizer is configured",
+                 "matching_acls": []} for _ in request.filters]}
+        results = []
+        for f in request.filters:
+            gone = security.acls.remove(acl_filter(f))
+            results.append({"error_code": E.none, "error_message": None, "matching_acls": [
+                {"error_code": E.none, "error_message": None, "resource_type": b.resource_type,
+                 "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal,
+                 "host": b.host, "operation": b.operation, "permission_type": b.permission} for b in gone]})
+        return {"throttle_time": 0, "filter_results": results}
+
+    broker.router.add(control_route(API_KEY, 1, 3, handle))

@@ -1,0 +1,39 @@
+"""DescribeAcls (key 29, v1-3): bindings matching a filter, grouped by resource pattern."""
+
+from kio.schema.errors import ErrorCode as E
+
+from ..router import control_route
+from ..security.acls import AclFilter
+
+API_KEY = 29
+
+
+def acl_filter(f) -> AclFilter:
+    """An AclFilter from a DescribeAcls request or a DeleteAcls filter (their field names)."""
+    return AclFilter(
+        resource_type=int(f.resource_type_filter),
+        resource_name=f.resource_name_filter,
+        pattern_type=int(getattr(f, "pattern_type_filter", 3)),
+        principal=f.principal_filter,
+        host=f.host_filter,
+        operation=int(f.operation),
+        permission=int(f.permission_type),
+    )
+
+
+def register(broker) -> None:
+    security = broker.security
+
+    def handle(ctx, request):
+        if security.authorizer is None:
+            return {"throttle_time": 0, "error_code": E.security_disabled,
+                    "error_message": "No Authorizer is configured", "resources": []}
+        groups: dict[tuple, list] = {}
+        for b in security.acls.find(acl_filter(request)):
+            groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
+                {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})
+        return {"throttle_time": 0, "error_code": E.none, "error_message": None, "resources": [
+            {"resource_type": rt, "resource_name": name, "pattern_type": pt, "acls": acls}
+            for (rt, name, pt), acls in groups.items()]}
+
+    broker.router.add(control_route(API_KEY, 1, 3, handle))

@@ -1,0 +1,292 @@
+"""What each API needs from the authorizer, and how a refusal is answered — in one table.
+
+`RULES[api_key](session, ctx, request)` returns:
+- None: every check passed, the handler runs unchanged;
+- `Reply(response)`: the whole request is refused; this response goes out, the handler never runs;
+- `Partial(request, merge)`: the handler runs on the authorized part (`request`), then
+  `merge(response)` adds the refused items (their errors) to what it returned.
+
+Handlers never see authorization. An API with no rule is served to super users only (a test
+checks that every routed API has a rule). Data-path and topic APIs are here, groups,
+transactions and cluster APIs in `rules_coord`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from inspect import isawaitable
+from typing import Any, Callable
+
+from kio.schema.errors import ErrorCode as E
+
+from ..router import NO_RESPONSE
+from .acls import CLUSTER_NAME, Operation as Op, ResourceType as R
+
+TOPIC_DENIED = E.topic_authorization_failed.value
+GROUP_DENIED = E.group_authorization_failed.value
+CLUSTER_DENIED = E.cluster_authorization_failed.value
+TXN_DENIED = E.transactional_id_authorization_failed.value
+
+
+@dataclass(slots=True)
+class Reply:
+    response: Any
+
+
+@dataclass(slots=True)
+class Partial:
+    request: Any
+    merge: Callable[[Any], Any]
+
+
+RULES: dict[int, Callable] = {}
+
+
+def rule(*api_keys: int):
+    def add(fn):
+        for k in api_keys:
+            RULES[k] = fn
+        return fn
+
+    return add
+
+
+def apply(session, authorizer, ctx, route, request):
+    fn = RULES.get(route.api_key)
+    if fn is None:
+        if session.principal in authorizer.super_users:
+            return route.handle(ctx, request)
+        session.conn.close_with(f"api {route.api_key} has no authorization rule; super users only")
+        return NO_RESPONSE
+    verdict = fn(session, ctx, request)
+    if verdict is None:
+        return route.handle(ctx, request)
+    if isinstance(verdict, Reply):
+        return verdict.response
+    result = route.handle(ctx, verdict.request)
+    if isawaitable(result):
+        return _merge_later(result, verdict.merge)
+    return result if result is NO_RESPONSE else verdict.merge(result)
+
+
+async def _merge_later(result, merge):
+    value = await result
+    return value if value is NO_RESPONSE else merge(value)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def plain(resp) -> dict:
+    """A handler's response as a dict that refused items can be appended to."""
+    if isinstance(resp, dict):
+        return resp
+    from ...wire.control import to_plain
+
+    return to_plain(resp)
+
+
+def extend(field: str, items: list) -> Callable[[Any], Any]:
+    def merge(resp):
+        current = getattr(resp, field, None)
+        if isinstance(current, list):  # tidelog's own (mutable) hot-path responses
+            current.extend(items)
+            return resp
+        d = plain(resp)
+        d[field] = list(d.get(field) or ()) + items
+        return d
+
+    return merge
+
+
+def split(items, allowed: Callable[[Any], bool]) -> tuple[list, list]:
+    ok, denied = [], []
+    for item in items or ():
+        (ok if allowed(item) else denied).append(item)
+    return ok, denied
+
+
+def cluster(session, op: int) -> bool:
+    return session.allowed(R.CLUSTER, CLUSTER_NAME, op)
+
+
+def topic_name(ctx, t) -> str | None:
+    name = getattr(t, "name", None) or getattr(t, "topic", None)
+    if not name:
+        tid = getattr(t, "topic_id", None)
+        topic = ctx.broker.registry.by_id.get(tid) if tid is not None else None
+        name = topic.name if topic is not None else None
+    return name
+
+
+def topic_allowed(session, ctx, op: int):
+    def check(t) -> bool:
+        name = topic_name(ctx, t)
+        return name is None or session.allowed(R.TOPIC, name, op)  # unknown ids: the handler says so
+
+    return check
+
+
+def by_parts(session, ctx, request, field: str, op: int, reply_of: Callable[[list], Any], out_field: str,
+             refused: Callable[[list], list]):
+    """The common per-topic shape: refuse denied topics, run the rest."""
+    ok, denied = split(getattr(request, field), topic_allowed(session, ctx, op))
+    if not denied:
+        return None
+    if not ok:
+        return Reply(reply_of(refused(denied)))
+    return Partial(dataclasses.replace(request, **{field: tuple(ok) if isinstance(getattr(request, field), tuple) else ok}),
+                   extend(out_field, refused(denied)))
+
+
+# ---- data path (tidelog's own codecs) ---------------------------------------------------------
+@rule(0)
+def produce(session, ctx, req):
+    from ...wire import produce as c
+
+    def refused(topics, code=TOPIC_DENIED):
+        return [c.ProduceResponseTopic(t.name, [c.ProduceResponsePartition(p.index, code) for p in t.partition_data])
+                for t in topics]
+
+    if req.transactional_id is not None and not session.allowed(R.TRANSACTIONAL_ID, req.transactional_id, Op.WRITE):
+        return Reply(NO_RESPONSE if req.acks == 0 else c.ProduceResponse(refused(req.topic_data, TXN_DENIED)))
+    ok, denied = split(req.topic_data, lambda t: session.allowed(R.TOPIC, t.name, Op.WRITE))
+    if not denied:
+        return None
+    if not ok:
+        return Reply(NO_RESPONSE if req.acks == 0 else c.ProduceResponse(refused(denied)))
+    return Partial(dataclasses.replace(req, topic_data=ok), extend("responses", refused(denied)))
+
+
+@rule(1)
+def fetch(session, ctx, req):
+    from ...wire import fetch as c
+
+    if req.replica_id >= 0 and not cluster(session, Op.CLUSTER_ACTION):
+        return Reply(c.FetchResponse([], error_code=CLUSTER_DENIED))
+    ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
+    if not denied:
+        return None
+    refused = [c.FetchResponseTopic(t.topic, [c.FetchResponsePartition(p.partition, TOPIC_DENIED, records=None)
+                                              for p in t.partitions], topic_id=t.topic_id) for t in denied]
+    if not ok:
+        return Reply(c.FetchResponse(refused))
+    return Partial(dataclasses.replace(req, topics=ok), extend("responses", refused))
+
+
+@rule(2)
+def list_offsets(session, ctx, req):
+    from ...wire import list_offsets as c
+
+    ok, denied = split(req.topics, lambda t: session.allowed(R.TOPIC, t.name, Op.DESCRIBE))
+    if not denied:
+        return None
+    refused = [c.ListOffsetsResponseTopic(t.name, [c.ListOffsetsResponsePartition(p.partition_index, TOPIC_DENIED)
+                                                   for p in t.partitions]) for t in denied]
+    if not ok:
+        return Reply(c.ListOffsetsResponse(refused))
+    return Partial(dataclasses.replace(req, topics=ok), extend("topics", refused))
+
+
+@rule(3)
+def metadata(session, ctx, req):
+    """Unauthorized topics are hidden from a full listing and refused when named; naming a missing
+    topic auto-creates it only with Create on the cluster or the topic."""
+    registry = ctx.broker.registry
+
+    def visible(resp):
+        d = plain(resp)
+        d["topics"] = [t for t in d["topics"] if not t.get("name") or t.get("error_code") not in (0, E.none)
+                       or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
+        return d
+
+    if req.topics is None or (ctx.api_version == 0 and not req.topics):
+        return Partial(req, visible)
+    auto = getattr(req, "allow_auto_topic_creation", True)
+    create_all = auto and cluster(session, Op.CREATE)
+
+    def allowed(t) -> bool:
+        name = topic_name(ctx, t)
+        if name is None:
+            return True
+        if not session.allowed(R.TOPIC, name, Op.DESCRIBE):
+            return False
+        return registry.get(name) is not None or not auto or create_all or session.allowed(R.TOPIC, name, Op.CREATE)
+
+    ok, denied = split(req.topics, allowed)
+    if not denied:
+        return None
+    refused = [{"error_code": TOPIC_DENIED, "name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None),
+                "partitions": []} for t in denied]
+    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+
+
+# ---- topic administration ---------------------------------------------------------------------
+@rule(19)
+def create_topics(session, ctx, req):
+    if cluster(session, Op.CREATE):
+        return None
+    ok, denied = split(req.topics, lambda t: session.allowed(R.TOPIC, t.name, Op.CREATE))
+    if not denied:
+        return None
+    refused = [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed.",
+                "num_partitions": -1, "replication_factor": -1} for t in denied]
+    if not ok:
+        return Reply({"throttle_time": 0, "topics": refused})
+    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+
+
+@rule(20)
+def delete_topics(session, ctx, req):
+    field = "topics" if getattr(req, "topics", None) is not None and ctx.api_version >= 6 else "topic_names"
+    items = getattr(req, field)
+    name_of = (lambda t: topic_name(ctx, t)) if field == "topics" else (lambda n: n)
+    ok, denied = split(items, lambda t: name_of(t) is None or session.allowed(R.TOPIC, name_of(t), Op.DELETE))
+    if not denied:
+        return None
+    refused = [{"name": name_of(t), "topic_id": getattr(t, "topic_id", None), "error_code": TOPIC_DENIED,
+                "error_message": "Authorization failed."} for t in denied]
+    if not ok:
+        return Reply({"throttle_time": 0, "responses": refused})
+    return Partial(dataclasses.replace(req, **{field: tuple(ok)}), extend("responses", refused))
+
+
+def _partitions_refused(topics, code=TOPIC_DENIED, index="partition_index", extra=None):
+    return [{"name": t.name, "partitions": [{"partition_index": getattr(p, index, p), "error_code": code, **(extra or {})}
+                                            for p in t.partitions]} for t in topics]
+
+
+@rule(21)
+def delete_records(session, ctx, req):
+    return by_parts(session, ctx, req, "topics", Op.DELETE, lambda r: {"throttle_time": 0, "topics": r}, "topics",
+                    lambda ts: _partitions_refused(ts, extra={"low_watermark": -1}))
+
+
+@rule(23)
+def offset_for_leader_epoch(session, ctx, req):
+    if getattr(req, "replica_id", -1) >= 0 and not cluster(session, Op.CLUSTER_ACTION):
+        return Reply({"throttle_time": 0, "topics": [
+            {"topic": t.topic, "partitions": [{"partition": p.partition, "error_code": CLUSTER_DENIED,
+                                               "leader_epoch": -1, "end_offset": -1} for p in t.partitions]}
+            for t in req.topics]})
+    return by_parts(session, ctx, req, "topics", Op.DESCRIBE, lambda r: {"throttle_time": 0, "topics": r}, "topics",
+                    lambda ts: [{"topic": t.topic, "partitions": [
+                        {"partition": p.partition, "error_code": TOPIC_DENIED, "leader_epoch": -1, "end_offset": -1}
+                        for p in t.partitions]} for t in ts])
+
+
+@rule(37)
+def create_partitions(session, ctx, req):
+    return by_parts(session, ctx, req, "topics", Op.ALTER, lambda r: {"throttle_time": 0, "results": r}, "results",
+                    lambda ts: [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed."}
+                                for t in ts])
+
+
+@rule(61)
+def describe_producers(session, ctx, req):
+    return by_parts(session, ctx, req, "topics", Op.READ, lambda r: {"throttle_time": 0, "topics": r}, "topics",
+                    lambda ts: [{"name": t.name, "partitions": [
+                        {"partition_index": p, "error_code": TOPIC_DENIED, "active_producers": []}
+                        for p in t.partition_indexes]} for t in ts])
+
+
+from . import rules_coord  # noqa: E402,F401  (registers the group, transaction and cluster rules)

@@ -1,0 +1,340 @@
+"""Authorization rules for groups, transactions, configs, ACLs, credentials and the cluster.
+
+Kafka's requirements: group membership and offsets need Read on the group (Describe to look);
+transactional requests need Write on the TransactionalId, and sending offsets to a transaction
+Read on the group; an idempotent producer needs IdempotentWrite on the cluster or Write on some
+topic (KIP-679); WriteTxnMarkers needs ClusterAction; ACL and credential APIs need Describe /
+Alter on the cluster; configs need DescribeConfigs / AlterConfigs on the topic or the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kio.schema.errors import ErrorCode as E
+
+from .acls import Operation as Op, ResourceType as R
+from .rules import (CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, Partial, Reply, cluster, extend,
+                    plain, rule, split, topic_allowed, topic_name)
+
+OP_NOT_ATTEMPTED = E.operation_not_attempted.value
+
+
+def _group(session, group_id, op) -> bool:
+    return session.allowed(R.GROUP, group_id, op)
+
+
+def _txn(session, txn_id, op=Op.WRITE) -> bool:
+    return session.allowed(R.TRANSACTIONAL_ID, txn_id, op)
+
+
+def _offsets_refused(ctx, topics, code):
+    out = []
+    for t in topics:
+        out.append({"name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None), "partitions": [
+            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]})
+    return out
+
+
+# ---- groups -----------------------------------------------------------------------------------
+@rule(8)
+def offset_commit(session, ctx, req):
+    if not _group(session, req.group_id, Op.READ):
+        return Reply({"throttle_time": 0, "topics": _offsets_refused(ctx, req.topics, GROUP_DENIED)})
+    ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
+    if not denied:
+        return None
+    refused = _offsets_refused(ctx, denied, TOPIC_DENIED)
+    if not ok:
+        return Reply({"throttle_time": 0, "topics": refused})
+    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+
+
+@rule(9)
+def offset_fetch(session, ctx, req):
+    """One group (v0-7) or several (v8+): Describe on each group, topics without Describe refused
+    when named and left out when all are asked for."""
+    def visible(resp):
+        d = plain(resp)
+        for g in d.get("groups") or [d]:
+            if g.get("topics"):
+                g["topics"] = [t for t in g["topics"] if not t.get("name")
+                               or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
+        return d
+
+    groups = getattr(req, "groups", None)
+    if ctx.api_version >= 8 and groups:
+        denied = [g for g in groups if not _group(session, g.group_id, Op.DESCRIBE)]
+        if denied:
+            ok = [g for g in groups if g not in denied]
+            refused = [{"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied]
+            if not ok:
+                return Reply({"throttle_time": 0, "groups": refused})
+            merge_refused = extend("groups", refused)
+            return Partial(dataclasses.replace(req, groups=tuple(ok)), lambda r: merge_refused(visible(r)))
+        return Partial(req, visible)
+    if not _group(session, req.group_id, Op.DESCRIBE):
+        return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": i, "committed_offset": -1, "error_code": GROUP_DENIED}
+                                            for i in t.partition_indexes]} for t in req.topics or ()]})
+    return Partial(req, visible)
+
+
+@rule(10)
+def find_coordinator(session, ctx, req):
+    key_type = getattr(req, "key_type", 0)
+    resource, code = (R.TRANSACTIONAL_ID, TXN_DENIED) if key_type == 1 else (R.GROUP, GROUP_DENIED)
+    if ctx.api_version < 4:
+        if session.allowed(resource, req.key, Op.DESCRIBE):
+            return None
+        return Reply({"throttle_time": 0, "error_code": code, "error_message": "Authorization failed.",
+                      "node_id": -1, "host": "", "port": -1})
+    ok, denied = split(req.coordinator_keys, lambda k: session.allowed(resource, k, Op.DESCRIBE))
+    if not denied:
+        return None
+    refused = [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
+                "error_message": "Authorization failed."} for k in denied]
+    if not ok:
+        return Reply({"throttle_time": 0, "coordinators": refused})
+    return Partial(dataclasses.replace(req, coordinator_keys=tuple(ok)), extend("coordinators", refused))
+
+
+@rule(11, 12, 13, 14)
+def membership(session, ctx, req):
+    if _group(session, req.group_id, Op.READ):
+        return None
+    return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "generation_id": -1,
+                  "member_id": getattr(req, "member_id", ""), "leader": "", "members": []})
+
+
+@rule(15)
+def describe_groups(session, ctx, req):
+    ok, denied = split(req.groups, lambda g: _group(session, g, Op.DESCRIBE))
+    if not denied:
+        return None
+    refused = [{"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "protocol_type": "",
+                "protocol_data": "", "members": []} for g in denied]
+    if not ok:
+        return Reply({"throttle_time": 0, "groups": refused})
+    return Partial(dataclasses.replace(req, groups=tuple(ok)), extend("groups", refused))
+
+
+@rule(16)
+def list_groups(session, ctx, req):
+    if cluster(session, Op.DESCRIBE):
+        return None
+
+    def visible(resp):
+        d = plain(resp)
+        d["groups"] = [g for g in d.get("groups") or () if _group(session, g["group_id"], Op.DESCRIBE)]
+        return d
+
+    return Partial(req, visible)
+
+
+@rule(42)
+def delete_groups(session, ctx, req):
+    ok, denied = split(req.groups_names, lambda g: _group(session, g, Op.DELETE))
+    if not denied:
+        return None
+    refused = [{"group_id": g, "error_code": GROUP_DENIED} for g in denied]
+    if not ok:
+        return Reply({"throttle_time": 0, "results": refused})
+    return Partial(dataclasses.replace(req, groups_names=tuple(ok)), extend("results", refused))
+
+
+@rule(47)
+def offset_delete(session, ctx, req):
+    if not _group(session, req.group_id, Op.DELETE):
+        return Reply({"error_code": GROUP_DENIED, "throttle_time": 0, "topics": []})
+    ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
+    if not denied:
+        return None
+    refused = _offsets_refused(ctx, denied, TOPIC_DENIED)
+    if not ok:
+        return Reply({"error_code": 0, "throttle_time": 0, "topics": refused})
+    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+
+
+# ---- transactions -----------------------------------------------------------------------------
+@rule(22)
+def init_producer_id(session, ctx, req):
+    refused = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}
+    if req.transactional_id is not None:
+        if _txn(session, req.transactional_id):
+            return None
+        return Reply({**refused, "error_code": TXN_DENIED})
+    if cluster(session, Op.IDEMPOTENT_WRITE) or session.security.authorizer.authorize_any(
+            session.principal, session.host, R.TOPIC, Op.WRITE):
+        return None
+    return Reply({**refused, "error_code": CLUSTER_DENIED})
+
+
+@rule(24)
+def add_partitions_to_txn(session, ctx, req):
+    if ctx.api_version >= 4:  # the broker-to-broker batched form
+        return None if cluster(session, Op.CLUSTER_ACTION) else Reply(
+            {"throttle_time": 0, "error_code": CLUSTER_DENIED, "results_by_transaction": []})
+    topics = req.v3_and_below_topics if hasattr(req, "v3_and_below_topics") else req.topics
+
+    def answer(code_of):
+        return Reply({"throttle_time": 0, "results_by_topic_v3_and_below": [
+            {"name": t.name, "results_by_partition": [{"partition_index": p, "partition_error_code": code_of(t)}
+                                                      for p in t.partitions]} for t in topics]})
+
+    txn_id = getattr(req, "v3_and_below_transactional_id", None) or getattr(req, "transactional_id", None)
+    if not _txn(session, txn_id):
+        return answer(lambda t: TXN_DENIED)
+    denied = {t.name for t in topics if not session.allowed(R.TOPIC, t.name, Op.WRITE)}
+    if not denied:
+        return None
+    return answer(lambda t: TOPIC_DENIED if t.name in denied else OP_NOT_ATTEMPTED)
+
+
+@rule(25)
+def add_offsets_to_txn(session, ctx, req):
+    if not _txn(session, req.transactional_id):
+        return Reply({"throttle_time": 0, "error_code": TXN_DENIED})
+    if not _group(session, req.group_id, Op.READ):
+        return Reply({"throttle_time": 0, "error_code": GROUP_DENIED})
+    return None
+
+
+@rule(26)
+def end_txn(session, ctx, req):
+    if _txn(session, req.transactional_id):
+        return None
+    return Reply({"throttle_time": 0, "error_code": TXN_DENIED, "producer_id": -1, "producer_epoch": -1})
+
+
+@rule(27)
+def write_txn_markers(session, ctx, req):
+    if cluster(session, Op.CLUSTER_ACTION):
+        return None
+    return Reply({"markers": [{"producer_id": m.producer_id, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": i, "error_code": CLUSTER_DENIED}
+                                        for i in t.partition_indexes]} for t in m.topics]} for m in req.markers]})
+
+
+@rule(28)
+def txn_offset_commit(session, ctx, req):
+    code = None
+    if not _txn(session, req.transactional_id):
+        code = TXN_DENIED
+    elif not _group(session, req.group_id, Op.READ):
+        code = GROUP_DENIED
+    if code is not None:
+        return Reply({"throttle_time": 0, "topics": _offsets_refused(ctx, req.topics, code)})
+    ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
+    if not denied:
+        return None
+    refused = _offsets_refused(ctx, denied, TOPIC_DENIED)
+    if not ok:
+        return Reply({"throttle_time": 0, "topics": refused})
+    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+
+
+@rule(65)
+def describe_transactions(session, ctx, req):
+    ok, denied = split(req.transactional_ids, lambda t: _txn(session, t, Op.DESCRIBE))
+    if not denied:
+        return None
+    refused = [{"error_code": TXN_DENIED, "transactional_id": t, "transaction_state": "", "transaction_timeout": 0,
+                "transaction_start_time": -1, "producer_id": -1, "producer_epoch": -1, "topics": []} for t in denied]
+    if not ok:
+        return Reply({"throttle_time": 0, "transaction_states": refused})
+    return Partial(dataclasses.replace(req, transactional_ids=tuple(ok)), extend("transaction_states", refused))
+
+
+@rule(66)
+def list_transactions(session, ctx, req):
+    def visible(resp):
+        d = plain(resp)
+        d["transaction_states"] = [t for t in d.get("transaction_states") or ()
+                                   if _txn(session, t["transactional_id"], Op.DESCRIBE)]
+        return d
+
+    return Partial(req, visible)
+
+
+# ---- configs, ACLs, credentials, cluster -------------------------------------------------------
+_TOPIC_RESOURCE, _BROKER_RESOURCES = 2, (4, 8)
+
+
+def _config_rule(op: int, field: str):
+    def check(session, ctx, req):
+        def allowed(r) -> bool:
+            if r.resource_type == _TOPIC_RESOURCE:
+                return session.allowed(R.TOPIC, r.resource_name, op)
+            return cluster(session, op)
+
+        ok, denied = split(req.resources, allowed)
+        if not denied:
+            return None
+        refused = [{"error_code": TOPIC_DENIED if r.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED,
+                    "error_message": "Authorization failed.", "resource_type": r.resource_type,
+                    "resource_name": r.resource_name, "configs": []} for r in denied]
+        if not ok:
+            return Reply({"throttle_time": 0, field: refused})
+        return Partial(dataclasses.replace(req, resources=tuple(ok)), extend(field, refused))
+
+    return check
+
+
+rule(32)(_config_rule(Op.DESCRIBE_CONFIGS, "results"))
+rule(33, 44)(_config_rule(Op.ALTER_CONFIGS, "responses"))
+
+
+@rule(29)
+def describe_acls(session, ctx, req):
+    if cluster(session, Op.DESCRIBE):
+        return None
+    return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
+                  "resources": []})
+
+
+@rule(30)
+def create_acls(session, ctx, req):
+    if cluster(session, Op.ALTER):
+        return None
+    return Reply({"throttle_time": 0, "results": [{"error_code": CLUSTER_DENIED, "error_message": "Authorization failed."}
+                                                  for _ in req.creations]})
+
+
+@rule(31)
+def delete_acls(session, ctx, req):
+    if cluster(session, Op.ALTER):
+        return None
+    return Reply({"throttle_time": 0, "filter_results": [
+        {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "matching_acls": []}
+        for _ in req.filters]})
+
+
+@rule(50)
+def describe_user_scram_credentials(session, ctx, req):
+    if cluster(session, Op.DESCRIBE):
+        return None
+    return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
+                  "results": []})
+
+
+@rule(51)
+def alter_user_scram_credentials(session, ctx, req):
+    if cluster(session, Op.ALTER):
+        return None
+    users = dict.fromkeys(op.name for op in (*req.deletions, *req.upsertions))
+    return Reply({"throttle_time": 0, "results": [
+        {"user": u, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed."} for u in users]})
+
+
+@rule(60)
+def describe_cluster(session, ctx, req):
+    if cluster(session, Op.DESCRIBE):
+        return None
+    return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
+                  "cluster_id": "", "controller_id": -1, "brokers": []})
+
+
+@rule(17, 18, 36)
+def always(session, ctx, req):
+    return None
