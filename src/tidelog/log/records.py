@@ -45,7 +45,8 @@ One record inside the (decompressed) records section::
     headersCount    varint
     headers         headerKeyLength varint, headerKey utf-8, headerValueLength varint (-1 null), value
 
-Control records (attribute bit 5): key = version int16 (0) + type int16 (0 COMMIT, 1 ABORT);
+Control records (attribute bit 5): key = version int16 (0) + type int16 (0 ABORT, 1 COMMIT, as Kafka's
+ControlRecordType and every client have it; KIP-98's text has them the other way round);
 value = version int16 (0) + coordinator epoch int32.
 
 The hot path (append, read) touches only headers (`BatchHeader`, `HEADER.unpack_from`);
@@ -106,8 +107,8 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 NO_TIMESTAMP = -1
 
-CONTROL_COMMIT = 0
-CONTROL_ABORT = 1
+CONTROL_ABORT = 0  # Kafka's ControlRecordType: ABORT(0), COMMIT(1)
+CONTROL_COMMIT = 1
 
 # The whole header in one call: baseOffset .. recordsCount (61 bytes).
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -485,7 +486,7 @@ def build_control_batch(
     timestamp: int,
     base_offset: int = 0,
 ) -> bytes:
-    """A transaction marker: one control record (COMMIT=0, ABORT=1), transactional + control."""
+    """A transaction marker: one control record (ABORT=0, COMMIT=1), transactional + control."""
     rec = Record(
         _CONTROL_KEY.pack(0, control_type), _CONTROL_VALUE.pack(0, coordinator_epoch), timestamp
     )
