@@ -96,7 +96,7 @@ def test_control_batch():
     h = BatchHeader(b)
     assert h.is_control and h.is_transactional and h.producer_id == 5 and h.producer_epoch == 2
     (r,) = decode_records(b)
-    assert r.key == struct.pack(">hh", 0, 1) and r.value == struct.pack(">hi", 0, 9)
+    assert r.key == struct.pack(">hh", 0, 0) and r.value == struct.pack(">hi", 0, 9)  # ABORT is type 0
     assert parse_control_record(r) == (CONTROL_ABORT, 9)
     r2 = decode_records(build_control_batch(CONTROL_COMMIT, 5, 2, 1, 1))[0]
     assert parse_control_record(r2)[0] == CONTROL_COMMIT
