@@ -134,8 +134,8 @@ def test_transaction_markers_and_txnindex(tmp_path):
     assert re.search(r"^baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId: 7 "
                      r"producerEpoch: 0 partitionLeaderEpoch: -?\d+ isTransactional: true isControl: false", res.stdout, re.M)
     assert re.search(r"baseOffset: 2 .*isTransactional: true isControl: true", res.stdout)
-    assert "endTxnMarker: ABORT coordinatorEpoch: 3" in res.stdout
-    assert "endTxnMarker: COMMIT coordinatorEpoch: 3" in res.stdout
+    markers = re.findall(r"^\| offset: (\d+) .* endTxnMarker: (\w+) coordinatorEpoch: 3$", res.stdout, re.M)
+    assert markers == [("2", "ABORT"), ("3", "COMMIT")]
     txn = seg.with_suffix(".txnindex")
     res = dump(txn)
     assert res.returncode == 0, res.stdout

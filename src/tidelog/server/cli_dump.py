@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Iterator
 
 from ..log.errors import CorruptRecordError
-from ..log.records import (CONTROL_ABORT, CONTROL_FLAG_MASK, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD,
+from ..log.records import (CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD,
                            TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, batch_crc_ok, decode_records,
                            parse_control_record)
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-MARKERS = {0: "COMMIT", 1: "ABORT"}
+MARKERS = {CONTROL_ABORT: "ABORT", CONTROL_COMMIT: "COMMIT"}  # Kafka's ControlRecordType
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _TXN_ENTRY = struct.Struct(">hqqqq")
