@@ -123,3 +123,39 @@ def test_env_names_map_to_properties():
     assert env_to_property("LOG_DIRS") == "log.dirs"
     assert env_to_property("CONFLUENT__SUPPORT___X") == "confluent_support-x"
     assert env_overrides({"KAFKA_NUM_PARTITIONS": "3", "OTHER": "1", "KAFKA_": "x"}, "KAFKA_") == ["num.partitions=3"]
+
+
+def test_producer_ids_transactional_ids_and_lso(broker_factory):
+    from tidelog.server.client import KafkaClient
+
+    mport = free_port()
+    b = broker_factory({"metrics.listener": f"127.0.0.1:{mport}"})
+    with KafkaClient(b.bootstrap) as c:
+        if not {22, 24, 26} <= set(c.versions):
+            pytest.skip("the broker does not route InitProducerId/AddPartitionsToTxn/EndTxn yet")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("txmeter", num_partitions=1, replication_factor=1)])["txmeter"].result(10)
+    assert value(scrape(mport), "tidelog_producer_ids") == 0
+
+    idem = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True})
+    idem.produce("txmeter", b"plain")
+    assert idem.flush(10) == 0
+    tx = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "meter-tx"})
+    tx.init_transactions(30)
+    tx.begin_transaction()
+    for i in range(3):
+        tx.produce("txmeter", b"in-txn-%d" % i)
+    assert tx.flush(10) == 0
+
+    open_txn = scrape(mport)
+    assert value(open_txn, "tidelog_producer_ids") == 2
+    assert value(open_txn, "tidelog_transactional_ids") == 1
+    assert value(open_txn, "tidelog_high_watermark", topic="txmeter", partition=0) == 4
+    assert value(open_txn, "tidelog_last_stable_offset", topic="txmeter", partition=0) == 1  # the open txn starts at 1
+
+    tx.commit_transaction(30)
+    done = scrape(mport)
+    assert value(done, "tidelog_transactional_ids") == 0
+    assert value(done, "tidelog_high_watermark", topic="txmeter", partition=0) == 5  # + the COMMIT marker
+    assert value(done, "tidelog_last_stable_offset", topic="txmeter", partition=0) == 5
+    assert value(done, "tidelog_topic_messages_in_total", topic="txmeter") == 4  # markers are not produced

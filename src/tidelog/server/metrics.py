@@ -336,7 +336,7 @@ class BrokerCollector:
 
     def _transactions(self):
         pids = GaugeMetricFamily("tidelog_producer_ids", "Live producer ids (idempotent or transactional)")
-        tids = GaugeMetricFamily("tidelog_transactional_ids", "Transactional ids with an ongoing transaction")
+        tids = GaugeMetricFamily("tidelog_transactional_ids", "Transactional ids with a transaction ongoing or completing")
         n_pids, n_tids = txn_counts(self.broker.services.get("txn"))
         pids.add_metric([], n_pids)
         tids.add_metric([], n_tids)
