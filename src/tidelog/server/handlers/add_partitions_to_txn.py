@@ -1,0 +1,45 @@
+"""AddPartitionsToTxn (key 24, v0-4): partitions join the producer's transaction (Ongoing).
+v4 batches several transactions and may only verify (`verify_only`, KIP-890): then a partition
+not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_FENCED."""
+
+from ...txn.coordinator import INVALID_TXN_STATE, NONE
+from ...txn.handler_util import fenced_for, guarded
+from ...txn.service import txn_of
+from ..router import control_route
+
+API_KEY = 24
+
+
+def register(broker) -> None:
+    txn = txn_of(broker)
+    if txn is None:
+        return
+    coordinator = txn.coordinator
+
+    async def one(txn_id, pid, epoch, topics, version, verify_only=False) -> list[dict]:
+        tps = [(t.name, p) for t in topics for p in t.partitions]
+        if verify_only:
+            results = {tp: coordinator.verify(pid, epoch, tp) if coordinator.txns.get(txn_id) is not None
+                       else INVALID_TXN_STATE for tp in tps}
+        else:
+            results = await guarded("AddPartitionsToTxn", coordinator.add_partitions(txn_id, pid, epoch, tps),
+                                    lambda code: {tp: code for tp in tps})
+        by_topic: dict[str, list[dict]] = {}
+        for (t, p), code in results.items():
+            by_topic.setdefault(t, []).append(
+                {"partition_index": p, "partition_error_code": fenced_for(code, version, 2)})
+        return [{"name": t, "results_by_partition": parts} for t, parts in by_topic.items()]
+
+    async def handle(ctx, request):
+        v = ctx.api_version
+        if v >= 4:
+            out = []
+            for tr in request.transactions:
+                out.append({"transactional_id": tr.transactional_id, "topic_results": await one(
+                    tr.transactional_id, tr.producer_id, tr.producer_epoch, tr.topics, v, tr.verify_only)})
+            return {"throttle_time": 0, "error_code": NONE, "results_by_transaction": out}
+        return {"throttle_time": 0, "results_by_topic_v3_and_below": await one(
+            request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch, request.v3_and_below_topics, v)}
+
+    broker.router.add(control_route(API_KEY, 0, 4, handle))

@@ -1,0 +1,34 @@
+"""DescribeProducers (key 61, v0): the active producers of partitions (id, epoch, last sequence,
+last timestamp, coordinator epoch, first offset of the open transaction or -1)."""
+
+from kio.schema.errors import ErrorCode as E
+
+from ...txn.service import UNTRACKED, txn_of
+from ..router import control_route
+
+API_KEY = 61
+
+
+def register(broker) -> None:
+    txn = txn_of(broker)
+    if txn is None:
+        return
+
+    def partition(topic: str, index: int) -> dict:
+        plog = txn.partitions.get(topic, index)
+        if plog is None:
+            return {"partition_index": index, "error_code": E.unknown_topic_or_partition.value,
+                    "error_message": None, "active_producers": []}
+        producers = [] if topic in UNTRACKED else txn.state_for(topic, index, plog).producers.values()
+        return {"partition_index": index, "error_code": 0, "error_message": None, "active_producers": [
+            {"producer_id": e.producer_id, "producer_epoch": e.epoch, "last_sequence": e.last_seq,
+             "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
+             "current_txn_start_offset": -1 if e.txn_first_offset is None else e.txn_first_offset}
+            for e in producers]}
+
+    def handle(ctx, request):
+        return {"throttle_time": 0, "topics": [
+            {"name": t.name, "partitions": [partition(t.name, p) for p in t.partition_indexes]}
+            for t in request.topics]}
+
+    broker.router.add(control_route(API_KEY, 0, 0, handle))

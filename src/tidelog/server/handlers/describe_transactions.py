@@ -1,0 +1,33 @@
+"""DescribeTransactions (key 65, v0): state, producer id and epoch, timeout, start time and
+partitions of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ids."""
+
+from ...txn.coordinator import TRANSACTIONAL_ID_NOT_FOUND
+from ...txn.service import txn_of
+from ..router import control_route
+
+API_KEY = 65
+
+
+def register(broker) -> None:
+    txn = txn_of(broker)
+    if txn is None:
+        return
+
+    def describe(txn_id: str) -> dict:
+        meta = txn.coordinator.txns.get(txn_id)
+        if meta is None:
+            return {"error_code": TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id, "transaction_state": "",
+                    "transaction_timeout": 0, "transaction_start_time": -1, "producer_id": -1,
+                    "producer_epoch": -1, "topics": []}
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(meta.partitions):
+            by_topic.setdefault(t, []).append(p)
+        return {"error_code": 0, "transactional_id": txn_id, "transaction_state": meta.state.kafka_name,
+                "transaction_timeout": meta.timeout_ms, "transaction_start_time": meta.start_ms,
+                "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+    def handle(ctx, request):
+        return {"throttle_time": 0, "transaction_states": [describe(t) for t in request.transactional_ids]}
+
+    broker.router.add(control_route(API_KEY, 0, 0, handle))

@@ -1,0 +1,30 @@
+"""InitProducerId (key 22, v0-4): a producer id and epoch; for a transactional id, fences the
+previous instance (epoch bump, its open transaction aborted). v3+ carry the producer's current
+id and epoch (KIP-360); v4+ may answer PRODUCER_FENCED."""
+
+from ...txn.handler_util import fenced_for, guarded, millis
+from ...txn.service import txn_of
+from ..router import control_route
+
+API_KEY = 22
+
+
+def register(broker) -> None:
+    txn = txn_of(broker)
+    if txn is None:
+        return
+
+    async def handle(ctx, request):
+        def answer(code: int, pid: int = -1, epoch: int = -1) -> dict:
+            return {"throttle_time": 0, "error_code": fenced_for(code, ctx.api_version, 4),
+                    "producer_id": pid, "producer_epoch": epoch}
+
+        res = await guarded(
+            "InitProducerId",
+            txn.coordinator.init_producer_id(
+                request.transactional_id, millis(request.transaction_timeout),
+                getattr(request, "producer_id", -1), getattr(request, "producer_epoch", -1)),
+            lambda code: (code, -1, -1))
+        return answer(*res)
+
+    broker.router.add(control_route(API_KEY, 0, 4, handle))

@@ -1,0 +1,340 @@
+"""The transaction coordinator (KIP-98): producer ids and epochs per transactional id, and the
+life of each transaction, driven through the transition table in `state`.
+
+Every state change is written to `__transaction_state` (through `store.write`, which returns once
+the record is appended and flushed) before it is applied in memory or any effect follows: a
+restart replays that topic (`load`) and resumes where it stopped (`resume`: PrepareCommit and
+PrepareAbort finish their markers; Ongoing transactions stay open until their timeout).
+
+Ending a transaction: PrepareCommit/PrepareAbort is written, `markers.write(...)` appends the
+COMMIT/ABORT control batches to every partition of the transaction (and completes the staged
+group offsets), then CompleteCommit/CompleteAbort is written. EndTxn is answered after the
+markers, so a committed transaction is readable when the producer hears of it. While a state
+write or the markers are in flight the transactional id is busy: other requests for it get
+CONCURRENT_TRANSACTIONS and the clients retry.
+
+Fencing: InitProducerId for a transactional id with an Ongoing transaction (a new instance of
+the producer) and the timeout scan both move Ongoing -> PrepareEpochFence -> PrepareAbort with
+the epoch bumped, so the old instance's later requests are refused (PRODUCER_FENCED, or
+INVALID_PRODUCER_EPOCH on Produce) and its open transaction is aborted.
+
+All on the event loop; no locks. Error results are Kafka error codes (ints).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Iterable, Protocol
+
+from .pids import ProducerIdAllocator
+from .records import TxnLogValue
+from .state import COMPLETED, PREPARING, TxnState as S, check_transition
+
+log = logging.getLogger("tidelog.txn")
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+COORDINATOR_NOT_AVAILABLE = 15
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
+INVALID_TRANSACTION_TIMEOUT = 50
+CONCURRENT_TRANSACTIONS = 51
+OPERATION_NOT_ATTEMPTED = 55
+PRODUCER_FENCED = 90
+TRANSACTIONAL_ID_NOT_FOUND = 105
+MAX_EPOCH = 32767
+
+TopicPartition = tuple[str, int]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class StateStore(Protocol):
+    async def write(self, transactional_id: str, value: TxnLogValue | None) -> None: ...
+
+
+class MarkerWriter(Protocol):
+    async def write(self, producer_id: int, producer_epoch: int, commit: bool,
+                    partitions: list[TopicPartition]) -> None: ...
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int = -1
+    timeout_ms: int = 60000
+    state: S = S.EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    last_producer_epoch: int = -1  # the epoch before the last bump (a retried InitProducerId)
+    busy: bool = False
+
+    def value(self, **changes) -> TxnLogValue:
+        parts: dict[str, list[int]] = {}
+        for t, p in changes.get("partitions", self.partitions):
+            parts.setdefault(t, []).append(p)
+        return TxnLogValue(
+            changes.get("producer_id", self.producer_id), changes.get("producer_epoch", self.producer_epoch),
+            changes.get("timeout_ms", self.timeout_ms), changes.get("state", self.state), parts,
+            changes.get("last_update_ms", self.last_update_ms), changes.get("start_ms", self.start_ms),
+        )
+
+
+class TxnCoordinator:
+    def __init__(self, store: StateStore, markers: MarkerWriter, pids: ProducerIdAllocator, *,
+                 max_timeout_ms: int = 900_000, expiration_ms: int = 604_800_000,
+                 partition_exists: Callable[[str, int], bool] | None = None,
+                 clock: Callable[[], int] = now_ms) -> None:
+        self.store = store
+        self.markers = markers
+        self.pids = pids
+        self.max_timeout_ms = max_timeout_ms
+        self.expiration_ms = expiration_ms
+        self.partition_exists = partition_exists or (lambda t, p: True)
+        self.clock = clock
+        self.txns: dict[str, TxnMetadata] = {}
+        self.by_pid: dict[int, TxnMetadata] = {}
+        self.loaded = False
+
+    # ---- loading -------------------------------------------------------------------------------
+    def load(self, entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
+        """Apply `__transaction_state` records in log order (the last one per id wins)."""
+        latest: dict[str, TxnLogValue | None] = {}
+        for txn_id, value in entries:
+            latest[txn_id] = value
+        for txn_id, v in latest.items():
+            if v is None or v.state == S.DEAD:
+                continue
+            meta = TxnMetadata(txn_id, v.producer_id, v.producer_epoch, v.timeout_ms, v.state,
+                               {(t, p) for t, ps in v.partitions.items() for p in ps}, v.start_ms, v.last_update_ms)
+            self.txns[txn_id] = meta
+            self.by_pid[meta.producer_id] = meta
+        self.loaded = True
+        log.info("transaction coordinator loaded %d transactional ids (%d ongoing, %d to complete)",
+                 len(self.txns), sum(1 for m in self.txns.values() if m.state == S.ONGOING),
+                 sum(1 for m in self.txns.values() if m.state in PREPARING))
+
+    async def resume(self) -> None:
+        """Finish the markers of transactions that were in PrepareCommit/PrepareAbort."""
+        for meta in list(self.txns.values()):
+            if meta.state in PREPARING and not meta.busy:
+                try:
+                    await self._finish(meta)
+                except Exception:  # noqa: BLE001 - retried by the next pass
+                    log.exception("transactional id %s: completing %s failed", meta.transactional_id,
+                                  meta.state.kafka_name)
+
+    # ---- state writes -----------------------------------------------------------------------------
+    async def _persist(self, meta: TxnMetadata, **changes) -> None:
+        target = changes.get("state", meta.state)
+        check_transition(meta.state, target)
+        changes.setdefault("last_update_ms", self.clock())
+        meta.busy = True
+        try:
+            await self.store.write(meta.transactional_id, meta.value(**changes))
+        finally:
+            meta.busy = False
+        if "producer_id" in changes and changes["producer_id"] != meta.producer_id:
+            if self.by_pid.get(meta.producer_id) is meta:
+                del self.by_pid[meta.producer_id]
+        for k, v in changes.items():
+            setattr(meta, k, set(v) if k == "partitions" else v)
+        self.by_pid[meta.producer_id] = meta
+
+    async def _finish(self, meta: TxnMetadata) -> None:
+        commit = meta.state == S.PREPARE_COMMIT
+        meta.busy = True
+        try:
+            await self.markers.write(meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions))
+        finally:
+            meta.busy = False
+        await self._persist(meta, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, partitions=set())
+        log.debug("transactional id %s: %s", meta.transactional_id, meta.state.kafka_name)
+
+    async def _fence_and_abort(self, meta: TxnMetadata, why: str) -> None:
+        check_transition(meta.state, S.PREPARE_EPOCH_FENCE)
+        meta.state = S.PREPARE_EPOCH_FENCE
+        epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_EPOCH else meta.producer_epoch
+        log.info("transactional id %s: aborting the ongoing transaction of producer %d (%s); epoch now %d",
+                 meta.transactional_id, meta.producer_id, why, epoch)
+        try:
+            await self._persist(meta, state=S.PREPARE_ABORT, producer_epoch=epoch, last_producer_epoch=-1)
+        except BaseException:
+            meta.state = S.ONGOING
+            raise
+        await self._finish(meta)
+
+    def _lookup(self, txn_id: str, producer_id: int, epoch: int) -> tuple[int, TxnMetadata | None]:
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING, None
+        if epoch != meta.producer_epoch:
+            return PRODUCER_FENCED, None
+        if meta.busy or meta.state in PREPARING or meta.state == S.PREPARE_EPOCH_FENCE:
+            return CONCURRENT_TRANSACTIONS, None
+        return NONE, meta
+
+    # ---- APIs ------------------------------------------------------------------------------------
+    async def init_producer_id(self, txn_id: str | None, timeout_ms: int, producer_id: int = -1,
+                               epoch: int = -1) -> tuple[int, int, int]:
+        """(error, producer id, epoch)."""
+        if not txn_id:
+            return NONE, self.pids.next_id(), 0
+        if not self.loaded:
+            return COORDINATOR_NOT_AVAILABLE, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
+            return INVALID_TRANSACTION_TIMEOUT, -1, -1
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            meta = TxnMetadata(txn_id, self.pids.next_id(), -1, timeout_ms, S.EMPTY)
+            self.txns[txn_id] = meta
+            try:
+                await self._persist(meta, producer_epoch=0, timeout_ms=timeout_ms)
+            except BaseException:
+                self.txns.pop(txn_id, None)
+                raise
+            log.info("transactional id %s: producer id %d epoch 0", txn_id, meta.producer_id)
+            return NONE, meta.producer_id, 0
+        if meta.busy or meta.state in PREPARING or meta.state == S.PREPARE_EPOCH_FENCE:
+            return CONCURRENT_TRANSACTIONS, -1, -1
+        if producer_id >= 0:  # KIP-360: an existing producer re-initialising
+            if producer_id != meta.producer_id or epoch not in (meta.producer_epoch, meta.last_producer_epoch):
+                return PRODUCER_FENCED, -1, -1
+            if epoch == meta.last_producer_epoch and meta.state in COMPLETED:
+                return NONE, meta.producer_id, meta.producer_epoch  # the bump already happened
+        if meta.state == S.ONGOING:
+            await self._fence_and_abort(meta, "a new producer initialised")
+        if meta.producer_epoch >= MAX_EPOCH - 1:
+            pid, new_epoch, last = self.pids.next_id(), 0, -1
+        else:
+            pid, new_epoch, last = meta.producer_id, meta.producer_epoch + 1, meta.producer_epoch
+        await self._persist(meta, state=S.EMPTY, producer_id=pid, producer_epoch=new_epoch, timeout_ms=timeout_ms,
+                            partitions=set(), start_ms=-1, last_producer_epoch=last)
+        log.info("transactional id %s: producer id %d epoch %d", txn_id, pid, new_epoch)
+        return NONE, pid, new_epoch
+
+    async def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        def all_(code: int) -> dict[TopicPartition, int]:
+            return {tp: code for tp in tps}
+
+        if not self.loaded:
+            return all_(COORDINATOR_NOT_AVAILABLE)
+        err, meta = self._lookup(txn_id, producer_id, epoch)
+        if meta is None:
+            return all_(err)
+        unknown = {tp for tp in tps if not self.partition_exists(*tp)}
+        if unknown:
+            return {tp: UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else OPERATION_NOT_ATTEMPTED for tp in tps}
+        if meta.state == S.ONGOING and set(tps) <= meta.partitions:
+            return all_(NONE)
+        if meta.state != S.ONGOING and meta.state not in COMPLETED:
+            return all_(INVALID_TXN_STATE)
+        start = meta.start_ms if meta.state == S.ONGOING else self.clock()
+        await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
+        return all_(NONE)
+
+    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
+        if not self.loaded:
+            return COORDINATOR_NOT_AVAILABLE
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING
+        if epoch != meta.producer_epoch:
+            return PRODUCER_FENCED
+        if meta.busy or meta.state == S.PREPARE_EPOCH_FENCE:
+            return CONCURRENT_TRANSACTIONS
+        st = meta.state
+        if st == S.ONGOING:
+            await self._persist(meta, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT)
+            await self._finish(meta)
+            return NONE
+        if st in PREPARING:
+            return CONCURRENT_TRANSACTIONS if (st == S.PREPARE_COMMIT) == commit else INVALID_TXN_STATE
+        if st == S.COMPLETE_COMMIT and commit or st == S.COMPLETE_ABORT and not commit:
+            return NONE  # a retried EndTxn
+        return INVALID_TXN_STATE
+
+    def verify(self, producer_id: int, epoch: int, tp: TopicPartition) -> int:
+        """KIP-890: may a transactional batch of (producer, epoch) go to `tp` now?"""
+        meta = self.by_pid.get(producer_id)
+        if meta is None:
+            return INVALID_TXN_STATE
+        if epoch < meta.producer_epoch:
+            return INVALID_PRODUCER_EPOCH
+        if epoch != meta.producer_epoch or meta.state != S.ONGOING or tp not in meta.partitions:
+            return INVALID_TXN_STATE
+        return NONE
+
+    def check_offsets_commit(self, txn_id: str, producer_id: int, epoch: int, tp: TopicPartition) -> int:
+        """TxnOffsetCommit: the producer owns an Ongoing transaction that includes `tp`."""
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING
+        if epoch != meta.producer_epoch:
+            return PRODUCER_FENCED
+        if meta.state != S.ONGOING or tp not in meta.partitions:
+            return INVALID_TXN_STATE
+        return NONE
+
+    # ---- timers ------------------------------------------------------------------------------------
+    async def abort_timed_out(self, now: int | None = None) -> int:
+        now = self.clock() if now is None else now
+        n = 0
+        for meta in list(self.txns.values()):
+            if meta.state == S.ONGOING and not meta.busy and meta.start_ms >= 0 and now - meta.start_ms > meta.timeout_ms:
+                try:
+                    await self._fence_and_abort(meta, f"transaction.timeout.ms {meta.timeout_ms} expired")
+                    n += 1
+                except Exception:  # noqa: BLE001
+                    log.exception("transactional id %s: timeout abort failed", meta.transactional_id)
+        return n
+
+    async def expire_ids(self, now: int | None = None) -> int:
+        """Forget transactional ids idle in a completed state longer than transactional.id.expiration.ms."""
+        now = self.clock() if now is None else now
+        n = 0
+        for meta in list(self.txns.values()):
+            if meta.state in COMPLETED and not meta.busy and now - meta.last_update_ms > self.expiration_ms:
+                check_transition(meta.state, S.DEAD)
+                await self.store.write(meta.transactional_id, None)
+                meta.state = S.DEAD
+                self.txns.pop(meta.transactional_id, None)
+                if self.by_pid.get(meta.producer_id) is meta:
+                    del self.by_pid[meta.producer_id]
+                n += 1
+        return n
+
+    # ---- admin -------------------------------------------------------------------------------------
+    def list(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+             min_duration_ms: int = -1) -> tuple[list[str], list[TxnMetadata]]:
+        """(unknown state filters, matching transactions)."""
+        wanted, unknown = set(), []
+        for name in states:
+            st = S.from_kafka_name(name)
+            if st is None:
+                unknown.append(name)
+            else:
+                wanted.add(st)
+        pids = set(producer_ids)
+        now = self.clock()
+        out = []
+        for meta in self.txns.values():
+            if wanted and meta.state not in wanted:
+                continue
+            if pids and meta.producer_id not in pids:
+                continue
+            if min_duration_ms >= 0 and (meta.state != S.ONGOING or now - meta.start_ms < min_duration_ms):
+                continue
+            out.append(meta)
+        return unknown, sorted(out, key=lambda m: m.transactional_id)
+
+    def active_count(self) -> int:
+        return sum(1 for m in self.txns.values() if m.state == S.ONGOING or m.state in PREPARING)

@@ -1,0 +1,281 @@
+"""The broker's `txn` service: producer state of every partition, the transaction coordinator,
+and the glue between them and the rest of the broker.
+
+- Produce calls `append(...)`: the batch headers are checked against the partition's producer
+  state (`producers.PartitionProducers`) between validation and the write; a retried batch gets
+  its original offsets back; transactional batches must belong to an Ongoing transaction that
+  includes the partition (asked of the coordinator: KIP-890 verification).
+- `write_marker(...)` appends a COMMIT/ABORT control batch, closes the producer's open
+  transaction on the partition, records aborted transactions in `.txnindex`, and moves the LSO.
+- `__transaction_state` (compacted, `transaction.state.log.num.partitions` partitions) holds the
+  coordinator's records; it is replayed at start.
+- Timers: abort transactions past their timeout (and retry unfinished completions) every
+  `transaction.abort.timed.out.transaction.cleanup.interval.ms`; expire transactional ids and
+  idle producer ids every `transaction.remove.expired.transaction.cleanup.interval.ms`.
+- Producer state snapshots at segment roll and at clean shutdown (`snapshots`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from ..log.errors import LogError
+from ..log.log import AppendInfo
+from ..log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, decode_batches
+from ..server.groups import coordinator_of
+from . import records as TR
+from .coordinator import TxnCoordinator
+from .pids import ProducerIdAllocator
+from .producers import DuplicateBatch, PartitionProducers
+from .snapshots import load_state, write_snapshot
+
+log = logging.getLogger("tidelog.txn")
+
+STATE_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+UNTRACKED = (STATE_TOPIC, OFFSETS_TOPIC)  # written by coordinators, never through Produce
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _StateLog:
+    """The coordinator's `StateStore` over `__transaction_state`."""
+
+    READ_BYTES = 1 << 20
+
+    def __init__(self, service: "TxnService") -> None:
+        self.service = service
+
+    async def write(self, transactional_id: str, value: TR.TxnLogValue | None) -> None:
+        s = self.service
+        plog = s.partitions.get(STATE_TOPIC, TR.partition_for(transactional_id, s.num_partitions))
+        if plog is None:
+            raise LogError(15, f"{STATE_TOPIC} is missing")
+        rec = Record(TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), _now())
+        plog.append_records([rec])
+        await s.partitions.group_commit.flush(plog)
+
+    def read_all(self):
+        s = self.service
+        for p in range(s.num_partitions):
+            plog = s.partitions.get(STATE_TOPIC, p)
+            if plog is None:
+                continue
+            offset, end = plog.log_start_offset, plog.log_end_offset
+            while offset < end:
+                data = plog.read(offset, self.READ_BYTES, max_offset=end).data
+                if not data:
+                    break
+                for batch in decode_batches(data):
+                    for r in batch.records:
+                        if r.offset < offset or r.key is None:
+                            continue
+                        try:
+                            yield TR.decode_key(r.key), None if r.value is None else TR.decode_value(r.value)
+                        except TR.RecordFormatError as e:
+                            log.warning("%s-%d: skipping unreadable record at %d: %s", STATE_TOPIC, p, r.offset, e)
+                    h = batch.header
+                    offset = max(offset, h[0] + h[6] + 1)
+
+
+class _Markers:
+    """The coordinator's `MarkerWriter`: markers on data partitions, group offsets completed."""
+
+    def __init__(self, service: "TxnService") -> None:
+        self.service = service
+
+    async def write(self, producer_id, producer_epoch, commit, partitions) -> None:
+        s = self.service
+        to_flush = []
+        offsets_done = False
+        for topic, partition in partitions:
+            if topic == OFFSETS_TOPIC:
+                if not offsets_done:
+                    offsets_done = True
+                    store = s.groups.store
+                    if store is not None:
+                        await store.complete(producer_id, producer_epoch, commit)
+                continue
+            plog = s.write_marker(topic, partition, producer_id, producer_epoch, commit)
+            if plog is not None:
+                to_flush.append(plog)
+        if to_flush:
+            await asyncio.gather(*(s.partitions.group_commit.flush(plog) for plog in to_flush))
+
+
+class TxnService:
+    def __init__(self, broker) -> None:
+        cfg = broker.config
+        self.broker = broker
+        self.partitions = broker.services["partitions"]
+        self.groups = coordinator_of(broker)  # registered first, so it starts (and loads) first
+        self.num_partitions = cfg["transaction.state.log.num.partitions"]
+        self.abort_interval_s = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
+        self.expire_interval_s = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
+        self.producer_expiration_ms = cfg["producer.id.expiration.ms"]
+        self.pids = ProducerIdAllocator(cfg.log_dirs[0])
+        self.state_log = _StateLog(self)
+        self.coordinator = TxnCoordinator(
+            self.state_log, _Markers(self), self.pids,
+            max_timeout_ms=cfg["transaction.max.timeout.ms"],
+            expiration_ms=cfg["transactional.id.expiration.ms"],
+            partition_exists=lambda t, p: self.broker.registry.get(t) is not None
+            and 0 <= p < self.broker.registry.get(t).partitions,
+        )
+        self.states: dict[tuple[str, int], PartitionProducers] = {}
+        self._active_base: dict[tuple[str, int], int] = {}
+        self._tasks: list[asyncio.Task] = []
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        t0 = time.monotonic()
+        topic = self.broker.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"]),
+        })
+        self.num_partitions = topic.partitions
+        for plog in list(self.partitions.manager.logs()):
+            if plog.topic not in UNTRACKED:
+                self._load(plog)
+        self.coordinator.load(self.state_log.read_all())
+        self.broker.admin.listeners.append(self._topic_event)
+        open_txns = sum(s.open_txn_count() for s in self.states.values())
+        log.info("producer state of %d partitions loaded in %.0f ms (%d open transactions)",
+                 len(self.states), (time.monotonic() - t0) * 1000, open_txns)
+        self._tasks.append(asyncio.ensure_future(self._abort_loop()))
+        self._tasks.append(asyncio.ensure_future(self._expire_loop()))
+
+    def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        self.coordinator.loaded = False
+        for (topic, partition), state in list(self.states.items()):
+            plog = self.partitions.manager.get(topic, partition)
+            if plog is not None:
+                try:
+                    write_snapshot(plog, state)
+                except OSError as e:
+                    log.warning("%s-%d: producer snapshot not written: %s", topic, partition, e)
+
+    def _load(self, plog) -> PartitionProducers:
+        state = load_state(plog)
+        key = (plog.topic, plog.partition)
+        self.states[key] = state
+        self._active_base[key] = plog.segments[-1].base_offset
+        plog.set_first_unstable_offset(state.first_unstable_offset())
+        return state
+
+    def state_for(self, topic: str, partition: int, plog) -> PartitionProducers:
+        state = self.states.get((topic, partition))
+        return state if state is not None else self._load(plog)
+
+    def _topic_event(self, event: str, topic) -> None:
+        if event == "deleted":
+            for key in [k for k in self.states if k[0] == topic.name]:
+                self.states.pop(key, None)
+                self._active_base.pop(key, None)
+
+    async def _abort_loop(self) -> None:
+        await self.coordinator.resume()
+        while True:
+            await asyncio.sleep(self.abort_interval_s)
+            try:
+                await self.coordinator.abort_timed_out()
+                await self.coordinator.resume()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - timers must never stop the broker
+                log.exception("transaction timeout pass failed")
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.expire_interval_s)
+            try:
+                await self.coordinator.expire_ids()
+                now = _now()
+                n = sum(s.expire(now, self.producer_expiration_ms) for s in self.states.values())
+                if n:
+                    log.info("expired %d idle producer ids", n)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001
+                log.exception("transaction expiry pass failed")
+
+    # ---- produce path --------------------------------------------------------------------------
+    def append(self, ctx, transactional_id, topic: str, partition: int, plog, records, now_ms: int):
+        """Produce's append with producer-state checks; same AppendInfo as `plog.append`."""
+        if topic in UNTRACKED:
+            return plog.append(records, now_ms=now_ms)
+        state = self.state_for(topic, partition, plog)
+        key = (topic, partition)
+        coordinator = self.coordinator
+        staged = None
+
+        def check(v) -> None:
+            nonlocal staged
+            staged = state.check(v.batches, lambda pid, epoch: coordinator.verify(pid, epoch, key), self.pids.issued)
+
+        try:
+            info = plog.append(records, now_ms=now_ms, before_write=check)
+        except DuplicateBatch as d:
+            log.debug("%s-%d: duplicate batch answered with offset %d", topic, partition, d.first_offset)
+            return AppendInfo(d.first_offset, d.last_offset, -1, plog.log_start_offset, -1, -1, 0, 0)
+        if staged:
+            state.apply(staged)
+            if any(e.txn_first_offset is not None for e in staged.values()):
+                plog.set_first_unstable_offset(state.first_unstable_offset())
+            self._after_append(plog, state)
+        return info
+
+    def _after_append(self, plog, state: PartitionProducers) -> None:
+        key = (plog.topic, plog.partition)
+        base = plog.segments[-1].base_offset
+        if self._active_base.get(key) != base:
+            self._active_base[key] = base
+            try:
+                write_snapshot(plog, state)
+            except OSError as e:
+                log.warning("%s-%d: producer snapshot not written: %s", plog.topic, plog.partition, e)
+
+    # ---- markers ----------------------------------------------------------------------------------
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int = 0):
+        """Append a COMMIT/ABORT marker where the producer has an open transaction; the log
+        written to (to flush), or None when there was nothing to close."""
+        plog = self.partitions.get(topic, partition)
+        if plog is None:
+            return None
+        state = self.state_for(topic, partition, plog)
+        if not state.has_open_txn(producer_id):
+            return None
+        info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch,
+                                   coordinator_epoch)
+        aborted = state.complete_txn(producer_id, producer_epoch, info.first_offset, commit, coordinator_epoch,
+                                     _now())
+        if aborted is not None:
+            plog.append_aborted_txn(aborted)
+        plog.set_first_unstable_offset(state.first_unstable_offset())
+        self._after_append(plog, state)
+        return plog
+
+    # ---- observability -------------------------------------------------------------------------------
+    def metrics_counts(self) -> tuple[int, int]:
+        pids = set()
+        for s in self.states.values():
+            pids.update(s.producers)
+        return len(pids), self.coordinator.active_count()
+
+
+def txn_of(broker) -> TxnService | None:
+    """The broker's transaction service, created as `broker.services["txn"]` on first use;
+    None when the broker has no data path."""
+    svc = broker.services.get("txn")
+    if svc is None:
+        if broker.services.get("partitions") is None:
+            return None
+        svc = broker.services["txn"] = TxnService(broker)
+    return svc
