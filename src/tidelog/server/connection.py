@@ -3,6 +3,9 @@
 Responses leave in request order. A request answered synchronously is encoded at once; one
 answered later (long-poll Fetch, a Produce waiting for a flush) holds its place in `_slots` and
 everything behind it waits. All responses ready after one read go out in a single `writelines`.
+Fetch responses carry segment bytes as `FileSlice`s, sent with os.sendfile (`sendfile.FileStream`)
+on plain TCP; on TLS, or when the response must wait behind an unanswered request (the slice's
+descriptor is only guaranteed valid now), they are read into bytes instead.
 Bad input (oversized or malformed frames, unknown APIs/versions, undecodable bodies) closes the
 connection with a log line; it never propagates to other connections.
 """
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..wire.frame import FrameDecoder, FrameError
 from ..wire.header import HeaderError, RequestHeader, parse_request_header, peek_key_version, response_header
 from .router import NO_RESPONSE
+from .sendfile import FileStream, has_file_chunks, materialize
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidelog.server")
 _I32 = struct.Struct(">i")
 API_VERSIONS = 18
+FETCH = 1
 UNSUPPORTED_VERSION = 35
 
 
@@ -44,11 +49,12 @@ class RequestContext:
 
 
 class _Slot:
-    __slots__ = ("chunks", "done")
+    __slots__ = ("chunks", "done", "files")
 
     def __init__(self) -> None:
         self.chunks: list | None = None
         self.done = False
+        self.files = False  # chunks include FileSlices (sent with sendfile)
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -66,6 +72,8 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._max_queued = broker.config["queued.max.requests"]
         self.tasks: set[asyncio.Future] = set()
+        self._sock_fd = -1  # the socket's descriptor when sendfile can be used (plain TCP)
+        self._stream: FileStream | None = None  # a response being sent with sendfile
         # None unless this listener authenticates or an authorizer is configured (security.Session)
         self.security = broker.security.session(self)
 
@@ -79,6 +87,8 @@ class KafkaConnection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            if transport.get_extra_info("sslcontext") is None:
+                self._sock_fd = sock.fileno()
         if not self.broker.connection_opened(self):
             log.warning("refusing connection from %s: max.connections reached", self.peer)
             self._closed = True
@@ -86,6 +96,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self._closed = True
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
         for t in list(self.tasks):
             t.cancel()
         self.broker.connection_closed(self)
@@ -155,6 +168,8 @@ class KafkaConnection(asyncio.Protocol):
             fut.add_done_callback(lambda f, s=slot, r=route, h=header: self._completed(f, s, r, h))
         else:
             self._fill(slot, route, header, result)
+            if slot.files:
+                self._flush()
 
     def _fill(self, slot: _Slot, route, header: RequestHeader, result) -> None:
         body = route.encode(result, header.api_version)
@@ -164,7 +179,19 @@ class KafkaConnection(asyncio.Protocol):
         else:
             size = len(head) + sum(len(c) for c in body)
             slot.chunks = [_I32.pack(size) + head, *body]
+            if header.api_key == FETCH and has_file_chunks(body):
+                self._prepare_files(slot)
         slot.done = True
+
+    def _prepare_files(self, slot: _Slot) -> None:
+        # Zero-copy only when this response goes out now (the slices' descriptors are valid
+        # during this callback); otherwise, or on TLS, read the slices into bytes.
+        if self._sock_fd >= 0 and not self._closed:
+            self._flush()  # earlier answers first (this slot is not done yet: the flush stops at it)
+            if self._slots and self._slots[0] is slot and self._stream is None:
+                slot.files = True
+                return
+        slot.chunks = materialize(slot.chunks)  # type: ignore[arg-type]
 
     def _completed(self, fut: asyncio.Future, slot: _Slot, route, header: RequestHeader) -> None:
         self.tasks.discard(fut)
@@ -208,12 +235,37 @@ class KafkaConnection(asyncio.Protocol):
 
     # ---- output --------------------------------------------------------------------------
     def _flush(self) -> None:
+        if self._stream is not None:
+            return  # a sendfile response is being written; the rest follows it
         slots = self._slots
-        out: list = []
-        while slots and slots[0].done:
-            out.extend(slots.popleft().chunks)  # type: ignore[arg-type]
-        if out and not self._closed and self.transport is not None:
-            self.transport.writelines(out)
+        while True:
+            out: list = []
+            while slots and slots[0].done and not slots[0].files:
+                out.extend(slots.popleft().chunks)  # type: ignore[arg-type]
+            if self._closed or self.transport is None:
+                return
+            if out:
+                self.transport.writelines(out)
+            if not (slots and slots[0].done):
+                return
+            stream = FileStream(self.transport, asyncio.get_running_loop(), self._sock_fd,
+                                slots.popleft().chunks, self._stream_done)  # type: ignore[arg-type]
+            try:
+                if stream.start():
+                    continue  # written at once
+            except OSError as e:
+                self.close_with(f"sendfile failed: {e}")
+                return
+            self._stream = stream
+            return
+
+    def _stream_done(self, exc: BaseException | None) -> None:
+        self._stream = None
+        if exc is not None:
+            self.close_with(f"sendfile failed: {exc}")
+            return
+        self._flush()
+        self._update_reading()
 
     def _update_reading(self) -> None:
         if self.transport is None or self._closed:
@@ -231,6 +283,9 @@ class KafkaConnection(asyncio.Protocol):
             return
         log.warning("closing connection from %s: %s", self.peer, reason)
         self._closed = True
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
         if self.transport is not None:
             self._flush_done_only()
             self.transport.close()
@@ -239,6 +294,6 @@ class KafkaConnection(asyncio.Protocol):
         # Answers already computed for earlier requests still go out before the close.
         out: list = []
         while self._slots and self._slots[0].done:
-            out.extend(self._slots.popleft().chunks)  # type: ignore[arg-type]
+            out.extend(materialize(self._slots.popleft().chunks))  # type: ignore[arg-type]
         if out and self.transport is not None:
             self.transport.writelines(out)

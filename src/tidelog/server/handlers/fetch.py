@@ -1,6 +1,7 @@
 """Fetch (key 1, v0-16): whole batches from partition logs, with long polling.
 
-The response carries each partition's file bytes as they are on disk (no record is decoded);
+The response carries each partition's file bytes as they are on disk (no record is decoded),
+v4+ as a `FileSlice` the connection sends with os.sendfile;
 v0-3 get magic 0/1 message sets converted from v2. KIP-74: at least one whole batch is returned
 for the first partition with data even past `max_bytes`. When less than `min_bytes` is available
 the request parks until an append to one of its partitions, or `max_wait_ms`, or shutdown.
@@ -62,7 +63,8 @@ def register(broker) -> None:
                     parts.append(out)
                     continue
                 try:
-                    info = plog.read(p.fetch_offset, max(limit, 0), lso if committed else hw, min_one=(total == 0))
+                    info = plog.read(p.fetch_offset, max(limit, 0), lso if committed else hw, min_one=(total == 0),
+                                     load=version <= 3)
                 except OffsetOutOfRangeError:
                     out.error_code = E.offset_out_of_range.value
                     errors = True
@@ -70,9 +72,9 @@ def register(broker) -> None:
                     continue
                 chunk = info.records
                 if chunk is not None:
-                    data = chunk.tobytes()
-                    if version <= 3:
-                        data = downconvert(data, 0 if version <= 1 else 1)
+                    # v4+: the FileSlice itself; the connection sends it with sendfile (or reads it
+                    # into bytes when it cannot), so record bytes never pass through Python here.
+                    data = chunk if version > 3 else downconvert(chunk.tobytes(), 0 if version <= 1 else 1)
                     out.records = [data]
                     out.records_size = len(data)
                     total += len(data)
