@@ -81,7 +81,7 @@ def test_kafka_python_round_trip(module_broker, codec):
 
     topic = new_topic(module_broker)
     p = KafkaProducer(bootstrap_servers=module_broker.bootstrap, compression_type=None if codec == "none" else codec,
-                      linger_ms=5, enable_idempotence=False)
+                      linger_ms=5)  # kafka-python 3.x is idempotent by default (InitProducerId)
     for i in range(N):
         k, v, h, ts = expected(i)
         p.send(topic, key=k, value=v, headers=h, timestamp_ms=ts, partition=0)
