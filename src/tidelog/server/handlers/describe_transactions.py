@@ -1,5 +1,7 @@
 """DescribeTransactions (key 65, v0): state, producer id and epoch, timeout, start time and
-partitions of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ids."""
+partitions of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ids. A transaction
+that has not started reports start time 0 (Kafka sends -1, which kio-based readers cannot parse
+as a timestamp; clients show both as "not started")."""
 
 from ...txn.coordinator import TRANSACTIONAL_ID_NOT_FOUND
 from ...txn.service import txn_of
@@ -17,13 +19,13 @@ def register(broker) -> None:
         meta = txn.coordinator.txns.get(txn_id)
         if meta is None:
             return {"error_code": TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id, "transaction_state": "",
-                    "transaction_timeout": 0, "transaction_start_time": -1, "producer_id": -1,
+                    "transaction_timeout": 0, "transaction_start_time": 0, "producer_id": -1,
                     "producer_epoch": -1, "topics": []}
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(meta.partitions):
             by_topic.setdefault(t, []).append(p)
         return {"error_code": 0, "transactional_id": txn_id, "transaction_state": meta.state.kafka_name,
-                "transaction_timeout": meta.timeout_ms, "transaction_start_time": meta.start_ms,
+                "transaction_timeout": meta.timeout_ms, "transaction_start_time": max(meta.start_ms, 0),
                 "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
