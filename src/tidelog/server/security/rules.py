@@ -166,7 +166,7 @@ def fetch(session, ctx, req):
     ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
     if not denied:
         return None
-    refused = [c.FetchResponseTopic(t.topic, [c.FetchResponsePartition(p.partition, TOPIC_DENIED, records=None)
+    refused = [c.FetchResponseTopic(t.topic, [c.FetchResponsePartition(p.partition, TOPIC_DENIED)
                                               for p in t.partitions], topic_id=t.topic_id) for t in denied]
     if not ok:
         return Reply(c.FetchResponse(refused))

@@ -63,8 +63,8 @@ def offset_fetch(session, ctx, req):
         return d
 
     groups = getattr(req, "groups", None)
-    if ctx.api_version >= 8 and groups:
-        denied = [g for g in groups if not _group(session, g.group_id, Op.DESCRIBE)]
+    if ctx.api_version >= 8:
+        denied = [g for g in groups or () if not _group(session, g.group_id, Op.DESCRIBE)]
         if denied:
             ok = [g for g in groups if g not in denied]
             refused = [{"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied]
