@@ -2,7 +2,7 @@
 `compose_equivalent`: the compose services started as processes with the images' own
 entrypoints, then a produce -> consume -> export round trip through them.
 
-The structure checks take under a second; the round trip about 60-90 s (most of it the Spark
+The structure checks take about a second; the round trip 90-120 s (most of it the Spark
 driver starting), and is skipped when pyspark is not installed (`pip install -e '.[spark]'`)."""
 
 from __future__ import annotations
