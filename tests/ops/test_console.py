@@ -136,3 +136,33 @@ def test_isolation_over_transactions_written_by_the_log_engine(broker):
     everything = tidelog(*read, "--isolation", "read_uncommitted", "--format", "json")
     assert [json.loads(x)["value"] for x in everything.stdout.splitlines()] == \
         ["aborted-1", "aborted-2", "committed-1", "plain"]
+
+
+def test_client_properties_reach_a_sasl_listener(tmp_path):
+    """--property and --command-config carry SASL settings to librdkafka (PLAIN over plaintext)."""
+    from broker_process import BrokerProcess, free_port
+
+    port = free_port()
+    b = BrokerProcess(tmp_path / "data", {
+        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
+    }, port=port)
+    b.start()
+    try:
+        props = ["--property", "security.protocol=SASL_PLAINTEXT", "--property", "sasl.mechanism=PLAIN",
+                 "--property", "sasl.username=alice", "--property", "sasl.password=alice-secret"]
+        res = tidelog("produce", "--bootstrap-server", b.bootstrap, "--topic", "secured", *props, stdin="k\tv\n")
+        assert res.returncode == 0, res.stderr
+        cfg = tmp_path / "client.properties"
+        cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\n"
+                       "sasl.password=alice-secret\n")
+        res = tidelog("consume", "--bootstrap-server", b.bootstrap, "--topic", "secured", "--from-beginning",
+                      "--command-config", cfg)
+        assert res.returncode == 0, res.stderr
+        assert [line.split("\t")[5:7] for line in res.stdout.splitlines()] == [["k", "v"]]
+        bad = tidelog("produce", "--bootstrap-server", b.bootstrap, "--topic", "secured", "--property", "nonsense")
+        assert bad.returncode == 2 and "not KEY=VALUE" in bad.stderr
+    finally:
+        b.stop()

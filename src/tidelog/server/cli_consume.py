@@ -16,7 +16,8 @@ records until interrupted; `--max-messages` stops after N records either way.
 headers` (keys and values as UTF-8, else 0x-hex; `null` for none; headers `k=v,...`);
 `--format json` one object per record (`topic`, `partition`, `offset`, `timestamp` (ms),
 `timestamp_type`, `key`, `value`, `headers`; bytes that are not UTF-8 as {"base64": ...}).
-Progress goes to stderr. Uses confluent-kafka (librdkafka): `pip install 'tidelog[tools]'`.
+Progress goes to stderr. `--command-config FILE` / `--property K=V` pass client settings (SASL,
+TLS) to librdkafka. Uses confluent-kafka (librdkafka): `pip install 'tidelog[tools]'`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import time
 
 from .cli_groups import UsageError, format_ms, parse_instant
+from .cli_produce import add_client_options, client_properties
 
 TS_TYPES = {0: "none", 1: "CreateTime", 2: "LogAppendTime"}
 PARTITION_EOF = -191  # librdkafka's _PARTITION_EOF
@@ -81,6 +83,7 @@ def cmd_consume(args) -> int:
     conf = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group or "tidelog-consume",
             "enable.auto.commit": grouped, "enable.partition.eof": True, "broker.address.family": "v4",
             "isolation.level": args.isolation, "auto.offset.reset": "earliest" if args.from_beginning else "latest"}
+    conf.update(client_properties(args))
     fmt = format_json if args.format == "json" else format_text
     consumer = Consumer(conf)
     stop = {"now": False}
@@ -187,6 +190,7 @@ def add_parser(sub, default_bootstrap: str) -> None:
     c.add_argument("--isolation", "--isolation-level", dest="isolation", default="read_committed",
                    choices=("read_committed", "read_uncommitted"))
     c.add_argument("--format", choices=("text", "json"), default="text")
+    add_client_options(c)
     c.set_defaults(func=_run)
 
 

@@ -4,7 +4,7 @@
                     [--header K=V ...] [--timestamp MS|ISO8601] [--parse-headers] [--parse-timestamp]
                     [--transactional-id ID [--transaction-size N] [--abort]]
                     [--acks all|1|0] [--compression none|gzip|snappy|lz4|zstd] [--idempotence]
-                    [--batch-size BYTES] [--linger-ms MS]
+                    [--batch-size BYTES] [--linger-ms MS] [--command-config FILE] [--property K=V ...]
 
 Each line is `key<TAB>value`; a line without a tab is a value with a null key. With
 `--parse-timestamp` the line starts with `timestamp<TAB>` (epoch ms or ISO-8601); with
@@ -12,6 +12,8 @@ Each line is `key<TAB>value`; a line without a tab is a value with a null key. W
 `--timestamp` apply to every record. With `--transactional-id` the records go in transactions of
 `--transaction-size` records (default: one transaction for everything), committed, or aborted with
 `--abort`. Progress and the final count go to stderr; the exit status is 1 if a record failed.
+`--command-config FILE` (key=value lines) and `--property K=V` pass client settings to
+librdkafka, e.g. `security.protocol=SASL_SSL` for a secured listener.
 
 Uses confluent-kafka (librdkafka): `pip install 'tidelog[tools]'`.
 """
@@ -22,9 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-
-class UsageError(ValueError):
-    pass
+from .cli_groups import UsageError  # one usage error for every client command
 
 
 @dataclass
@@ -39,12 +39,9 @@ def parse_timestamp(text: str) -> int:
     s = text.strip()
     if s.lstrip("-").isdigit():
         return int(s)
-    from .cli_groups import UsageError as GroupsUsage, parse_instant
+    from .cli_groups import parse_instant
 
-    try:
-        return parse_instant(s)
-    except GroupsUsage as e:
-        raise UsageError(str(e)) from None
+    return parse_instant(s)
 
 
 def parse_headers(text: str) -> list[tuple[str, bytes]]:
@@ -90,6 +87,7 @@ def cmd_produce(args) -> int:
             "enable.idempotence": args.idempotence or bool(args.transactional_id)}
     if args.transactional_id:
         conf["transactional.id"] = args.transactional_id
+    conf.update(client_properties(args))
     common_headers = parse_headers(",".join(h.replace("=", ":", 1) for h in args.header))
     common_ts = parse_timestamp(args.timestamp) if args.timestamp else None
     producer = Producer(conf)
@@ -180,6 +178,7 @@ def add_parser(sub, default_bootstrap: str) -> None:
     p.add_argument("--batch-size", type=int, default=1_000_000, metavar="BYTES", help="largest batch (default 1000000)")
     p.add_argument("--linger-ms", type=int, default=5, help="wait this long to fill a batch (default 5)")
     p.add_argument("--idempotence", action="store_true", help="idempotent producer (implied by transactions)")
+    add_client_options(p)
     p.set_defaults(func=_run)
 
 
@@ -189,3 +188,25 @@ def _run(args) -> int:
     except UsageError as e:
         print(f"tidelog: {e}", file=sys.stderr)
         return 2
+
+
+def client_properties(args) -> dict[str, str]:
+    """librdkafka settings from `--command-config FILE` (key=value lines) then `--property K=V`,
+    for secured listeners (`security.protocol`, `sasl.mechanism`, `sasl.username`, ...)."""
+    out: dict[str, str] = {}
+    if getattr(args, "command_config", None):
+        from .config import read_properties
+
+        out.update(read_properties(args.command_config))
+    for item in getattr(args, "property", None) or []:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise UsageError(f"--property {item!r} is not KEY=VALUE")
+        out[k.strip()] = v
+    return out
+
+
+def add_client_options(p) -> None:
+    p.add_argument("--command-config", metavar="FILE", help="client properties file (e.g. SASL/TLS settings)")
+    p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                   help="a librdkafka client property (repeatable)")

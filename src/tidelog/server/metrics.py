@@ -254,14 +254,16 @@ class BrokerCollector:
         self.broker = metrics.broker
 
     def collect(self) -> Iterable[Any]:
-        yield from self._requests()
-        yield from self._topics()
         conns = GaugeMetricFamily("tidelog_connections", "Open client connections")
         conns.add_metric([], len(self.broker.connections))
         yield conns
-        yield from self._partitions()
-        yield from self._groups()
-        yield from self._transactions()
+        for section in (self._requests, self._topics, self._partitions, self._groups, self._transactions):
+            try:
+                families = list(section())  # a section that fails is left out, the others still served
+            except Exception:  # noqa: BLE001
+                log.exception("metrics: %s failed", section.__name__)
+                continue
+            yield from families
 
     def _requests(self):
         s = self.metrics.requests
