@@ -19,6 +19,7 @@ from types import NoneType, UnionType
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from .control_guard import GuardError, check_body
 from .schemas import request_schema, response_schema
 
 __all__ = ["decode_request", "encode_response", "build", "ControlDecodeError", "flexible"]
@@ -56,6 +57,11 @@ def decode_request(api_key: int, version: int, frame: bytes, offset: int, strict
     reader = _reader(api_key, version)
     if reader is None:
         raise ControlDecodeError(f"no schema for api {api_key} v{version}")
+    try:
+        # kio's native reader preallocates from forged counts and aborts the process: walk first.
+        check_body(request_schema(api_key, version), frame, offset)
+    except GuardError as e:
+        raise ControlDecodeError(f"api {api_key} v{version}: {e}") from None
     try:
         value, size = reader(frame, offset)
     except Exception as e:  # kio raises several kinds on garbage

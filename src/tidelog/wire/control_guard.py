@@ -1,0 +1,154 @@
+"""A pre-flight walk over a control-plane request body that rejects forged array counts.
+
+Why: kio's native reader allocates an array's storage from the count on the wire before reading
+any item. A 70-byte CreateTopics v7 whose compact array count is 0xFFFFFFFF makes it request
+hundreds of GiB; the allocation fails inside the extension, which aborts the whole broker
+process (SIGABRT) instead of raising. So before kio sees a body, `check_body(cls, buf, offset)`
+walks the same schema (kio's dataclasses, flexible or not, tagged fields included) and raises
+`GuardError` when an array announces more items than there are bytes left (every item takes at
+least one byte), or when the body is truncated. It allocates nothing in proportion to any count.
+
+Format rules (Kafka's, as kio implements them): fixed-width integers; strings int16-length
+(compact: uvarint length+1), bytes/records int32-length (compact: uvarint length+1), -1/0 for
+null; arrays int32 count (compact: uvarint count+1); a nullable struct is prefixed by an int8
+marker (-1 null); a flexible struct ends with a tagged-field section (uvarint count, then uvarint
+tag, uvarint size, size bytes), whose known tags are walked within their size.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import fields, is_dataclass
+from functools import cache
+
+from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
+
+__all__ = ["GuardError", "check_body"]
+
+_FIXED = {
+    "int8": 1, "bool": 1, "uint8": 1, "int16": 2, "uint16": 2, "error_code": 2,
+    "int32": 4, "uint32": 4, "timedelta_i32": 4, "int64": 8, "uint64": 8, "float64": 8,
+    "timedelta_i64": 8, "datetime_i64": 8, "uuid": 16,
+}
+_I16 = struct.Struct(">h").unpack_from
+_I32 = struct.Struct(">i").unpack_from
+
+
+class GuardError(ValueError):
+    pass
+
+
+class _Cursor:
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, buf, pos: int, end: int) -> None:
+        self.buf, self.pos, self.end = buf, pos, end
+
+    def take(self, n: int) -> int:
+        if n < 0 or self.pos + n > self.end:
+            raise GuardError(f"truncated at byte {self.pos}: {n} more bytes announced, {self.end - self.pos} left")
+        p = self.pos
+        self.pos += n
+        return p
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            b = self.buf[self.take(1)]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise GuardError("varint too long")
+
+    def count(self, n: int) -> None:
+        if n > self.end - self.pos:
+            raise GuardError(f"array of {n} items announced with {self.end - self.pos} bytes left")
+
+
+@cache
+def _plan(cls: type) -> tuple[list, dict]:
+    """(untagged fields, {tag: field}) of a schema class, each as (kind, kafka_type, optional, item)."""
+    plain, tagged = [], {}
+    for f in fields(cls):
+        c = classify_field(f)
+        kafka_type = f.metadata.get("kafka_type")
+        tag = f.metadata.get("tag")
+        optional = False if tag is not None else is_optional(f)
+        if isinstance(c, EntityTupleField):
+            entry = ("entity_array", None, optional, c.type_)
+        elif isinstance(c, EntityField):
+            entry = ("entity", None, optional, c.type_)
+        elif isinstance(c, PrimitiveTupleField):
+            entry = ("array", kafka_type, optional, None)
+        else:
+            entry = ("value", kafka_type, optional, None)
+        if tag is not None:
+            tagged[tag] = entry
+        else:
+            plain.append(entry)
+    return plain, tagged
+
+
+def _value(cur: _Cursor, kafka_type: str, flexible: bool) -> None:
+    width = _FIXED.get(kafka_type)
+    if width is not None:
+        cur.take(width)
+    elif kafka_type == "string" and not flexible:
+        n = _I16(cur.buf, cur.take(2))[0]
+        cur.take(max(n, 0))
+    elif kafka_type in ("string", "bytes", "records") and flexible:
+        n = cur.uvarint() - 1
+        cur.take(max(n, 0))
+    elif kafka_type in ("bytes", "records"):
+        n = _I32(cur.buf, cur.take(4))[0]
+        cur.take(max(n, 0))
+    else:
+        raise GuardError(f"unknown kafka type {kafka_type!r}")
+
+
+def _field(cur: _Cursor, entry, flexible: bool) -> None:
+    kind, kafka_type, optional, item = entry
+    if kind == "value":
+        _value(cur, kafka_type, flexible)
+    elif kind == "entity":
+        if optional and cur.buf[cur.take(1)] == 0xFF:
+            return
+        _entity(cur, item)
+    else:
+        n = cur.uvarint() - 1 if flexible else _I32(cur.buf, cur.take(4))[0]
+        if n < 0:
+            return
+        cur.count(n)
+        for _ in range(n):
+            if kind == "array":
+                _value(cur, kafka_type, flexible)
+            else:
+                _entity(cur, item)
+
+
+def _entity(cur: _Cursor, cls: type) -> None:
+    flexible = bool(getattr(cls, "__flexible__", False))
+    plain, tagged = _plan(cls)
+    for entry in plain:
+        _field(cur, entry, flexible)
+    if flexible:
+        n = cur.uvarint()
+        cur.count(n)
+        for _ in range(n):
+            tag = cur.uvarint()
+            size = cur.uvarint()
+            start = cur.take(size)
+            entry = tagged.get(tag)
+            if entry is not None:
+                sub = _Cursor(cur.buf, start, start + size)
+                _field(sub, entry, flexible)
+
+
+def check_body(cls: type, buf, offset: int) -> None:
+    """Raise GuardError when the body of `cls` at `offset` forges a count or is truncated."""
+    if not is_dataclass(cls):
+        return
+    _entity(_Cursor(memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf, offset, len(buf)),
+            cls)
