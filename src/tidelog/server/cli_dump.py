@@ -15,6 +15,9 @@ every `.timeindex` entry (timestamp, offset) must name the batch ending at that 
 maxTimestamp is that timestamp; every `.txnindex` entry must end at an ABORT marker of its
 producer. Entries must increase. Mismatches are listed at the end and the exit status is 1.
 The active segment's preallocated index tail (all-zero entries) ends the listing.
+
+A `.snapshot` (producer state, written by the transaction service) prints one line per
+producer: epoch, coordinator epoch, open transaction's first offset, and its newest batch.
 """
 
 from __future__ import annotations
@@ -246,6 +249,30 @@ def dump_txn_index(path: Path, out, verify_only: bool) -> list[str]:
     return problems
 
 
+def dump_snapshot(path: Path, out) -> int:
+    """A producer state snapshot (`<offset>.snapshot`, written by the transaction service): one
+    line per producer with its newest kept batch, as kafka-dump-log prints `.snapshot` files."""
+    from ..txn.producers import PartitionProducers
+
+    try:
+        state, offset = PartitionProducers.from_snapshot("", 0, path.read_bytes())
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"Dumping {path}\nunreadable snapshot: {e}", file=out)
+        return 1
+    print(f"Dumping {path}", file=out)
+    print(f"Snapshot offset: {offset}", file=out)
+    for pid, e in sorted(state.producers.items()):
+        line = (f"producerId: {pid} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {'None' if e.txn_first_offset is None else e.txn_first_offset} "
+                f"lastTimestamp: {e.last_timestamp}")
+        if e.batches:
+            b = e.batches[-1]
+            line += (f" firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                     f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}")
+        print(line + f" batchesKept: {len(e.batches)}", file=out)
+    return 0
+
+
 INDEXES = {".index": dump_offset_index, ".timeindex": dump_time_index, ".txnindex": dump_txn_index}
 
 
@@ -262,6 +289,8 @@ def cmd_dump_log(args) -> int:
             continue
         if path.suffix == ".log":
             status = max(status, dump_log(path, out, args.deep_iteration, args.print_data_log, args.max_bytes))
+        elif path.suffix == ".snapshot":
+            status = max(status, dump_snapshot(path, out))
         elif path.suffix in INDEXES:
             problems = INDEXES[path.suffix](path, out, args.verify_index_only)
             if problems:
@@ -272,7 +301,7 @@ def cmd_dump_log(args) -> int:
             elif args.verify_index_only:
                 print(f"{path}: consistent with {path.with_suffix('.log').name}", file=out)
         else:
-            print(f"tidelog: {path}: not a .log, .index, .timeindex or .txnindex file", file=sys.stderr)
+            print(f"tidelog: {path}: not a .log, .index, .timeindex, .txnindex or .snapshot file", file=sys.stderr)
             status = 2
     out.flush()
     return status
@@ -280,7 +309,7 @@ def cmd_dump_log(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("dump-log", help="print segment and index files (like kafka-dump-log)")
-    p.add_argument("files", nargs="+", metavar="FILE", help=".log, .index, .timeindex or .txnindex")
+    p.add_argument("files", nargs="+", metavar="FILE", help=".log, .index, .timeindex, .txnindex or .snapshot")
     p.add_argument("--deep-iteration", action="store_true", help="one line per record")
     p.add_argument("--print-data-log", action="store_true", help="records with key, payload and headers")
     p.add_argument("--max-bytes", type=int, default=2**63 - 1, help="stop at this position in a .log")
