@@ -1,0 +1,70 @@
+"""Security configuration: Kafka's keys, per-listener overrides, JAAS users, TLS contexts."""
+
+from __future__ import annotations
+
+import ssl
+import sys
+from pathlib import Path
+
+import pytest
+
+from tidelog.server.config import ConfigError, load_config
+from tidelog.server.security import Security
+from tidelog.server.security.settings import jaas_options, lookup, plain_users
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pki import make_pki  # noqa: E402
+
+
+def cfg(tmp_path, *items):
+    return load_config(None, [f"log.dirs={tmp_path / 'data'}", *items])
+
+
+@pytest.mark.parametrize("item,message", [
+    ("listener.security.protocol.map=PLAINTEXT:TLS", "LISTENER:PROTOCOL"),
+    ("listeners=EXTERNAL://127.0.0.1:9", "no entry in listener.security.protocol.map"),
+    ("sasl.enabled.mechanisms=GSSAPI", "not supported"),
+    ("listener.name.sasl_ssl.bogus.key=1", "not a per-listener security key"),
+    ("listener.name.x.ssl.client.auth=maybe", "ssl.client.auth"),
+    ("connections.max.reauth.ms=-5", "connections.max.reauth.ms"),
+])
+def test_invalid_settings_refuse_to_start(tmp_path, item, message):
+    with pytest.raises(ConfigError, match=message):
+        cfg(tmp_path, item)
+
+
+def test_custom_listener_names_and_lookups(tmp_path):
+    c = cfg(tmp_path, "listeners=INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms=SCRAM-SHA-512",
+            "listener.name.external.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+            'listener.name.external.plain.sasl.jaas.config=x.PlainLoginModule required user_a="p\\"q" user_b="r";')
+    assert lookup(c, "EXTERNAL", "sasl.enabled.mechanisms") == "PLAIN,SCRAM-SHA-256"
+    assert lookup(c, "INTERNAL", "sasl.enabled.mechanisms") == "SCRAM-SHA-512"
+    assert plain_users(c, "EXTERNAL") == {"a": 'p"q', "b": "r"}
+    sec = Security(c)
+    assert sec.listeners["EXTERNAL"].sasl and not sec.listeners["INTERNAL"].sasl
+    assert sec.listeners["EXTERNAL"].mechanisms == ["PLAIN", "SCRAM-SHA-256"]
+
+
+def test_jaas_options():
+    text = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="s;e=c";'
+    assert jaas_options(text) == {"username": "admin", "password": "s;e=c"}
+    assert jaas_options(None) == {}
+
+
+def test_tls_contexts(tmp_path):
+    pki = make_pki(tmp_path / "pki")
+    c = cfg(tmp_path, "listeners=SSL://127.0.0.1:0", f"ssl.keystore.location={pki.server}",
+            f"ssl.truststore.location={pki.ca}", "ssl.client.auth=required", "ssl.enabled.protocols=TLSv1.3")
+    ctx = Security(c).ssl_context("SSL")
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.minimum_version == ssl.TLSVersion.TLSv1_3
+    key, chain = (tmp_path / "pki" / "server.key").read_text(), (tmp_path / "pki" / "server.pem").read_text()
+    inline = cfg(tmp_path, "listeners=SSL://127.0.0.1:0", f"ssl.keystore.certificate.chain={chain}",
+                 f"ssl.keystore.key={key}")
+    assert Security(inline).ssl_context("SSL").verify_mode == ssl.CERT_NONE
+    with pytest.raises(ValueError, match="ssl.keystore.location"):
+        Security(cfg(tmp_path, "listeners=SASL_SSL://127.0.0.1:0"))
+    with pytest.raises(ValueError, match="truststore"):
+        Security(cfg(tmp_path, "listeners=SSL://127.0.0.1:0", f"ssl.keystore.location={pki.server}",
+                     "ssl.client.auth=requested"))
