@@ -25,9 +25,13 @@ FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms":
         "offsets.topic.num.partitions": "5"}
 
 WORKER = textwrap.dedent('''
-    """One group member; prints "partition offset" for each record once its commit succeeded."""
-    import asyncio, os, signal, sys
+    """One group member; prints "partition offset" for each record once its commit succeeded.
+
+    A failed commit (rebalance, broker restart) seeks back to the record, so it is delivered again
+    to whoever owns the partition next: printed records are exactly the committed ones."""
+    import asyncio, signal, sys
     kind, bootstrap, group, topic = sys.argv[1:5]
+    SESSION_MS = 15000  # longer than a broker restart on a busy machine
     stop = False
 
     def on_term(*_):
@@ -39,20 +43,28 @@ WORKER = textwrap.dedent('''
     def out(p, o):
         print(p, o, flush=True)
 
+    def log(*a):
+        print(*a, file=sys.stderr, flush=True)
+
     if kind == "confluent":
-        from confluent_kafka import Consumer, KafkaException
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "broker.address.family": "v4",
                       "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                      "partition.assignment.strategy": "roundrobin", "session.timeout.ms": 6000,
+                      "partition.assignment.strategy": "roundrobin", "session.timeout.ms": SESSION_MS,
                       "heartbeat.interval.ms": 250, "fetch.wait.max.ms": 100})
-        c.subscribe([topic])
+        c.subscribe([topic], on_assign=lambda _c, ps: log("assigned", [p.partition for p in ps]))
         while not stop:
             m = c.poll(0.1)
             if m is None or m.error():
                 continue
             try:
                 c.commit(message=m, asynchronous=False)
-            except KafkaException:
+            except KafkaException as e:
+                log("commit failed", m.partition(), m.offset(), e)
+                try:
+                    c.seek(TopicPartition(topic, m.partition(), m.offset()))
+                except KafkaException as e2:
+                    log("seek failed", e2)
                 continue
             out(m.partition(), m.offset())
         c.close()
@@ -63,36 +75,64 @@ WORKER = textwrap.dedent('''
         from kafka.structs import OffsetAndMetadata
         c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                           auto_offset_reset="earliest", partition_assignment_strategy=[RoundRobinPartitionAssignor],
-                          session_timeout_ms=6000, heartbeat_interval_ms=250, fetch_max_wait_ms=100)
+                          session_timeout_ms=SESSION_MS, heartbeat_interval_ms=250, fetch_max_wait_ms=100)
         while not stop:
             batches = c.poll(timeout_ms=100)
-            try:
-                for tp, recs in batches.items():
-                    for r in recs:
+            for tp, recs in batches.items():
+                for r in recs:
+                    try:
                         c.commit({tp: OffsetAndMetadata(r.offset + 1, "", -1)})
-                        out(tp.partition, r.offset)
-            except KafkaError:
-                continue
+                    except KafkaError as e:
+                        log("commit failed", tp.partition, r.offset, repr(e))
+                        try:
+                            c.seek(tp, r.offset)
+                        except Exception as e2:  # revoked meanwhile
+                            log("seek failed", repr(e2))
+                        break
+                    out(tp.partition, r.offset)
         c.close()
     else:
-        from aiokafka import AIOKafkaConsumer
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
         from aiokafka.errors import KafkaError
 
+        class Rebalances(ConsumerRebalanceListener):
+            """aiokafka rebalances in the background: the revocation waits for the batch being
+            processed, so no record is committed after a new owner read the committed offsets."""
+
+            def __init__(self, lock):
+                self.lock = lock
+
+            async def on_partitions_revoked(self, revoked):
+                async with self.lock:
+                    pass
+
+            async def on_partitions_assigned(self, assigned):
+                log("assigned", sorted(tp.partition for tp in assigned))
+
         async def main():
-            c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                                 auto_offset_reset="earliest", session_timeout_ms=6000,
+            lock = asyncio.Lock()
+            c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                                 auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
                                  heartbeat_interval_ms=250, fetch_max_wait_ms=100)
+            c.subscribe([topic], listener=Rebalances(lock))
             await c.start()
             try:
                 while not stop:
-                    batches = await c.getmany(timeout_ms=100)
-                    try:
+                    async with lock:
+                        batches = await c.getmany(timeout_ms=100)
                         for tp, recs in batches.items():
                             for r in recs:
-                                await c.commit({tp: r.offset + 1})
+                                try:
+                                    await c.commit({tp: r.offset + 1})
+                                except KafkaError as e:
+                                    log("commit failed", tp.partition, r.offset, repr(e))
+                                    try:
+                                        c.seek(tp, r.offset)
+                                    except Exception as e2:  # revoked meanwhile
+                                        log("seek failed", repr(e2))
+                                    break
                                 out(tp.partition, r.offset)
-                    except KafkaError:
-                        continue
+                    await asyncio.sleep(0)
             finally:
                 await c.stop()
 
@@ -139,12 +179,23 @@ def committed(b, group: str) -> dict[int, int]:
 
 
 class Worker:
-    def __init__(self, kind: str, b, group: str, topic: str, out: Path) -> None:
+    """A group member in its own process: one of the WORKER kinds, or kcat -G (`kcat` = its path)."""
+
+    def __init__(self, kind: str, b, group: str, topic: str, out: Path, kcat: str | None = None) -> None:
         self.kind = kind
         self.out = out
         self.file = open(out, "w")
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, kind, b.bootstrap, group, topic],
-                                     stdout=self.file, stderr=subprocess.DEVNULL)
+        self.err = open(out.with_suffix(".err"), "w")
+        if kind == "kcat":
+            # librdkafka's auto commit, stored as records are printed and committed on revoke and close.
+            cmd = [kcat, "-b", b.bootstrap, "-G", group, "-q", "-u", "-f", "%p %o\\n",
+                   "-X", "auto.offset.reset=earliest", "-X", "broker.address.family=v4",
+                   "-X", "partition.assignment.strategy=roundrobin", "-X", "session.timeout.ms=6000",
+                   "-X", "heartbeat.interval.ms=250", "-X", "auto.commit.interval.ms=100",
+                   "-X", "fetch.wait.max.ms=100", topic]
+        else:
+            cmd = [sys.executable, "-c", WORKER, kind, b.bootstrap, group, topic]
+        self.proc = subprocess.Popen(cmd, stdout=self.file, stderr=self.err)
 
     def seen(self) -> list[tuple[int, int]]:
         lines = self.out.read_text().splitlines()
@@ -154,41 +205,66 @@ class Worker:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(15)
+                self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         self.file.close()
+        self.err.close()
 
 
-def wait_for(cond, timeout: float, what: str) -> None:
+def wait_for(cond, timeout: float, what: str, diagnose=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}\n{diagnose()}")
 
 
-def test_mixed_group_consumes_every_record_exactly_once(broker_factory, tmp_path):
+def test_mixed_group_consumes_every_record_exactly_once(broker_factory, kcat, tmp_path):
+    """2 confluent-kafka + 2 kafka-python + kcat -G share 6 partitions; aiokafka joins late, kcat
+    leaves, then the broker restarts under the running group. Every record is consumed exactly
+    once (workers print a record only once its commit succeeded; kcat auto-commits on revoke and
+    close), and the committed offsets end at the log ends. About 30 s."""
     b = broker_factory(FAST)
     topic, group = make_topic(b), unique("mixed")
     produced = produce(b, topic, 300)
-    workers = [Worker(k, b, group, topic, tmp_path / f"w{i}.txt")
-               for i, k in enumerate(["confluent", "confluent", "kafka-python", "kafka-python"])]
-    try:
-        def total() -> int:
-            return sum(len(w.seen()) for w in workers)
+    kinds = ["confluent", "confluent", "kafka-python", "kafka-python", "kcat"]
+    workers = [Worker(k, b, group, topic, tmp_path / f"w{i}.txt", kcat) for i, k in enumerate(kinds)]
 
-        wait_for(lambda: total() >= 100, 60, "the first records")
+    def total() -> int:
+        return sum(len(w.seen()) for w in workers)
+
+    def diagnose() -> str:
+        return "\n".join(f"{w.kind}: {len(w.seen())} seen; {w.out.with_suffix('.err').read_text()[-600:]}"
+                         for w in workers) + "\n" + b.log()[-3000:]
+
+    try:
+        wait_for(lambda: total() >= 100, 60, "the first records", diagnose)
+        wait_for(lambda: group_shape(b, group) == ("STABLE", 5), 60, "five members", diagnose)
         late = Worker("aiokafka", b, group, topic, tmp_path / "late.txt")  # joins late
         workers.append(late)
+        wait_for(lambda: group_shape(b, group) == ("STABLE", 6), 60, "the late join", diagnose)
         produced += produce(b, topic, 300, start=300)
-        wait_for(lambda: total() >= 400, 60, "records after the late join")
-        workers[0].stop()  # one confluent member leaves (LeaveGroup)
+        wait_for(lambda: total() >= 600, 60, "records after the late join", diagnose)
+        # kcat leaves (it commits what it printed, then LeaveGroup). It would not survive the
+        # restart anyway: kcat exits when all brokers are down.
+        workers[4].stop()
+        assert workers[4].proc.returncode == 0, diagnose()
+        wait_for(lambda: group_shape(b, group) == ("STABLE", 5), 60, "the leave", diagnose)
         produced += produce(b, topic, 300, start=600)
-        wait_for(lambda: total() >= len(produced), 90, "every record")
-        time.sleep(0.5)
+        wait_for(lambda: total() >= len(produced), 90, "every record after the leave", diagnose)
+        ends = dict(collections.Counter(p for p, _, _ in produced))
+        assert committed(b, group) == ends
+        running = workers[:4] + [late]
+        counts = [len(w.seen()) for w in running]
+        b.restart()  # the running group resumes where it was
+        assert committed(b, group) == ends
+        produced += produce(b, topic, 300, start=900)
+        wait_for(lambda: total() >= len(produced), 90, "every record after the restart", diagnose)
+        assert all(len(w.seen()) > n for w, n in zip(running, counts)), diagnose()  # all five resumed
+        time.sleep(1)
     finally:
         for w in workers:
             w.stop()
@@ -196,11 +272,17 @@ def test_mixed_group_consumes_every_record_exactly_once(broker_factory, tmp_path
     expected = {(p, o) for p, o, _ in produced}
     assert set(seen) == expected
     dupes = {k: n for k, n in seen.items() if n > 1}
-    assert not dupes, f"consumed more than once: {sorted(dupes)[:10]}"
+    assert not dupes, f"consumed more than once: {sorted(dupes)[:10]}\n{diagnose()}"
     by_kind = collections.Counter(w.kind for w in workers if w.seen())
-    assert by_kind == {"confluent": 2, "kafka-python": 2, "aiokafka": 1}
+    assert by_kind == {"confluent": 2, "kafka-python": 2, "aiokafka": 1, "kcat": 1}, diagnose()
     ends = collections.Counter(p for p, _, _ in produced)
     assert committed(b, group) == dict(ends)
+
+
+def group_shape(b, group: str) -> tuple[str, int]:
+    admin = admin_of(b)  # keep the handle alive until the result arrives
+    d = admin.describe_consumer_groups([group])[group].result(10)
+    return d.state.name, len(d.members)
 
 
 def test_kcat_balanced_consumer_commits_and_resumes(broker_factory, kcat):
