@@ -161,6 +161,19 @@ def test_transactional_id_needs_write(secure, tmp_path):
     p.init_transactions(15)
     p.begin_transaction()
     p.produce("acl-txn", b"t")
+    p.flush(15)
+    # sendOffsetsToTransaction needs Read on the group
+    from confluent_kafka import Consumer, TopicPartition
+
+    group = Consumer({**secure.confluent(ALICE), "group.id": "alice-txn-group"}).consumer_group_metadata()
+    with pytest.raises(KafkaException) as info:
+        p.send_offsets_to_transaction([TopicPartition("acl-txn", 0, 1)], group, 15)
+    assert info.value.args[0].code() == GROUP_DENIED
+    p.abort_transaction(15)
+    _grant(secure, tmp_path, "--allow-principal", "User:alice", "--operation", "Read", "--group", "alice-txn-group")
+    p.begin_transaction()
+    p.produce("acl-txn", b"t2")
+    p.send_offsets_to_transaction([TopicPartition("acl-txn", 0, 1)], group, 15)
     p.commit_transaction(15)
 
 

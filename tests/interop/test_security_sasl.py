@@ -150,6 +150,20 @@ def test_every_api_needs_authentication_first(secure):
     assert len(checked) >= 25, checked
 
 
+def test_large_frames_refused_before_authentication(secure):
+    """sasl.server.max.receive.size (512 KiB) bounds a frame until the client is authenticated."""
+    import struct
+
+    client = connect(secure.sasl_port, str(secure.pki.ca))
+    client.sock.sendall(struct.pack(">i", 600_000) + b"\x00" * 1024)
+    assert closed_without_answer(client)
+    ok = connect(secure.sasl_port, str(secure.pki.ca))
+    ok.sock.sendall(struct.pack(">i", 400_000) + b"\x00" * 1024)  # under the bound: waits for the rest
+    ok.sock.settimeout(1.0)
+    with pytest.raises(TimeoutError):
+        ok.sock.recv(1)
+
+
 def test_handshake_v0_raw_tokens(secure):
     client = connect(secure.sasl_port, str(secure.pki.ca))
     assert sasl_plain(client, *BOB, handshake_version=0) == b""

@@ -27,7 +27,7 @@ def broker(tmp_path):
 
 def session_for(broker, principal: str) -> Session:
     conn = SimpleNamespace(peer=("10.1.1.1", 5555), transport=None, listener_name="SASL_PLAINTEXT",
-                           close_with=lambda reason: None)
+                           close_with=lambda reason: None, decoder=SimpleNamespace(max_frame_bytes=10**8))
     s = broker.security.session(conn)
     s._principal, s.authenticated = principal, True
     return s

@@ -48,6 +48,7 @@ class Security:
         self.credentials = CredentialStore(data_dir)
         self.acls = AclStore(data_dir)
         self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
+        self.max_receive_size = int(config["sasl.server.max.receive.size"])
         self.authorizer: Authorizer | None = None
         if config["authorizer.class.name"]:
             self.authorizer = Authorizer(self.acls, parse_super_users(config["super.users"]),

@@ -39,6 +39,9 @@ class Session:
         self.exchange = None  # the running mechanism (PlainServer / ScramServer)
         self.raw = False  # SaslHandshake v0: the next frames are bare SASL tokens
         self.expires_at: float | None = None
+        self._max_frame = conn.decoder.max_frame_bytes
+        if listener.sasl:  # sasl.server.max.receive.size bounds frames until authenticated
+            conn.decoder.max_frame_bytes = min(self._max_frame, security.max_receive_size)
 
     # ---- identity ---------------------------------------------------------------------------
     @property
@@ -143,6 +146,7 @@ class Session:
             return False
         self._principal = principal
         self.authenticated = True
+        self.conn.decoder.max_frame_bytes = self._max_frame
         reauth = self.security.reauth_ms
         self.expires_at = time.monotonic() + reauth / 1000 if reauth else None
         log.debug("%s authenticated as %s with %s", self.conn.peer, principal, self.mechanism)
