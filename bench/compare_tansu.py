@@ -1,0 +1,207 @@
+"""tidelog vs tansu 0.6.0, side by side, with the shared `produce_consume.py` (issue 8's matrix).
+
+    .venv/bin/python bench/compare_tansu.py            # 4 cases x 5 runs each, A B A B, + paced latency
+    .venv/bin/python bench/compare_tansu.py --quick    # 1/5 of the messages, 2 runs each (a few minutes)
+    make bench                                         # the full run
+
+For each case (1M x 100 B and 200k x 1 KiB, compression none and lz4) both brokers are started
+fresh (tidelog with a new data directory and default flush settings, so every batch is written to
+its segment file; tansu with its memory storage), then `produce_consume.py` runs against tidelog,
+tansu, tidelog, tansu, ... (`--runs` each), each run on a fresh topic. Ratios are medians of
+tidelog over medians of tansu.
+
+Paced latency: after the unpaced runs of a case, both brokers are driven at the same paced rate,
+50% of the lower of the two median produce rates (so neither is saturated), `--paced-runs` times
+each, alternating, produce only; the table gives the median of the runs' ack p99.
+
+RSS: tidelog's resident size after start (idle) and its peak (VmHWM) over the case.
+
+Writes `bench/results/compare-<UTC stamp>.md` and `.json`, copies them to `latest.md/json`,
+and draws `latest.png` (matplotlib) when available. Prints the markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brokers import BENCH, PRODUCE_CONSUME, Tansu, Tidelog  # noqa: E402
+
+CASES = [(1_000_000, 100, "none"), (1_000_000, 100, "lz4"), (200_000, 1024, "none"), (200_000, 1024, "lz4")]
+
+
+def run_pc(bootstrap: str, messages: int, size: int, compression: str, *, rate: float = 0, consume: bool = True,
+           label: str = "") -> dict:
+    cmd = [sys.executable, str(PRODUCE_CONSUME), "--bootstrap", bootstrap, "--messages", str(messages),
+           "--size", str(size), "--compression", compression, "--timeout", "180", "--label", label]
+    if rate:
+        cmd += ["--rate", str(int(rate))]
+    if not consume:
+        cmd.append("--no-consume")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"produce_consume failed against {bootstrap}: {p.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def med(rows: list[dict], key: str) -> float | None:
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ratio(a, b):
+    return round(a / b, 2) if a and b else None
+
+
+def fmt_rate(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}k"
+
+
+def run_case(messages: int, size: int, compression: str, runs: int, paced_runs: int, workdir: Path) -> dict:
+    tl, ta = Tidelog(), Tansu()
+    tl.start(workdir)
+    ta.start(workdir)
+    time.sleep(2.0)  # let tidelog finish its start-up work before the idle RSS reading
+    rss_idle = tl.rss_kb()
+    rows: dict[str, list[dict]] = {"tidelog": [], "tansu": []}
+    paced: dict[str, list[dict]] = {"tidelog": [], "tansu": []}
+    case = f"{messages // 1000}k x {size} B, {compression}"
+    try:
+        for i in range(runs):
+            for name, b in (("tidelog", tl), ("tansu", ta)):
+                r = run_pc(b.bootstrap, messages, size, compression, label=name)
+                rows[name].append(r)
+                print(f"  [{case}] run {i + 1} {name}: produce {fmt_rate(r.get('produce_msgs_per_s'))}/s "
+                      f"p99 {r.get('ack_p99_ms')} ms, consume {fmt_rate(r.get('consume_msgs_per_s'))}/s "
+                      f"({r.get('consumed_msgs')}/{r.get('produced_ok')})", file=sys.stderr, flush=True)
+        max_rate = min(med(rows["tidelog"], "produce_msgs_per_s") or 0, med(rows["tansu"], "produce_msgs_per_s") or 0)
+        rate = 0.5 * max_rate
+        n_paced = max(1000, min(messages // 2, int(rate * 3)))  # about 3 s of paced load
+        for i in range(paced_runs if rate else 0):
+            for name, b in (("tidelog", tl), ("tansu", ta)):
+                r = run_pc(b.bootstrap, n_paced, size, compression, rate=rate, consume=False, label=name)
+                paced[name].append(r)
+                print(f"  [{case}] paced {int(rate)}/s run {i + 1} {name}: p50 {r.get('ack_p50_ms')} ms "
+                      f"p99 {r.get('ack_p99_ms')} ms", file=sys.stderr, flush=True)
+        rss_peak = tl.peak_rss_kb()
+    finally:
+        tl.stop()
+        ta.stop()
+        tl.cleanup()
+    out = {"case": case, "messages": messages, "size": size, "compression": compression, "runs": rows,
+           "paced_runs": paced, "paced_rate": rate, "tidelog_rss_idle_kb": rss_idle, "tidelog_rss_peak_kb": rss_peak}
+    for name in ("tidelog", "tansu"):
+        out[f"{name}_produce"] = med(rows[name], "produce_msgs_per_s")
+        out[f"{name}_consume"] = med(rows[name], "consume_msgs_per_s")
+        out[f"{name}_paced_p99_ms"] = med(paced[name], "ack_p99_ms")
+    out["produce_ratio"] = ratio(out["tidelog_produce"], out["tansu_produce"])
+    out["consume_ratio"] = ratio(out["tidelog_consume"], out["tansu_consume"])
+    # Latency: lower is better, so the ratio is tansu / tidelog (>= 1.0 means tidelog is no worse).
+    out["paced_p99_ratio"] = ratio(out["tansu_paced_p99_ms"], out["tidelog_paced_p99_ms"])
+    return out
+
+
+def table(results: list[dict], meta: dict) -> str:
+    lines = [
+        f"tidelog vs tansu 0.6.0, {meta['date']}, `{meta['command']}`, {meta['runs']} runs each alternating "
+        f"(medians), host {meta['host']} ({meta['cpus']} CPUs, load average at start {meta['load']}).",
+        "",
+        "| case | tidelog produce/s | tansu produce/s | ratio | tidelog consume/s | tansu consume/s | ratio "
+        "| paced rate/s | tidelog p99 ms | tansu p99 ms | tansu/tidelog p99 | tidelog RSS idle / peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        def mb(kb):
+            return f"{kb / 1024:.0f}" if kb else "-"
+        lines.append(
+            f"| {r['case']} | {fmt_rate(r['tidelog_produce'])} | {fmt_rate(r['tansu_produce'])} | "
+            f"**{r['produce_ratio']}** | {fmt_rate(r['tidelog_consume'])} | {fmt_rate(r['tansu_consume'])} | "
+            f"**{r['consume_ratio']}** | {fmt_rate(r['paced_rate'])} | {r['tidelog_paced_p99_ms']} | "
+            f"{r['tansu_paced_p99_ms']} | **{r['paced_p99_ratio']}** | "
+            f"{mb(r['tidelog_rss_idle_kb'])} / {mb(r['tidelog_rss_peak_kb'])} |")
+    spreads = []
+    for r in results:
+        for name in ("tidelog", "tansu"):
+            vals = [x["produce_msgs_per_s"] for x in r["runs"][name] if x.get("produce_msgs_per_s")]
+            if len(vals) > 1:
+                spreads.append(f"{r['case']} {name} produce {fmt_rate(min(vals))}-{fmt_rate(max(vals))}")
+    lines += ["", "Spread (min-max) of the produce runs: " + "; ".join(spreads) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no chart", file=sys.stderr)
+        return
+    labels = [r["case"] for r in results]
+    keys = [("produce_ratio", "produce msgs/s"), ("consume_ratio", "consume msgs/s"),
+            ("paced_p99_ratio", "paced ack p99 (tansu/tidelog)")]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.27
+    for i, (k, lab) in enumerate(keys):
+        xs = [j + (i - 1) * width for j in range(len(labels))]
+        ax.bar(xs, [r[k] or 0 for r in results], width, label=lab)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylabel("tidelog / tansu (higher is better)")
+    ax.set_title("tidelog vs tansu 0.6.0, medians of alternating runs")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1/5 of the messages, 2 runs each, 1 paced run")
+    ap.add_argument("--runs", type=int, default=None)
+    ap.add_argument("--paced-runs", type=int, default=None)
+    ap.add_argument("--cases", default=None, help="comma-separated indexes into the matrix (0-3)")
+    ap.add_argument("--out", default=str(BENCH / "results"))
+    args = ap.parse_args()
+    runs = args.runs or (2 if args.quick else 5)
+    paced_runs = args.paced_runs if args.paced_runs is not None else (1 if args.quick else 3)
+    cases = CASES if args.cases is None else [CASES[int(i)] for i in args.cases.split(",")]
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python bench/compare_tansu.py " + " ".join(sys.argv[1:]),
+        "runs": runs,
+        "host": platform.node(),
+        "cpus": __import__("os").cpu_count(),
+        "load": " ".join(f"{x:.1f}" for x in __import__("os").getloadavg()),
+    }
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tidelog-compare-") as tmp:
+        for messages, size, comp in cases:
+            if args.quick:
+                messages //= 5
+            results.append(run_case(messages, size, comp, runs, paced_runs, Path(tmp)))
+    md = table(results, meta)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for name in (f"compare-{stamp}", "latest"):
+        (out_dir / f"{name}.md").write_text(md)
+        (out_dir / f"{name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    chart(results, out_dir / "latest.png")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
