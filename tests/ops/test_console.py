@@ -4,6 +4,7 @@ groups, isolation. About 25 s (each consume is a librdkafka client starting up).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -166,3 +167,23 @@ def test_client_properties_reach_a_sasl_listener(tmp_path):
         assert bad.returncode == 2 and "not KEY=VALUE" in bad.stderr
     finally:
         b.stop()
+
+
+def test_follow_waits_for_new_records(broker):
+    topic = make_topic(broker, "followed", 1)
+    assert tidelog("produce", "--bootstrap-server", broker.bootstrap, "--topic", topic, stdin="a\t1\n").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "tidelog", "consume", "--bootstrap-server", broker.bootstrap,
+                             "--topic", topic, "--from-beginning", "--follow", "--max-messages", "3",
+                             "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"})  # lines flushed
+    try:
+        first = json.loads(proc.stdout.readline())  # the old record arrives; the consumer keeps waiting
+        assert first["value"] == "1" and proc.poll() is None
+        assert tidelog("produce", "--bootstrap-server", broker.bootstrap, "--topic", topic,
+                       stdin="b\t2\nc\t3\n").returncode == 0
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert [json.loads(x)["value"] for x in out.splitlines()] == ["2", "3"]
+    assert proc.returncode == 0 and "3 records" in err

@@ -157,7 +157,7 @@ def _loop(consumer, args, fmt, parts, ends, stop, KafkaException, subscribed: bo
             if msg.offset() >= ends.get(p, 0):
                 done.add(p)
                 continue
-        print(fmt(msg), file=out)
+        print(fmt(msg), file=out, flush=args.follow)  # a follower feeds pipes line by line
         count += 1
         if not args.follow and msg.offset() + 1 >= ends.get(p, 0):
             done.add(p)
