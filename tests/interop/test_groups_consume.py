@@ -381,8 +381,11 @@ def _tidelog(*args: str) -> subprocess.CompletedProcess:
 def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_factory):
     b = broker_factory(FAST)
     topic, group = make_topic(b), unique("rewind")
-    base = int(time.time() * 1000) - 6 * 3600_000  # six hours ago, one record every ~2 minutes
-    produced = produce(b, topic, 180, timestamps=lambda i: base + i * 120_000 + (i * 7919) % 60_000)
+    # From eight hours ago, one record every 2 minutes, each stamped up to an hour later: timestamps
+    # are not monotonic within a partition (12 minutes apart), so "first at or after" is not "first
+    # after the last before". The newest is still an hour old.
+    base = int(time.time() * 1000) - 8 * 3600_000
+    produced = produce(b, topic, 180, timestamps=lambda i: base + i * 120_000 + (i * 2654435761) % 3_600_000)
     # The group has consumed everything.
     admin = admin_of(b)
     ends = collections.Counter(p for p, _, _ in produced)
@@ -402,6 +405,10 @@ def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_fa
     rows = [line.split() for line in dry.stdout.splitlines()[1:]]
     assert {(int(r[2]), int(r[3]), int(r[4])) for r in rows} == {(p, ends[p], scan[p]) for p in range(6)}
     assert committed(b, group) == dict(ends)  # --dry-run changed nothing
+    plain = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic, "--to-earliest")
+    assert plain.returncode == 0 and "--execute" in plain.stderr
+    assert committed(b, group) == dict(ends)  # neither does leaving out --execute
+    assert any(ts < target and o > scan[p_] for p_, o, ts in produced)  # late records after the answer
 
     # Refused while the group has an active member.
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
@@ -446,9 +453,21 @@ def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_fa
     assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
                     "--by-duration", "PT1M", "--execute").returncode == 0
     assert committed(b, group) == dict(ends)
+    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", f"{topic}:2",
+                    "--to-offset", "7", "--execute").returncode == 0
+    assert committed(b, group) == {**ends, 2: 7}
+    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
+                    "--to-latest", "--execute").returncode == 0
+    assert committed(b, group) == dict(ends)
     desc = _tidelog("groups", "describe", *bootstrap, "--group", group)
     assert desc.returncode == 0 and "LAG" in desc.stdout
-    assert group in _tidelog("groups", "list", *bootstrap).stdout
+    assert group in _tidelog("groups", "list", *bootstrap).stdout.split()
+    deleted = _tidelog("groups", "delete", *bootstrap, "--group", group)
+    assert deleted.returncode == 0, deleted.stderr
+    assert group not in _tidelog("groups", "list", *bootstrap).stdout.split()
+    assert committed(b, group) == {}
+    gone = _tidelog("groups", "describe", *bootstrap, "--group", group)
+    assert gone.returncode == 1 and "does not exist" in gone.stderr
 
 
 def test_consume_prints_a_time_window(broker_factory):
