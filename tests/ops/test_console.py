@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 
@@ -177,6 +178,8 @@ def test_follow_waits_for_new_records(broker):
                              "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"})  # lines flushed
     try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, "the first record was not written out within 30 s"
         first = json.loads(proc.stdout.readline())  # the old record arrives; the consumer keeps waiting
         assert first["value"] == "1" and proc.poll() is None
         assert tidelog("produce", "--bootstrap-server", broker.bootstrap, "--topic", topic,
