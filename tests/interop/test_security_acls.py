@@ -66,6 +66,13 @@ def test_metadata_hides_unauthorized_topics(secure):
     sasl_plain(bob, *BOB)
     md = bob.request(3, {"topics": [{"name": "acl-secret"}], "allow_auto_topic_creation": True}, version=9)
     assert [(t.name, t.error_code.value) for t in md.topics] == [("acl-secret", TOPIC_DENIED)]
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    admin = AdminClient(secure.confluent(ADMIN, "PLAIN"))
+    described = admin.describe_topics(TopicCollection(["acl-secret"]),
+                                      include_authorized_operations=True)["acl-secret"].result()
+    assert {AclOperation.READ, AclOperation.WRITE, AclOperation.ALTER_CONFIGS} <= set(described.authorized_operations)
 
 
 def test_unauthorized_producer_then_granted(secure, tmp_path):

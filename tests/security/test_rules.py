@@ -130,3 +130,22 @@ def test_super_user_passes_everything(broker):
     for key, version, data in ((22, 4, {"transactional_id": "x"}), (27, 1, {"markers": []}), (29, 1, {}),
                                (51, 0, {}), (11, 5, {"group_id": "g"}), (10, 3, {"key": "g"})):
         assert run(broker, root, key, version, data)[0] is None
+
+
+def test_authorized_operations_bit_fields(broker):
+    alice = session_for(broker, "User:alice")
+    grant(broker, R.TOPIC, "orders", Op.READ)
+    verdict, _ = run(broker, alice, 3, 10, {"topics": [{"name": "orders"}], "allow_auto_topic_creation": False,
+                                            "include_topic_authorized_operations": True})
+    merged = verdict.merge({"topics": [{"name": "orders", "error_code": 0, "partitions": []}]})
+    assert merged["topics"][0]["topic_authorized_operations"] == (1 << 3) | (1 << 8)  # READ, DESCRIBE
+    verdict, _ = run(broker, alice, 3, 10, {"topics": [{"name": "orders"}], "allow_auto_topic_creation": False})
+    assert verdict is None  # nothing asked, nothing added
+    root = session_for(broker, "User:root")
+    verdict, _ = run(broker, root, 60, 1, {"include_cluster_authorized_operations": True})
+    ops = verdict.merge({"error_code": 0})["cluster_authorized_operations"]
+    assert ops == sum(1 << o for o in (5, 7, 8, 9, 10, 11, 12))
+    grant(broker, R.GROUP, "g", Op.READ)
+    verdict, _ = run(broker, alice, 15, 5, {"groups": ["g"], "include_authorized_operations": True})
+    assert verdict.merge({"groups": [{"group_id": "g", "error_code": 0}]})["groups"][0]["authorized_operations"] == \
+        (1 << 3) | (1 << 8)

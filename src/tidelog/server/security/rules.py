@@ -109,6 +109,17 @@ def cluster(session, op: int) -> bool:
     return session.allowed(R.CLUSTER, CLUSTER_NAME, op)
 
 
+TOPIC_OPS = (Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS)
+GROUP_OPS = (Op.READ, Op.DESCRIBE, Op.DELETE)
+CLUSTER_OPS = (Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
+               Op.IDEMPOTENT_WRITE)
+
+
+def authorized_operations(session, resource_type: int, name: str, ops) -> int:
+    """Kafka's authorized-operations bit field (bit n = operation n) for this principal."""
+    return sum(1 << int(op) for op in ops if session.allowed(resource_type, name, op))
+
+
 def topic_name(ctx, t) -> str | None:
     name = getattr(t, "name", None) or getattr(t, "topic", None)
     if not name:
@@ -193,10 +204,16 @@ def metadata(session, ctx, req):
     topic auto-creates it only with Create on the cluster or the topic."""
     registry = ctx.broker.registry
 
+    with_ops = bool(getattr(req, "include_topic_authorized_operations", False))
+
     def visible(resp):
         d = plain(resp)
         d["topics"] = [t for t in d["topics"] if not t.get("name") or t.get("error_code") not in (0, E.none)
                        or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
+        if with_ops:
+            for t in d["topics"]:
+                if t.get("name") and t.get("error_code") in (0, E.none):
+                    t["topic_authorized_operations"] = authorized_operations(session, R.TOPIC, t["name"], TOPIC_OPS)
         return d
 
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
@@ -214,10 +231,12 @@ def metadata(session, ctx, req):
 
     ok, denied = split(req.topics, allowed)
     if not denied:
-        return None
+        return Partial(req, visible) if with_ops else None
     refused = [{"error_code": TOPIC_DENIED, "name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None),
                 "partitions": []} for t in denied]
-    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+    add_refused = extend("topics", refused)
+    return Partial(dataclasses.replace(req, topics=tuple(ok)),
+                   (lambda r: add_refused(visible(r))) if with_ops else add_refused)
 
 
 # ---- topic administration ---------------------------------------------------------------------

@@ -13,9 +13,9 @@ import dataclasses
 
 from kio.schema.errors import ErrorCode as E
 
-from .acls import Operation as Op, ResourceType as R
-from .rules import (CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, Partial, Reply, cluster, extend,
-                    plain, rule, split, topic_allowed, topic_name)
+from .acls import CLUSTER_NAME, Operation as Op, ResourceType as R
+from .rules import (CLUSTER_DENIED, CLUSTER_OPS, GROUP_DENIED, GROUP_OPS, TOPIC_DENIED, TXN_DENIED, Partial, Reply,
+                    authorized_operations, cluster, extend, plain, rule, split, topic_allowed, topic_name)
 
 OP_NOT_ATTEMPTED = E.operation_not_attempted.value
 
@@ -109,14 +109,25 @@ def membership(session, ctx, req):
 
 @rule(15)
 def describe_groups(session, ctx, req):
+    with_ops = bool(getattr(req, "include_authorized_operations", False))
+
+    def with_operations(resp):
+        d = plain(resp)
+        for g in d.get("groups") or ():
+            if g.get("error_code") in (0, E.none):
+                g["authorized_operations"] = authorized_operations(session, R.GROUP, g["group_id"], GROUP_OPS)
+        return d
+
     ok, denied = split(req.groups, lambda g: _group(session, g, Op.DESCRIBE))
     if not denied:
-        return None
+        return Partial(req, with_operations) if with_ops else None
     refused = [{"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "protocol_type": "",
                 "protocol_data": "", "members": []} for g in denied]
     if not ok:
         return Reply({"throttle_time": 0, "groups": refused})
-    return Partial(dataclasses.replace(req, groups=tuple(ok)), extend("groups", refused))
+    add_refused = extend("groups", refused)
+    return Partial(dataclasses.replace(req, groups=tuple(ok)),
+                   (lambda r: add_refused(with_operations(r))) if with_ops else add_refused)
 
 
 @rule(16)
@@ -330,7 +341,15 @@ def alter_user_scram_credentials(session, ctx, req):
 @rule(60)
 def describe_cluster(session, ctx, req):
     if cluster(session, Op.DESCRIBE):
-        return None
+        if not getattr(req, "include_cluster_authorized_operations", False):
+            return None
+
+        def with_operations(resp):
+            d = plain(resp)
+            d["cluster_authorized_operations"] = authorized_operations(session, R.CLUSTER, CLUSTER_NAME, CLUSTER_OPS)
+            return d
+
+        return Partial(req, with_operations)
     return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
                   "cluster_id": "", "controller_id": -1, "brokers": []})
 
