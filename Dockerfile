@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # tidelog images, two targets (docker-compose.yml builds both):
 #   broker - `tidelog serve`, configured by KAFKA_* environment variables (KAFKA_LOG_DIRS -> log.dirs)
 #   export - the Spark export job run on a schedule against the broker's log volume (needs a JRE)
