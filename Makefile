@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test setup kcat clean
+.PHONY: serve test setup kcat clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ kcat:
 
 test: $(STAMP) kcat
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.
+# BENCH_ARGS=--quick for a few-minute run.
+bench: $(STAMP)
+	$(PY) -m pip install -q 'matplotlib>=3.7'
+	$(PY) bench/compare_tansu.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

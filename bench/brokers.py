@@ -100,6 +100,13 @@ class Broker:
             return None
         return None
 
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the broker process has used so far (all its threads)."""
+        if self.proc is None:
+            return 0.0
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kb(self) -> int | None:
         return self._status("VmRSS")
 

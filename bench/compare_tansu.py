@@ -81,11 +81,14 @@ def run_case(messages: int, size: int, compression: str, runs: int, paced_runs: 
     try:
         for i in range(runs):
             for name, b in (("tidelog", tl), ("tansu", ta)):
+                cpu0 = b.cpu_s()
                 r = run_pc(b.bootstrap, messages, size, compression, label=name)
+                r["broker_cpu_s"] = round(b.cpu_s() - cpu0, 2)
                 rows[name].append(r)
                 print(f"  [{case}] run {i + 1} {name}: produce {fmt_rate(r.get('produce_msgs_per_s'))}/s "
                       f"p99 {r.get('ack_p99_ms')} ms, consume {fmt_rate(r.get('consume_msgs_per_s'))}/s "
-                      f"({r.get('consumed_msgs')}/{r.get('produced_ok')})", file=sys.stderr, flush=True)
+                      f"({r.get('consumed_msgs')}/{r.get('produced_ok')}), broker CPU {r['broker_cpu_s']} s",
+                      file=sys.stderr, flush=True)
         max_rate = min(med(rows["tidelog"], "produce_msgs_per_s") or 0, med(rows["tansu"], "produce_msgs_per_s") or 0)
         rate = 0.5 * max_rate
         n_paced = max(1000, min(messages // 2, int(rate * 3)))  # about 3 s of paced load
@@ -106,6 +109,7 @@ def run_case(messages: int, size: int, compression: str, runs: int, paced_runs: 
         out[f"{name}_produce"] = med(rows[name], "produce_msgs_per_s")
         out[f"{name}_consume"] = med(rows[name], "consume_msgs_per_s")
         out[f"{name}_paced_p99_ms"] = med(paced[name], "ack_p99_ms")
+        out[f"{name}_cpu_s"] = med(rows[name], "broker_cpu_s")
     out["produce_ratio"] = ratio(out["tidelog_produce"], out["tansu_produce"])
     out["consume_ratio"] = ratio(out["tidelog_consume"], out["tansu_consume"])
     # Latency: lower is better, so the ratio is tansu / tidelog (>= 1.0 means tidelog is no worse).
@@ -119,8 +123,9 @@ def table(results: list[dict], meta: dict) -> str:
         f"(medians), host {meta['host']} ({meta['cpus']} CPUs, load average at start {meta['load']}).",
         "",
         "| case | tidelog produce/s | tansu produce/s | ratio | tidelog consume/s | tansu consume/s | ratio "
-        "| paced rate/s | tidelog p99 ms | tansu p99 ms | tansu/tidelog p99 | tidelog RSS idle / peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| paced rate/s | tidelog p99 ms | tansu p99 ms | tansu/tidelog p99 | broker CPU s per run, tidelog / tansu "
+        "| tidelog RSS idle / peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         def mb(kb):
@@ -129,7 +134,7 @@ def table(results: list[dict], meta: dict) -> str:
             f"| {r['case']} | {fmt_rate(r['tidelog_produce'])} | {fmt_rate(r['tansu_produce'])} | "
             f"**{r['produce_ratio']}** | {fmt_rate(r['tidelog_consume'])} | {fmt_rate(r['tansu_consume'])} | "
             f"**{r['consume_ratio']}** | {fmt_rate(r['paced_rate'])} | {r['tidelog_paced_p99_ms']} | "
-            f"{r['tansu_paced_p99_ms']} | **{r['paced_p99_ratio']}** | "
+            f"{r['tansu_paced_p99_ms']} | **{r['paced_p99_ratio']}** | {r['tidelog_cpu_s']} / {r['tansu_cpu_s']} | "
             f"{mb(r['tidelog_rss_idle_kb'])} / {mb(r['tidelog_rss_peak_kb'])} |")
     spreads = []
     for r in results:
