@@ -84,6 +84,12 @@ def test_group_resumes_where_it_committed(broker):
     res = tidelog(*args)
     assert res.returncode == 0, res.stderr
     assert sorted(line.split("\t")[6] for line in res.stdout.splitlines()) == sorted(f"w{i}" for i in range(12))
+    third = "".join(f"k{i}\tz{i}\n" for i in range(6))
+    assert tidelog("produce", "--bootstrap-server", broker.bootstrap, "--topic", topic, stdin=third).returncode == 0
+    res = tidelog("consume", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", "readers",
+                  "--partition", 0, "--partition", 1, "--partition", 2)  # assigned, from the committed offsets
+    assert res.returncode == 0, res.stderr
+    assert sorted(line.split("\t")[6] for line in res.stdout.splitlines()) == sorted(f"z{i}" for i in range(6))
     desc = tidelog("groups", "describe", "--bootstrap-server", broker.bootstrap, "--group", "readers")
     assert desc.returncode == 0 and topic in desc.stdout
 

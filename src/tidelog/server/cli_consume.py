@@ -6,7 +6,8 @@
                     [--format text|json] [--max-messages N] [--follow]
 
 Where it starts: with `--group`, the group's committed offsets (records are committed as they
-are read), else `--from-beginning` (earliest) or the end. `--from-time` starts each partition at
+are read; with `--partition` the consumer is assigned those partitions instead of joining the
+group's rebalances), else `--from-beginning` (earliest) or the end. `--from-time` starts each partition at
 its first record at or after that time (ListOffsets on the time index), `--offset N` at N.
 Where it stops: by default at the end offsets it saw when it started (the high watermark, or
 the first record at or after `--to-time`), so it suits scripts; `--follow` keeps reading new
@@ -71,7 +72,8 @@ def format_json(msg) -> str:
 
 def cmd_consume(args) -> int:
     try:
-        from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
+        from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, Consumer, KafkaException,
+                                     TopicPartition)
     except ImportError:
         print("tidelog consume needs confluent-kafka: pip install 'tidelog[tools]'", file=sys.stderr)
         return 2
@@ -116,8 +118,8 @@ def cmd_consume(args) -> int:
         if subscribed:
             consumer.subscribe([args.topic])
         else:
-            if grouped:  # explicit positions: the group's committed offsets are overridden, then committed
-                starts = starts or {p: OFFSET_BEGINNING if args.from_beginning else OFFSET_END for p in parts}
+            if grouped and not starts:  # chosen partitions of a group: from its committed offsets
+                starts = {p: OFFSET_STORED for p in parts}
             consumer.assign([TopicPartition(args.topic, p, starts[p]) for p in parts])
         return _loop(consumer, args, fmt, parts, ends, stop, KafkaException, subscribed)
     finally:
