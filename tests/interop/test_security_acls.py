@@ -226,3 +226,20 @@ def test_users_cli_creates_scram_credentials_online(secure, tmp_path):
                     "--iterations", "100").returncode == 1  # UNACCEPTABLE_CREDENTIAL
     assert _tidelog(secure, tmp_path, "users", "delete", "--user", "dave", "--mechanism", "SCRAM-SHA-256").returncode == 0
     assert "dave" not in _tidelog(secure, tmp_path, "users", "list").stdout
+
+
+def test_kafka_python_group_and_transactional_id_refused(secure, tmp_path):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import GroupAuthorizationFailedError, TransactionalIdAuthorizationFailedError
+
+    _grant(secure, tmp_path, "--allow-principal", "User:bob", "--operation", "Read", "--topic", "acl-secret")
+    consumer = KafkaConsumer("acl-secret", group_id="kp-denied", consumer_timeout_ms=10000,
+                             **secure.kafka_python(BOB, "PLAIN"))
+    with pytest.raises(GroupAuthorizationFailedError):
+        for _ in range(20):
+            consumer.poll(timeout_ms=500)
+    consumer.close()
+    producer = KafkaProducer(transactional_id="bob-tx", **secure.kafka_python(BOB, "PLAIN"))
+    with pytest.raises(TransactionalIdAuthorizationFailedError):
+        producer.init_transactions()
+    producer.close(timeout=2)
