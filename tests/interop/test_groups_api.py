@@ -293,3 +293,100 @@ def test_protocol_errors_real_clients_rely_on(gbroker):
                                                            "partitions": [{"partition_index": 0}]}]}, version=0)
         assert od.error_code.value == 0 and od.topics[0].partitions[0].error_code.value == 0
         assert c.request(42, {"groups_names": [static_group]}, version=2).results[0].error_code.value == 68
+
+
+def test_every_listed_version_of_every_group_api(gbroker):
+    """One member's whole life at each JoinGroup version (0-7) with the matching SyncGroup,
+    Heartbeat, OffsetCommit, OffsetFetch and LeaveGroup versions, then every version of
+    FindCoordinator, DescribeGroups, ListGroups, DeleteGroups and OffsetCommit/OffsetFetch 8."""
+    topic = make_topic(gbroker, 2)
+    with KafkaClient(gbroker.bootstrap, client_id="sweep") as c:
+        for v in range(8):
+            group = unique(f"v{v}")
+            r = join(c, group, version=v)
+            if v >= 4:
+                assert r.error_code.value == 79, v  # MEMBER_ID_REQUIRED
+                r = join(c, group, member_id=r.member_id, version=v)
+            assert r.error_code.value == 0 and r.generation_id == 1 and r.leader == r.member_id, v
+            assert [(m.member_id, m.metadata) for m in r.members] == [(r.member_id, SUB)], v
+            mid = r.member_id
+            s = c.request(14, {"group_id": group, "generation_id": 1, "member_id": mid, "protocol_type": "consumer",
+                               "protocol_name": "range", "assignments": [{"member_id": mid, "assignment": b"A%d" % v}]},
+                          version=min(v, 5))
+            assert s.error_code.value == 0 and s.assignment == b"A%d" % v, v
+            assert c.request(12, {"group_id": group, "generation_id": 1, "member_id": mid},
+                             version=min(v, 4)).error_code.value == 0, v
+            commit_v = max(v, 1) if v < 7 else 8  # v0 carries no member: it is for offsets-only groups
+            oc = c.request(8, {"group_id": group, "generation_id_or_member_epoch": 1, "member_id": mid,
+                               "retention_time": -1, "topics": [{"name": topic, "partitions": [
+                                   {"partition_index": 1, "committed_offset": 100 + v, "committed_metadata": "m"}]}]},
+                           version=commit_v)
+            assert oc.topics[0].partitions[0].error_code.value == 0, v
+            if v == 7:
+                f = c.request(9, {"groups": [{"group_id": group, "topics": [
+                    {"name": topic, "partition_indexes": [0, 1]}]}]}, version=8).groups[0]
+                assert f.error_code.value == 0
+                topics = f.topics
+            else:
+                f = c.request(9, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}]},
+                              version=v)
+                topics = f.topics
+            assert [(p.partition_index, p.committed_offset, p.metadata) for p in topics[0].partitions] == \
+                [(0, -1, ""), (1, 100 + v, "m")], v
+            if v >= 3:
+                lv = c.request(13, {"group_id": group, "members": [{"member_id": mid}]}, version=min(v, 5))
+                assert lv.error_code.value == 0 and [m.error_code.value for m in lv.members] == [0], v
+            else:
+                assert c.request(13, {"group_id": group, "member_id": mid}, version=v).error_code.value == 0, v
+            d = c.request(15, {"groups": [group], "include_authorized_operations": False}, version=min(v, 5))
+            assert (d.groups[0].group_state, d.groups[0].members) == ("Empty", ()), v
+        simple = unique("simple")
+        assert c.request(8, {"group_id": simple, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]},
+            version=0).topics[0].partitions[0].error_code.value == 0
+        assert c.request(9, {"group_id": simple, "topics": None}, version=2).topics[0].partitions[0].committed_offset == 5
+        for v in range(5):
+            fc = c.request(10, {"key": simple, "coordinator_keys": [simple]}, version=v)
+            node = fc.coordinators[0] if v >= 4 else fc
+            assert (node.error_code.value, node.node_id, node.port) == (0, 1, gbroker.port), v
+        for v in range(6):
+            d = c.request(15, {"groups": [simple], "include_authorized_operations": False}, version=v)
+            assert d.groups[0].group_state == "Empty", v
+            assert simple in [g.group_id for g in c.request(16, {}, version=v).groups], v
+        for v in range(3):
+            victim = unique(f"del{v}")
+            c.request(8, {"group_id": victim, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]}, version=2)
+            res = c.request(42, {"groups_names": [victim, unique("none")]}, version=v).results
+            assert [r.error_code.value for r in res] == [0, 69], v  # GROUP_ID_NOT_FOUND
+            assert c.request(9, {"group_id": victim, "topics": None}, version=2).topics == (), v
+
+
+def test_offsets_expire_in_a_running_broker(broker_factory):
+    """The retention timer runs: OffsetCommit v2 retention_time gives offsets an expiry, the check
+    every 200 ms removes them and then the group that has nothing left. (Expiry of an Empty
+    group's offsets offsets.retention.minutes after it emptied is in test_groups_coordinator.)"""
+    b = broker_factory({**FAST, "offsets.retention.check.interval.ms": "200"})
+    topic = make_topic(b, 1)
+    short, kept = unique("short"), unique("kept")
+    with KafkaClient(b.bootstrap, client_id="retention") as c:
+        for group, retention in ((short, 500), (kept, -1)):
+            r = c.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                              "retention_time": retention, "topics": [{"name": topic, "partitions": [
+                                  {"partition_index": 0, "committed_offset": 9, "committed_metadata": ""}]}]},
+                          version=2)
+            assert r.topics[0].partitions[0].error_code.value == 0
+        fetch = lambda g: [p.committed_offset for t in c.request(9, {"group_id": g, "topics": None}, version=2).topics
+                           for p in t.partitions]
+        listed = lambda: {g.group_id for g in c.request(16, {}, version=3).groups}
+        assert fetch(short) == [9] and {short, kept} <= listed()
+        deadline = time.monotonic() + 20
+        while short in listed() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert fetch(short) == [] and short not in listed()
+        assert fetch(kept) == [9] and kept in listed()  # a week of retention left
+    b.restart()  # the expiry was written: tombstones, not just forgotten in memory
+    with KafkaClient(b.bootstrap, client_id="retention") as c:
+        assert c.request(9, {"group_id": short, "topics": None}, version=2).topics == ()
+        assert [p.committed_offset for t in c.request(9, {"group_id": kept, "topics": None}, version=2).topics
+                for p in t.partitions] == [9]
