@@ -196,6 +196,7 @@ def test_mutual_tls_listener_principal_from_certificate(secure):
                              "ssl.key.location": str(secure.pki.client_key)})
     md = with_cert.list_topics(timeout=10)
     assert md.topics == {}  # User:CN=client,O=tidelog may describe nothing
+    assert md.brokers[1].port == secure.ssl_port  # each listener advertises itself
     admin = AdminClient(secure.confluent(ADMIN, "PLAIN"))
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
