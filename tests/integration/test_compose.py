@@ -176,6 +176,8 @@ def test_compose_equivalent_produce_consume_export(tmp_path):
     finally:
         broker.send_signal(signal.SIGTERM)
         assert broker.wait(30) == 0
+    logged = [json.loads(line) for line in (tmp_path / "broker.log").read_text().splitlines()]  # log.format=json
+    assert any(x["msg"] == "tidelog stopped cleanly" for x in logged)
 
     # Closed segments were exported: per partition, every offset below the active segment's base.
     import pyarrow.dataset as ds
