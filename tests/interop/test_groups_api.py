@@ -112,11 +112,9 @@ def test_member_that_stops_heartbeating_is_expired_and_its_partitions_reassigned
                              stdout=subprocess.PIPE, text=True)
     try:
         poll_until([a], lambda: len(a.assigned) == 3, timeout=20)
-        os.kill(child.pid, signal.SIGSTOP)  # frozen: no heartbeats, no LeaveGroup
-        t0 = time.monotonic()
+        os.kill(child.pid, signal.SIGSTOP)  # frozen: no heartbeats, no LeaveGroup, connection open
         poll_until([a], lambda: a.assigned == set(range(6)), timeout=20)
-        assert time.monotonic() - t0 >= 1.0  # only after its 1.5 s session ran out
-        assert "session expired" in gbroker.log()
+        assert "session expired after 1500 ms" in gbroker.log()  # removed by its session, nothing else
     finally:
         child.kill()
         child.wait()
