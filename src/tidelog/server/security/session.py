@@ -133,10 +133,7 @@ class Session:
             self.raw = False
             if not self._complete():
                 return True
-        if out or self.mechanism != "PLAIN":
-            self.conn.push_raw(out)
-        else:
-            self.conn.push_raw(b"")  # PLAIN v0: an empty token acknowledges success
+        self.conn.push_raw(out)  # PLAIN's is empty: a zero-length frame acknowledges success
         return True
 
     def _complete(self) -> bool:
