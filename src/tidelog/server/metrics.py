@@ -165,12 +165,18 @@ class Metrics:
         bounds = LATENCY_BUCKETS
         where = bisect.bisect_left
 
+        def count(request, result) -> None:
+            try:
+                after(request, result)  # type: ignore[misc]
+            except Exception:  # noqa: BLE001 - counting must never fail a request
+                log.exception("metrics: counting api %d failed", api_key)
+
         def done(t0: float, request, fut: asyncio.Future) -> None:
             dt = _perf() - t0
             buckets[where(bounds, dt)] += 1
             total[0] += dt
             if after is not None and not fut.cancelled() and fut.exception() is None:
-                after(request, fut.result())
+                count(request, fut.result())
 
         def timed(ctx, request):
             t0 = _perf()
@@ -183,7 +189,7 @@ class Metrics:
             buckets[where(bounds, dt)] += 1
             total[0] += dt
             if after is not None:
-                after(request, result)
+                count(request, result)
             return result
 
         timed._tidelog_metrics = True  # type: ignore[attr-defined]
