@@ -149,18 +149,23 @@ async def test_txn_offsets_visible_only_after_commit_marker(tmp_path):
         {("t", 0): ILLEGAL_GENERATION}
     assert await txn.commit_txn("g", 7, 0, 1, "nobody", None, {("t", 0): OffsetValue(5)}) == \
         {("t", 0): UNKNOWN_MEMBER_ID}
+    assert await coord.commit_offsets("g", 1, r["member_id"], None, {("t", 1): OffsetValue(3)}) == {("t", 1): NONE}
     assert await txn.commit_txn("g", 7, 0, 1, r["member_id"], None, {("t", 0): OffsetValue(5)}) == {("t", 0): NONE}
     assert await txn.commit_txn("g", 8, 0, -1, "", None, {("t", 1): OffsetValue(9)}) == {("t", 1): NONE}
-    # Staged, not committed: OffsetFetch with require_stable reports UNSTABLE_OFFSET_COMMIT (88).
-    assert coord.store.committed("g") == {}
-    parts = coord.fetch_offsets("g", [("t", [0, 1])], require_stable=True)[1][0]["partitions"]
-    assert [(p["committed_offset"], p["error_code"]) for p in parts] == [(-1, 88), (-1, 88)]
+    # Staged, not committed: OffsetFetch with require_stable reports UNSTABLE_OFFSET_COMMIT (88)
+    # and no offset; without it, the committed offsets.
+    assert {tp: v.offset for tp, v in coord.store.committed("g").items()} == {("t", 1): 3}
+    fetch = lambda stable: [(p["committed_offset"], p["error_code"]) for p in
+                            coord.fetch_offsets("g", [("t", [0, 1, 2])], require_stable=stable)[1][0]["partitions"]]
+    assert fetch(True) == [(-1, 88), (-1, 88), (-1, NONE)]
+    assert fetch(False) == [(-1, NONE), (3, NONE), (-1, NONE)]
     await txn.complete_txn(7, 0, commit=True)
     await txn.complete_txn(8, 0, commit=False)
-    assert {tp: v.offset for tp, v in coord.store.committed("g").items()} == {("t", 0): 5}
+    assert fetch(True) == [(5, NONE), (3, NONE), (-1, NONE)]
+    assert {tp: v.offset for tp, v in coord.store.committed("g").items()} == {("t", 0): 5, ("t", 1): 3}
     markers = [e for e in backend.partitions[txn.partition_for("g")] if e.control is not None]
     assert [(e.producer_id, e.control) for e in markers] == [(7, True), (8, False)]
     coord.stop()
     _, again = make(tmp_path, backend)  # the replay applies the markers the same way
-    assert {tp: v.offset for tp, v in again.store.committed("g").items()} == {("t", 0): 5}
+    assert {tp: v.offset for tp, v in again.store.committed("g").items()} == {("t", 0): 5, ("t", 1): 3}
     again.stop()

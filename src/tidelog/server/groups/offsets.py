@@ -175,7 +175,7 @@ class GroupOffsets:
                 v = committed.get((name, p))
                 err = NONE
                 if require_stable and self.store.has_pending(group_id, (name, p)):
-                    err = E.unstable_offset_commit.value
+                    v, err = None, E.unstable_offset_commit.value  # as Kafka: no offset until it settles
                 parts.append({"partition_index": p, "committed_offset": -1 if v is None else v.offset,
                               "committed_leader_epoch": -1 if v is None else v.leader_epoch,
                               "metadata": "" if v is None else v.metadata, "error_code": err})
