@@ -243,3 +243,28 @@ def test_kafka_python_group_and_transactional_id_refused(secure, tmp_path):
     with pytest.raises(TransactionalIdAuthorizationFailedError):
         producer.init_transactions()
     producer.close(timeout=2)
+
+
+def test_acl_api_validation(secure):
+    admin = connect(secure.sasl_port, str(secure.pki.ca))
+    sasl_plain(admin, *ADMIN)
+    created = admin.request(30, {"creations": [
+        {"resource_type": 2, "resource_name": "v", "resource_pattern_type": 2, "principal": "User:x", "host": "*",
+         "operation": 3, "permission_type": 3},  # MATCH is a filter, not a pattern
+        {"resource_type": 4, "resource_name": "other", "resource_pattern_type": 3, "principal": "User:x",
+         "host": "*", "operation": 7, "permission_type": 3},  # the cluster is kafka-cluster
+        {"resource_type": 5, "resource_name": "tx", "resource_pattern_type": 3, "principal": "User:x",
+         "host": "*", "operation": 4, "permission_type": 3}]}, version=2)
+    assert [r.error_code.value for r in created.results] == [42, 42, 0]  # INVALID_REQUEST
+    described = admin.request(29, {"resource_type_filter": 0, "pattern_type_filter": 1, "operation": 1,
+                                   "permission_type": 1}, version=2)
+    assert described.error_code.value == 42
+    found = admin.request(29, {"resource_type_filter": 5, "resource_name_filter": "tx", "pattern_type_filter": 1,
+                               "principal_filter": "User:x", "operation": 1, "permission_type": 1}, version=3)
+    assert [(r.resource_name, [a.operation for a in r.acls]) for r in found.resources] == [("tx", [4])]
+    deleted = admin.request(31, {"filters": [
+        {"resource_type_filter": 5, "resource_name_filter": "tx", "pattern_type_filter": 1, "operation": 1,
+         "permission_type": 1},
+        {"resource_type_filter": 1, "pattern_type_filter": 1, "operation": 0, "permission_type": 1}]}, version=3)
+    assert [len(r.matching_acls) for r in deleted.filter_results] == [1, 0]
+    assert [r.error_code.value for r in deleted.filter_results] == [0, 42]

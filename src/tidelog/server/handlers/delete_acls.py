@@ -3,7 +3,7 @@
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
-from .describe_acls import acl_filter
+from .describe_acls import acl_filter, filter_error
 
 API_KEY = 31
 
@@ -18,7 +18,12 @@ def register(broker) -> None:
                  "matching_acls": []} for _ in request.filters]}
         results = []
         for f in request.filters:
-            gone = security.acls.remove(acl_filter(f))
+            flt = acl_filter(f)
+            if filter_error(flt):
+                results.append({"error_code": E.invalid_request, "error_message": filter_error(flt),
+                                "matching_acls": []})
+                continue
+            gone = security.acls.remove(flt)
             results.append({"error_code": E.none, "error_message": None, "matching_acls": [
                 {"error_code": E.none, "error_message": None, "resource_type": b.resource_type,
                  "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal,

@@ -21,6 +21,14 @@ def acl_filter(f) -> AclFilter:
     )
 
 
+def filter_error(f: AclFilter) -> str | None:
+    """Why a filter is invalid (UNKNOWN in any enum field), as Kafka refuses it; None when valid."""
+    for field in ("resource_type", "pattern_type", "operation", "permission"):
+        if getattr(f, field) == 0:
+            return f"{field} UNKNOWN is not a valid filter"
+    return None
+
+
 def register(broker) -> None:
     security = broker.security
 
@@ -28,8 +36,12 @@ def register(broker) -> None:
         if security.authorizer is None:
             return {"throttle_time": 0, "error_code": E.security_disabled,
                     "error_message": "No Authorizer is configured", "resources": []}
+        flt = acl_filter(request)
+        if filter_error(flt):
+            return {"throttle_time": 0, "error_code": E.invalid_request, "error_message": filter_error(flt),
+                    "resources": []}
         groups: dict[tuple, list] = {}
-        for b in security.acls.find(acl_filter(request)):
+        for b in security.acls.find(flt):
             groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
                 {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})
         return {"throttle_time": 0, "error_code": E.none, "error_message": None, "resources": [
