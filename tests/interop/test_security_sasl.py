@@ -1,5 +1,5 @@
 """SASL_SSL and SSL listeners against real clients (confluent-kafka, kafka-python) and raw frames:
-SCRAM-SHA-512 and PLAIN, wrong passwords, plaintext clients on a TLS port, nothing served before
+SCRAM-SHA-512 and PLAIN (and aiokafka with SCRAM), wrong passwords, plaintext clients on a TLS port, nothing served before
 authentication, SaslHandshake v0 raw tokens, re-authentication. About 40 s."""
 
 from __future__ import annotations
@@ -211,3 +211,34 @@ def test_mutual_tls_listener_principal_from_certificate(secure):
     p.produce("sasl-mtls", b"x")
     assert p.flush(20) == 0
     assert "sasl-mtls" in with_cert.list_topics(timeout=10).topics
+
+
+def test_aiokafka_over_sasl_ssl_scram(secure):
+    import asyncio
+    import ssl
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run() -> list[bytes]:
+        ctx = ssl.create_default_context(cafile=str(secure.pki.ca))
+        common = {"bootstrap_servers": secure.sasl_bootstrap, "security_protocol": "SASL_SSL", "ssl_context": ctx,
+                  "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": ALICE[0],
+                  "sasl_plain_password": ALICE[1]}
+        producer = AIOKafkaProducer(**common)
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait("sasl-aio", f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("sasl-aio", group_id="sasl-aio", auto_offset_reset="earliest", **common)
+        await consumer.start()
+        try:
+            got = []
+            while len(got) < 3:
+                got.append((await asyncio.wait_for(consumer.getone(), 30)).value)
+            return got
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == [b"a0", b"a1", b"a2"]
