@@ -43,10 +43,11 @@ TopicPartition = tuple[str, int]
 
 def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
     try:
-        lines = path.read_text().splitlines()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     try:
+        lines = raw.decode("ascii").splitlines()
         if lines[0].strip() != "0":
             raise ValueError(f"unknown version {lines[0]!r}")
         count = int(lines[1])
@@ -54,6 +55,8 @@ def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
         for line in lines[2 : 2 + count]:
             topic, partition, offset = line.split()
             out[(topic, int(partition))] = int(offset)
+            if int(offset) < 0:
+                raise ValueError(f"negative offset in {line!r}")
         if len(out) != count:
             raise ValueError("fewer entries than announced")
         return out

@@ -15,17 +15,22 @@ Lookup contract: every entry with lastOffset >= fetch_offset and firstOffset < u
 `complete` is True once an entry's lastStableOffset >= upper_bound (later segments cannot add
 more). Crash behaviour: entries past a truncation point are dropped with `truncate_to`; a file
 whose size is not a multiple of 34 is cut to whole entries (a torn last append) by
-`sanity_check`. The file is read once, lazily, and kept in memory (it is small).
+`sanity_check`; the first entry that cannot be right (unknown version, negative producer id,
+offsets out of order or outside the segment, LSO not past the marker) and all after it are cut
+off with a warning (a garbled tail). The file is read once, lazily, and kept in memory (it is small).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CorruptIndexError
+
+logger = logging.getLogger("tidelog.log")
 
 ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = 34
@@ -54,13 +59,24 @@ class TransactionIndex:
                 data = self.path.read_bytes()
             except FileNotFoundError:
                 data = b""
+            prev_last = self.base_offset - 1
             for i in range(len(data) // ENTRY_SIZE):
                 version, pid, first, last, lso = ENTRY.unpack_from(data, i * ENTRY_SIZE)
-                if version != VERSION:
-                    raise CorruptIndexError(f"{self.path}: unknown entry version {version}")
+                if version != VERSION or pid < 0 or not 0 <= first <= last < lso or last <= prev_last:
+                    # A torn or garbled tail: keep the entries before it (power-loss damage).
+                    logger.warning("%s: entry %d is damaged (version %d, producer %d, offsets %d-%d, lso %d); "
+                                   "truncating the index there", self.path, i, version, pid, first, last, lso)
+                    self._cut(i * ENTRY_SIZE)
+                    break
+                prev_last = last
                 entries.append(AbortedTxn(pid, first, last, lso))
             self._entries = entries
         return self._entries
+
+    def _cut(self, size: int) -> None:
+        self.close()
+        with open(self.path, "r+b") as f:
+            f.truncate(size)
 
     @property
     def entries(self) -> list[AbortedTxn]:
