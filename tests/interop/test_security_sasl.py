@@ -1,6 +1,7 @@
-"""SASL_SSL and SSL listeners against real clients (confluent-kafka, kafka-python) and raw frames:
-SCRAM-SHA-512 and PLAIN (and aiokafka with SCRAM), wrong passwords, plaintext clients on a TLS port, nothing served before
-authentication, SaslHandshake v0 raw tokens, re-authentication. About 40 s."""
+"""SASL_SSL and SSL listeners against real clients and raw frames: confluent-kafka and kafka-python
+with SCRAM-SHA-512 and PLAIN (aiokafka with SCRAM), wrong credentials, plaintext clients on TLS
+ports, nothing served before authentication, the pre-auth frame bound, SaslHandshake v0 raw
+tokens, mutual TLS principals. About 70 s."""
 
 from __future__ import annotations
 
