@@ -29,3 +29,17 @@ def test_large_frame_in_small_reads_completes_once():
         got = dec.feed(stream[i : i + 65536])
         out += got
     assert out == [body, b"abc"]
+
+
+def test_big_frames_are_assembled_in_a_bytearray_of_their_size():
+    big = bytes(range(256)) * 1024  # 256 KiB
+    small = b"x" * 100
+    stream = b"".join(struct.pack(">i", len(f)) + f for f in (small, big, small, big))
+    for n in (1, 7, 4096, 65536, 300_000):
+        dec, out = FrameDecoder(1 << 20), []
+        for i in range(0, len(stream), n):
+            out += dec.feed(stream[i : i + n])
+        assert out == [small, big, small, big]
+        if n < len(big):  # spanning reads: filled in place; a frame within one read is sliced out as bytes
+            assert [type(f) for f in out] == [bytes, bytearray, bytes, bytearray]
+        assert dec.buffered == 0

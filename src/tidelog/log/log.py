@@ -239,12 +239,18 @@ class PartitionLog:
     ) -> AppendInfo:
         """Validate, assign offsets, write. Raises LogAppendError (nothing written).
 
+        `data` as bytes or a bytearray is copied first; a writable memoryview (a Produce record
+        set sliced from the request frame) is validated and offset-assigned in place, saving a
+        copy of every produced byte (a refused record set may then be left half-patched there).
+
         `before_write(validated)` runs after validation and before the write (producer state
         checks); raising from it refuses the append."""
         now = self.clock_ms() if now_ms is None else now_ms
         mv = memoryview(data)
         if len(mv) > 16 and mv[16] < 2:
             buf = bytearray(legacy.to_v2(mv))
+        elif not mv.readonly and mv.format == "B":
+            buf = mv  # a writable view (the server's request frame): offsets are assigned in it
         else:
             buf = bytearray(mv)
         v = validate_and_assign(buf, self._next_offset, self.config, now, origin_client=origin_client)

@@ -40,7 +40,8 @@ def control_route(api_key: int, min_version: int, max_version: int, handle) -> R
         min_version,
         max_version,
         handle,
-        decode=lambda frame, offset, version: control.decode_request(api_key, version, frame, offset),
+        decode=lambda frame, offset, version: control.decode_request(
+            api_key, version, frame if type(frame) is bytes else bytes(frame), offset),
         encode=lambda data, version: control.encode_response(api_key, version, data),
         is_flexible=lambda version: bool(control.flexible(api_key, version)),
     )
