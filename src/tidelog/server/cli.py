@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -57,6 +58,9 @@ def cmd_serve(args) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await broker.start()
+        # Start-up leaves ~50k long-lived objects (schemas, handlers, logs); a full collection
+        # walked them all (~50 ms pauses on the hot path). Frozen, collections skip them.
+        gc.freeze()
         await stop.wait()
         logging.getLogger("tidelog").info("shutting down")
         await broker.stop()
