@@ -41,6 +41,7 @@ class AbstractIndex:
         self._entries = 0
         self._max_entries = 0
         self._prealloc = False
+        self._reserved = 0
 
     # -- opening, resizing ----------------------------------------------------------------
 
@@ -75,6 +76,7 @@ class AbstractIndex:
         else:
             length = used
         os.ftruncate(self._fd, length)
+        self._reserved = used  # bytes below this are backed by disk blocks (see _reserve)
         self._prealloc = preallocate
         self._max_entries = length // self.ENTRY_SIZE
         self._mm = mmap.mmap(self._fd, length) if length else None
@@ -135,6 +137,24 @@ class AbstractIndex:
     def rename(self, path: Path) -> None:
         os.replace(self.path, path)
         self.path = path
+
+    def _reserve(self, end: int) -> bool:
+        """Back the mapping with disk blocks up to byte `end` before writing there.
+
+        The preallocated tail of an active index is sparse; touching a new page of the mapping
+        when the disk is full raises SIGBUS and kills the process. So blocks are allocated a page
+        at a time with posix_fallocate first; on failure (ENOSPC) the caller skips the entry,
+        which a sparse index can always afford (lookups just scan a little further)."""
+        if end <= self._reserved:
+            return True
+        start = self._reserved - self._reserved % mmap.PAGESIZE
+        upto = min(max(end, start + mmap.PAGESIZE), len(self._mm)) if self._mm is not None else end
+        try:
+            os.posix_fallocate(self._fd, start, upto - start)
+        except OSError:
+            return False
+        self._reserved = upto
+        return True
 
     # -- entries ---------------------------------------------------------------------------
 
@@ -216,6 +236,8 @@ class OffsetIndex(AbstractIndex):
         if self._entries >= self._max_entries:
             raise CorruptIndexError(f"{self.path} is full")
         rel = offset - self.base_offset
+        if not self._reserve((self._entries + 1) * 8):
+            return  # disk full: skip this sparse entry rather than fault on the mapping
         self.ENTRY.pack_into(self._mm, self._entries * 8, rel, position)
         self._entries += 1
 
@@ -282,6 +304,8 @@ class TimeIndex(AbstractIndex):
             return
         if self._entries >= self._max_entries - (0 if final else 1):
             return
+        if not self._reserve((self._entries + 1) * 12):
+            return  # disk full: skip this sparse entry rather than fault on the mapping
         self.ENTRY.pack_into(self._mm, self._entries * 12, timestamp, offset - self.base_offset)
         self._entries += 1
 

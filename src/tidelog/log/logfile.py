@@ -13,6 +13,7 @@ stops at the first bad one, so recovery can `truncate` there.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Iterator
@@ -22,6 +23,7 @@ from crc32c import crc32c
 from .errors import KAFKA_STORAGE_ERROR, LogError
 from .records import ATTRIBUTES_OFFSET, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD
 
+logger = logging.getLogger("tidelog.log")
 _MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 HEADER_WINDOW = 64 * 1024
 SCAN_WINDOW = 4 * 1024 * 1024
@@ -54,6 +56,7 @@ class LogFile:
                 os.ftruncate(fd, pos)
             except OSError:
                 pass
+            logger.error("write of %d bytes to %s failed (%s); cut back to %d bytes", n, self.path, e, pos)
             raise LogError(KAFKA_STORAGE_ERROR, f"write to {self.path} failed: {e}") from None
         self.size = pos + n
         return pos
