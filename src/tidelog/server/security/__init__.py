@@ -49,6 +49,7 @@ class Security:
         self.acls = AclStore(data_dir)
         self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
         self.max_receive_size = int(config["sasl.server.max.receive.size"])
+        self.failed_auth_delay_ms = int(config["connection.failed.authentication.delay.ms"])
         self.authorizer: Authorizer | None = None
         if config["authorizer.class.name"]:
             self.authorizer = Authorizer(self.acls, parse_super_users(config["super.users"]),

@@ -150,7 +150,9 @@ class Session:
         return True
 
     def _close_soon(self, reason: str) -> None:
-        # After the response to this request has been written, as Kafka closes after an auth failure.
-        asyncio.get_running_loop().call_soon(self.conn.close_with, reason)
+        # The answer goes out at once; the close follows after connection.failed.authentication.delay.ms
+        # (KIP-306), so that the client reads the error before it sees the connection end.
+        delay = self.security.failed_auth_delay_ms / 1000
+        asyncio.get_running_loop().call_later(delay, self.conn.close_with, reason)
 
 

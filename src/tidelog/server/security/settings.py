@@ -89,6 +89,7 @@ SECURITY_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "security.inter.broker.protocol": (_str, None),
     "connections.max.reauth.ms": (_int0, "0"),
     "sasl.server.max.receive.size": (_int0, "524288"),
+    "connection.failed.authentication.delay.ms": (_int0, "100"),
     "authorizer.class.name": (_str, ""),
     "allow.everyone.if.no.acl.found": (_bool, "false"),
     "super.users": (_str, ""),
