@@ -89,7 +89,7 @@ def test_wrong_credentials_are_refused(secure, user, mechanism, caplog):
     errors = []
     admin = AdminClient({**secure.confluent(user, mechanism), "error_cb": errors.append})
     with pytest.raises(Exception):
-        admin.list_topics(timeout=5)
+        admin.list_topics(timeout=2)
     deadline = time.monotonic() + 10
     while not errors and time.monotonic() < deadline:
         admin.poll(0.5)  # error_cb is served from poll
@@ -101,7 +101,7 @@ def test_wrong_credentials_are_refused(secure, user, mechanism, caplog):
 
     caplog.clear()
     with pytest.raises(KafkaTimeoutError):
-        KafkaAdminClient(**secure.kafka_python(user, mechanism), bootstrap_timeout_ms=3000)
+        KafkaAdminClient(**secure.kafka_python(user, mechanism), bootstrap_timeout_ms=2000)
     assert any(isinstance(getattr(r, "msg", None), str) and "SaslAuthenticationFailedError" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records][-5:]
 
