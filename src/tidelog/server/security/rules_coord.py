@@ -357,3 +357,34 @@ def describe_cluster(session, ctx, req):
 @rule(17, 18, 36)
 def always(session, ctx, req):
     return None
+
+
+# ---- APIs tidelog may route later: their rules are here so that no API is ever unguarded ----------
+def _cluster_only(op: int, refusal: dict):
+    def check(session, ctx, req):
+        return None if cluster(session, op) else Reply({"throttle_time": 0, **refusal})
+
+    return check
+
+
+rule(35)(_cluster_only(Op.DESCRIBE, {"error_code": CLUSTER_DENIED, "results": []}))  # DescribeLogDirs
+rule(43)(_cluster_only(Op.ALTER, {"error_code": CLUSTER_DENIED, "replica_election_results": []}))  # ElectLeaders
+rule(45)(_cluster_only(Op.ALTER, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
+                                  "responses": []}))  # AlterPartitionReassignments
+rule(46)(_cluster_only(Op.DESCRIBE, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
+                                     "topics": []}))  # ListPartitionReassignments
+rule(48)(_cluster_only(Op.DESCRIBE_CONFIGS, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
+                                             "entries": None}))  # DescribeClientQuotas
+
+
+@rule(68)
+def consumer_group_heartbeat(session, ctx, req):
+    if _group(session, req.group_id, Op.READ):
+        return None
+    return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "error_message": "Authorization failed.",
+                  "member_id": None, "member_epoch": -1, "heartbeat_interval": 0, "assignment": None})
+
+
+@rule(71, 72)
+def telemetry(session, ctx, req):  # GetTelemetrySubscriptions, PushTelemetry: any authenticated client
+    return None
