@@ -19,6 +19,7 @@ import time
 from kio.schema.errors import ErrorCode as E
 
 from ..router import NO_RESPONSE
+from .rules import apply
 from .sasl import PlainServer, SaslFailure, ScramServer
 
 log = logging.getLogger("tidelog.security")
@@ -72,8 +73,6 @@ class Session:
         authorizer = self.security.authorizer
         if authorizer is None:
             return route.handle(ctx, request)
-        from .rules import apply
-
         return apply(self, authorizer, ctx, route, request)
 
     def allowed(self, resource_type: int, name: str, op: int) -> bool:
