@@ -18,7 +18,7 @@ def idents(rows):
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("ds") / "data"
-    w = LogWriter(d, "events", partitions=2, segment_bytes=4096, seed=7)
+    w = LogWriter(d, "events", partitions=2, segment_bytes=8192, seed=7)
     w.fill(60)
     closed = w.roll()
     w.plain(0, 5)  # in the active segment: not read by default

@@ -36,6 +36,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jvm-flags", default=d.jvm_flags, help=f"driver/executor JVM options (default {d.jvm_flags!r})")
     p.add_argument("--hive", action="store_true", help="use the Hive catalog (embedded Derby in the warehouse)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting")
+    p.add_argument("--max-partition-bytes", type=int, default=128 << 20,
+                   help="read consecutive small segments in one Spark task up to this many bytes (default 128 MiB)")
     p.add_argument("--rewrite-min-files", type=int, default=8,
                    help="rewrite a table partition once it holds this many small files (default 8)")
 
@@ -67,6 +69,7 @@ def cmd_export(args) -> int:
             topics=args.topics,
             compact_topics=args.compact_topics,
             rewrite_min_files=args.rewrite_min_files,
+            max_partition_bytes=args.max_partition_bytes,
         )
         ExportJob(spark, options, Progress()).run()
     finally:

@@ -64,6 +64,7 @@ class ExportOptions:
     rewrite_min_files: int = 8  # a table partition with this many small files gets rewritten
     small_file_bytes: int = 32 << 20
     rows_per_latest_file: int = 2_000_000
+    max_partition_bytes: int = 128 << 20  # small segments are read a few per Spark task
     crash_at: str | None = None
 
 
@@ -73,7 +74,7 @@ class _TopicPlan:
     state: TopicState  # what the manifest will hold after the run
     offsets: dict[int, tuple[int, int]]  # partition -> [start, end) to export
     scan_from: dict[int, int]
-    tasks: int
+    tasks: int  # Spark partitions of the read
     summary: TopicSummary
 
     @property
@@ -220,7 +221,7 @@ class ExportJob:
         state = manifest.topic(topic)
         state.compacted = self._is_compacted(topic, topic_configs(self.o.log_dirs))
         summary = TopicSummary(topic)
-        offsets, scan_from, tasks = {}, {}, 0
+        offsets, scan_from, tasks = {}, {}, []
         for partition, pdir in seg.partition_dirs(self.o.log_dirs, topic).items():
             ps = state.partitions.setdefault(partition, PartitionState())
             plan = seg.plan_partition(topic, partition, pdir, ps.next_offset, scan_from=ps.next_offset)
@@ -233,13 +234,14 @@ class ExportJob:
             if end > start:
                 offsets[partition] = (start, end)
                 scan_from[partition] = start
-                tasks += len(plan.tasks)
+                tasks += plan.tasks
             ends = [s.base_offset for s in plan.closed_segments[1:]] + [plan.closed_end_offset]
             consumed = [s.name for s, e in zip(plan.closed_segments, ends) if e <= end and s.name not in ps.segments]
             ps.segments += consumed
             summary.segments += len(consumed)
             ps.next_offset = max(ps.next_offset, end)
-        return _TopicPlan(topic, state, offsets, scan_from, tasks, summary)
+        parts = len(seg.pack_tasks(tasks, self.o.max_partition_bytes))
+        return _TopicPlan(topic, state, offsets, scan_from, parts, summary)
 
     # -- staging ------------------------------------------------------------------------------
 
@@ -255,18 +257,19 @@ class ExportJob:
             .option("topic", p.topic)
             .option("offsets", json.dumps({str(k): list(v) for k, v in p.offsets.items()}))
             .option("scanFrom", json.dumps({str(k): v for k, v in p.scan_from.items()}))
+            .option("maxPartitionBytes", self.o.max_partition_bytes)
             .load(",".join(str(d) for d in self.o.log_dirs))
         )
         # The UTC day, independent of the session time zone.
         df = df.withColumn("date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int")))
         with self.progress.topic(self.spark, p.topic, p.tasks):
             df.write.partitionBy("date", "partition").parquet(str(main))
-        staged = self.spark.read.parquet(str(main))
-        p.summary.rows = staged.count()
+        p.summary.rows = parquet_rows(main)  # from the footers: no Spark job
         if p.state.compacted:
-            p.summary.latest_rows = self._stage_latest(p, staged, staging, old_latest)
+            staged = self.spark.read.parquet(str(main))
+            p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
 
-    def _stage_latest(self, p: _TopicPlan, staged, staging: Path, old_latest: str | None) -> int:
+    def _stage_latest(self, p: _TopicPlan, staged, new_rows: int, old_latest: str | None) -> int:
         """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -274,23 +277,20 @@ class ExportJob:
         cols = ["topic", "partition", "key", "offset", "timestamp", "timestamp_type", "value", "headers",
                 "producer_id", "is_transactional"]
         new = staged.where(F.col("key").isNotNull()).select(*cols).withColumn("partition", F.col("partition").cast("int"))
-        both = new
+        both, bound = new, new_rows
         if old_latest and Path(old_latest).exists():
             both = self.spark.read.parquet(old_latest).select(*cols).unionByName(new)
+            bound += parquet_rows(Path(old_latest))
         w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
         latest = (
             both.withColumn("_rank", F.row_number().over(w))
             .where((F.col("_rank") == 1) & F.col("value").isNotNull())
             .drop("_rank")
         )
-        # Reduced into staging first: the row count decides how many files the version gets.
-        tmp = str(staging / p.topic / "latest")
-        latest.write.parquet(tmp)
-        reduced = self.spark.read.parquet(tmp)
-        rows = reduced.count()
-        files = max(1, math.ceil(rows / self.o.rows_per_latest_file))
-        reduced.coalesce(files).sortWithinPartitions("partition", "offset").write.parquet(p.state.latest_location)
-        return rows
+        # The row count is at most `bound`: it decides how many files the version gets.
+        files = max(1, math.ceil(bound / self.o.rows_per_latest_file))
+        latest.repartition(files).sortWithinPartitions("partition", "offset").write.parquet(p.state.latest_location)
+        return parquet_rows(Path(p.state.latest_location))
 
     # -- publishing ---------------------------------------------------------------------------
 
@@ -332,6 +332,14 @@ class ExportJob:
         self._publish(out, table, run_id, tag="r")
         p.summary.files_rewritten = len(candidates)
         return [str(f) for f in candidates]
+
+
+def parquet_rows(root: Path) -> int:
+    """Rows in the Parquet files under `root`, from their footers."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in Path(root).rglob("*.parquet")
+               if not f.name.startswith((".", "_")))
 
 
 def _remove(path: str | Path) -> None:

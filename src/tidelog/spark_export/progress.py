@@ -1,6 +1,7 @@
 """Progress of an export run: a bar per topic on a terminal, plain lines otherwise, a summary table.
 
-Each topic's write is one Spark job group whose tasks are the topic's segments; a daemon thread
+Each topic's write is one Spark job group whose tasks read the topic's segments (a few small
+ones per task); a daemon thread
 polls Spark's status tracker for the group's completed tasks twice a second. On a terminal the
 topic's line is redrawn in place (`\\r`); elsewhere (a log file, CI) a line is logged when a
 quarter more of the tasks is done, so logs stay short.
@@ -130,10 +131,10 @@ class _TopicProgress:
             filled = BAR_WIDTH * done // self.total
             bar = "#" * filled + "." * (BAR_WIDTH - filled)
             end = "\n" if final else ""
-            self.parent.stream.write(f"\r{self.topic:<24} [{bar}] {done}/{self.total} segments {elapsed:6.1f}s{end}")
+            self.parent.stream.write(f"\r{self.topic:<24} [{bar}] {done}/{self.total} tasks {elapsed:6.1f}s{end}")
             self.parent.stream.flush()
         else:
             quarter = 4 * done // self.total
             if quarter > self._logged_quarter:
                 self._logged_quarter = quarter
-                log.info("export %s: %d/%d segments (%.1fs)", self.topic, done, self.total, elapsed)
+                log.info("export %s: %d/%d tasks (%.1fs)", self.topic, done, self.total, elapsed)

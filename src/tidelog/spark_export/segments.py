@@ -285,6 +285,34 @@ def plan_partition(
     return PartitionPlan(topic, partition, log_start, closed_end, lso, start, max(start, end), tasks, closed)
 
 
+def pack_tasks(tasks: list[SegmentTask], max_bytes: int) -> list[list[SegmentTask]]:
+    """Group tasks into Spark partitions: one per segment when `max_bytes` <= 0; otherwise
+    consecutive tasks are packed together while their segment files add up to at most
+    `max_bytes` (a segment larger than that stays alone). A Python task costs a fraction of a
+    second however little it reads, so many small segments are better read a few at a time;
+    segments of Kafka's default size (1 GiB) stay one per partition."""
+    if max_bytes <= 0:
+        return [[t] for t in tasks]
+    groups: list[list[SegmentTask]] = []
+    size = 0
+    for t in tasks:
+        n = _size(t.segment)
+        if groups and size + n <= max_bytes:
+            groups[-1].append(t)
+            size += n
+        else:
+            groups.append([t])
+            size = n
+    return groups
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _log_end(segment: SegmentFile) -> int:
     end = segment.base_offset
     for _buf, _pos, f in batches(segment.path):
