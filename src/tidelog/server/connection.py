@@ -74,6 +74,7 @@ class KafkaConnection(asyncio.Protocol):
         self.tasks: set[asyncio.Future] = set()
         self._sock_fd = -1  # the socket's descriptor when sendfile can be used (plain TCP)
         self._stream: FileStream | None = None  # a response being sent with sendfile
+        self._held: deque[bytes] = deque()  # frames read but not dispatched (backpressure)
         # None unless this listener authenticates or an authorizer is configured (security.Session)
         self.security = broker.security.session(self)
 
@@ -120,10 +121,23 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as e:
             self.close_with(f"bad frame: {e}")
             return
-        for frame in frames:
-            self._dispatch(frame)
-            if self._closed:
-                return
+        self._held.extend(frames)
+        self._dispatch_held()
+
+    def _backlogged(self) -> bool:
+        """Too much owed to this client: stop taking its requests (they wait in `_held`, and
+        reading pauses). Owed = queued.max.requests responses, a full transport buffer, or a
+        sendfile response still going out with another answer already waiting behind it; so a
+        client that never reads holds a bounded amount of broker memory."""
+        return (self._write_paused or len(self._slots) >= self._max_queued
+                or (self._stream is not None and bool(self._slots)))
+
+    def _dispatch_held(self) -> None:
+        held = self._held
+        while held and not self._closed and not self._backlogged():
+            self._dispatch(held.popleft())
+        if self._closed:
+            return
         self._flush()
         self._update_reading()
 
@@ -270,7 +284,10 @@ class KafkaConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self._closed:
             return
-        should_pause = self._write_paused or len(self._slots) >= self._max_queued
+        if self._held and not self._backlogged():
+            self._dispatch_held()  # calls back here once the held frames are dispatched
+            return
+        should_pause = bool(self._held) or self._backlogged()
         if should_pause and not self._paused_reading:
             self._paused_reading = True
             self.transport.pause_reading()
