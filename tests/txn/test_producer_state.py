@@ -154,3 +154,28 @@ def test_snapshot_beyond_the_log_end_is_discarded(tmp_path):
     assert st.producers[1].last_seq == 0  # rebuilt from the log start
     assert [o for o, _ in snapshot_files(log.dir)] == [0]
     log.close()
+
+
+def test_rebuild_spans_segments_and_keeps_the_open_transaction(tmp_path):
+    from tidelog.log.config import LogConfig
+
+    log = PartitionLog.open(tmp_path, "t", 0, LogConfig(segment_bytes=400))
+    seq = 0
+    for i in range(12):
+        log.append_raw(build_batch([Record(b"k", b"v" * 20, 1)], producer_id=1, producer_epoch=0, base_sequence=seq))
+        seq += 1
+        if i == 3:
+            log.append_raw(_txn(2, 0, [b"open"]))  # never completed
+    assert len(log.segments) > 3
+    open_at = 4
+    log.close()
+    log = PartitionLog.open(tmp_path, "t", 0, LogConfig(segment_bytes=400))
+    st = load_state(log)
+    assert st.producers[1].last_seq == 11 and st.first_unstable_offset() == open_at
+    # a snapshot at offset 6 claiming no producers: the rebuild starts there, in a later segment
+    write_snapshot(log, PartitionProducers("t", 0), offset=6)
+    st2 = load_state(log)
+    assert st2.producers[1].last_seq == 11
+    assert [m.first_offset for m in st2.producers[1].batches] == [8, 9, 10, 11, 12]
+    assert st2.first_unstable_offset() is None  # the open transaction began before the snapshot
+    log.close()

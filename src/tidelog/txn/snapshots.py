@@ -12,14 +12,15 @@ log start. Writes go to a temporary file renamed into place; at most `KEEP` file
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 from pathlib import Path
 
 from ..log.records import (
-    CONTROL_ABORT, CONTROL_COMMIT, H_ATTRIBUTES, H_BASE_OFFSET, H_BASE_SEQUENCE, H_LAST_OFFSET_DELTA,
-    H_MAX_TS, H_PRODUCER_EPOCH, H_PRODUCER_ID, CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK,
-    decode_records, iter_batches, parse_control_record,
+    CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, H_ATTRIBUTES, H_BASE_OFFSET, H_BASE_SEQUENCE,
+    H_LAST_OFFSET_DELTA, H_LENGTH, H_MAX_TS, H_PRODUCER_EPOCH, H_PRODUCER_ID, LOG_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK, decode_records, parse_control_record,
 )
 from .producers import PartitionProducers
 
@@ -27,7 +28,6 @@ log = logging.getLogger("tidelog.txn")
 
 SUFFIX = ".snapshot"
 KEEP = 2
-READ_BYTES = 4 << 20
 
 
 def snapshot_files(directory: Path) -> list[tuple[int, Path]]:
@@ -73,29 +73,31 @@ def load_state(plog) -> PartitionProducers:
 
 
 def replay(plog, state: PartitionProducers, offset: int) -> None:
+    """Apply every batch whose last offset is >= `offset`, reading batch headers only (a
+    control batch, a few dozen bytes, is read whole to tell COMMIT from ABORT)."""
     end = plog.log_end_offset
-    while offset < end:
-        data = plog.read(offset, READ_BYTES, max_offset=end).data
-        if not data:
-            break
-        mv = memoryview(data)
-        progressed = False
-        for pos, h in iter_batches(mv):
-            f = h.fields()
+    segs = plog.segments
+    first = max(0, bisect.bisect_right([seg.base_offset for seg in segs], offset) - 1)
+    for seg in segs[first:]:
+        if offset >= end:
+            return
+        found = seg.find_batch(offset)
+        if found is None:
+            continue
+        for pos, f in seg.log.headers(found[0]):
             base, last = f[H_BASE_OFFSET], f[H_BASE_OFFSET] + f[H_LAST_OFFSET_DELTA]
             if last < offset:
                 continue
+            if base >= end:
+                break
             attrs = f[H_ATTRIBUTES]
             pid, epoch = f[H_PRODUCER_ID], f[H_PRODUCER_EPOCH]
             if attrs & CONTROL_FLAG_MASK:
-                _replay_marker(plog, state, mv[pos : pos + h.size], pid, epoch, base)
+                _replay_marker(plog, state, seg.log.pread(pos, LOG_OVERHEAD + f[H_LENGTH]), pid, epoch, base)
             else:
                 state.replay_batch(pid, epoch, f[H_BASE_SEQUENCE], base, last, f[H_MAX_TS],
                                    bool(attrs & TRANSACTIONAL_FLAG_MASK))
             offset = last + 1
-            progressed = True
-        if not progressed:
-            break
 
 
 def _replay_marker(plog, state: PartitionProducers, batch, pid: int, epoch: int, offset: int) -> None:
