@@ -114,3 +114,32 @@ def test_active_segment_excluded_unless_asked(writer, tmp_path):
     assert max(r["offset"] for r in rows) < closed[0]
     _plan, rows = read_all(tmp_path / "data", "orders", 0, include_active=True)
     assert max(r["offset"] for r in rows) == writer.model.rows[-1].offset
+
+
+def test_checkpointed_log_start_inside_the_first_segment(writer, tmp_path):
+    from tidelog.log.manager import LOG_START_OFFSET_CHECKPOINT, write_checkpoint
+
+    writer.fill(20)
+    closed = writer.roll()
+    first = writer.logs[0].segments[0]
+    inside = next(r.offset for r in writer.model.committed(closed) if r.partition == 0 and r.offset > first.base_offset)
+    write_checkpoint(tmp_path / "data" / LOG_START_OFFSET_CHECKPOINT, {("orders", 0): inside})
+    starts = seg.log_start_offsets([tmp_path / "data"])
+    assert starts == {("orders", 0): inside}
+    plan, rows = read_all(tmp_path / "data", "orders", 0, log_start_offset=starts[("orders", 0)])
+    assert plan.log_start_offset == inside and min(r["offset"] for r in rows) == inside
+
+
+def test_pack_tasks_groups_small_segments_but_keeps_every_core_busy(writer, tmp_path):
+    writer.fill(80)
+    writer.roll()
+    tasks = [t for p, pdir in seg.partition_dirs([tmp_path / "data"], "orders").items()
+             for t in seg.plan_partition("orders", p, pdir).tasks]
+    assert [g for g in seg.pack_tasks(tasks, 0)] == [[t] for t in tasks]  # default: one per segment
+    groups = seg.pack_tasks(tasks, 128 << 20, min_groups=3)
+    assert [t for g in groups for t in g] == tasks  # order kept, nothing lost
+    assert 3 <= len(groups) < len(tasks)
+    import os
+
+    for g in seg.pack_tasks(tasks, 6000, min_groups=1):  # segments are ~4 KiB
+        assert len(g) == 1 or sum(os.path.getsize(t.segment) for t in g) <= 6000

@@ -9,6 +9,7 @@
           .option("isolationLevel", "read_committed") # default; or read_uncommitted
           .option("includeActiveSegment", "false")    # default: closed segments only
           .option("maxPartitionBytes", 0)             # default 0: one Spark partition per segment
+          .option("minPartitions", 2)                 # with maxPartitionBytes: pack into at least this many
           .load("/var/lib/tidelog"))                  # the broker's log.dirs, comma-separated
 
 Columns: topic, partition, offset, timestamp (UTC, millisecond precision), timestamp_type
@@ -137,6 +138,7 @@ class TidelogReader(DataSourceReader):
         self.rows_per_batch = int(o.get("rowsperbatch") or 65536)
         self.push = (o.get("pushfilters") or "true").lower() == "true"
         self.max_partition_bytes = int(o.get("maxpartitionbytes") or 0)
+        self.min_partitions = int(o.get("minpartitions") or 2)
 
     # -- pushdown ---------------------------------------------------------------------------
 
@@ -194,6 +196,7 @@ class TidelogReader(DataSourceReader):
 
     def plans(self) -> list[seg.PartitionPlan]:
         out = []
+        starts = seg.log_start_offsets(self.log_dirs)
         for partition, pdir in seg.partition_dirs(self.log_dirs, self.topic).items():
             if self.partitions_wanted is not None and partition not in self.partitions_wanted:
                 continue
@@ -206,12 +209,13 @@ class TidelogReader(DataSourceReader):
                 self.topic, partition, pdir, lo, hi, isolation=self.isolation,
                 scan_from=self.scan_from.get(partition), include_active=self.include_active,
                 start_timestamp=self.times.lo, end_timestamp=self.times.hi,
+                log_start_offset=starts.get((self.topic, partition)),
             ))
         return out
 
     def partitions(self):
         tasks = [t for plan in self.plans() for t in plan.tasks]
-        return [InputPartition(g) for g in seg.pack_tasks(tasks, self.max_partition_bytes)] or [InputPartition([])]
+        return [InputPartition(g) for g in seg.pack_tasks(tasks, self.max_partition_bytes, self.min_partitions)] or [InputPartition([])]
 
     def read(self, partition: InputPartition) -> Iterator:
         for task in partition.value:

@@ -222,9 +222,11 @@ class ExportJob:
         state.compacted = self._is_compacted(topic, topic_configs(self.o.log_dirs))
         summary = TopicSummary(topic)
         offsets, scan_from, tasks = {}, {}, []
+        starts = seg.log_start_offsets(self.o.log_dirs)
         for partition, pdir in seg.partition_dirs(self.o.log_dirs, topic).items():
             ps = state.partitions.setdefault(partition, PartitionState())
-            plan = seg.plan_partition(topic, partition, pdir, ps.next_offset, scan_from=ps.next_offset)
+            plan = seg.plan_partition(topic, partition, pdir, ps.next_offset, scan_from=ps.next_offset,
+                                      log_start_offset=starts.get((topic, partition)))
             summary.partitions += 1
             if plan.log_start_offset > ps.next_offset:
                 gap = [ps.next_offset, plan.log_start_offset]
@@ -240,8 +242,11 @@ class ExportJob:
             ps.segments += consumed
             summary.segments += len(consumed)
             ps.next_offset = max(ps.next_offset, end)
-        parts = len(seg.pack_tasks(tasks, self.o.max_partition_bytes))
+        parts = len(seg.pack_tasks(tasks, self.o.max_partition_bytes, self._parallelism()))
         return _TopicPlan(topic, state, offsets, scan_from, parts, summary)
+
+    def _parallelism(self) -> int:
+        return max(1, self.spark.sparkContext.defaultParallelism)
 
     # -- staging ------------------------------------------------------------------------------
 
@@ -258,6 +263,7 @@ class ExportJob:
             .option("offsets", json.dumps({str(k): list(v) for k, v in p.offsets.items()}))
             .option("scanFrom", json.dumps({str(k): v for k, v in p.scan_from.items()}))
             .option("maxPartitionBytes", self.o.max_partition_bytes)
+            .option("minPartitions", self._parallelism())
             .load(",".join(str(d) for d in self.o.log_dirs))
         )
         # The UTC day, independent of the session time zone.

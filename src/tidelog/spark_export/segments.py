@@ -65,6 +65,17 @@ class SegmentFile:
         return self.path[: -len(SEGMENT_SUFFIX)] + suffix
 
 
+def log_start_offsets(log_dirs: list[str | Path]) -> dict[tuple[str, int], int]:
+    """The broker's `log-start-offset-checkpoint` of each log directory (written at shutdown and
+    at every checkpoint interval; older than the segments when the broker is running)."""
+    from tidelog.log.manager import LOG_START_OFFSET_CHECKPOINT, read_checkpoint
+
+    out: dict[tuple[str, int], int] = {}
+    for d in log_dirs:
+        out.update(read_checkpoint(Path(d) / LOG_START_OFFSET_CHECKPOINT))
+    return out
+
+
 def partition_dirs(log_dirs: list[str | Path], topic: str) -> dict[int, Path]:
     """{partition: directory} of `topic` across the log directories (Kafka's `<topic>-<n>`)."""
     out: dict[int, Path] = {}
@@ -250,11 +261,14 @@ def plan_partition(
     include_active: bool = False,
     start_timestamp: int | None = None,
     end_timestamp: int | None = None,
+    log_start_offset: int | None = None,
 ) -> PartitionPlan:
+    """`log_start_offset`: the broker's checkpointed log start (DeleteRecords may move it into
+    the oldest segment); records below it are not read."""
     segments = list_segments(partition_dir)
     if not segments:
         return PartitionPlan(topic, partition, -1, start_offset, start_offset, start_offset, start_offset, [], [])
-    log_start = segments[0].base_offset
+    log_start = max(segments[0].base_offset, log_start_offset or 0)
     closed = segments if include_active else segments[:-1]
     if include_active:
         closed_end = _log_end(segments[-1])
@@ -285,14 +299,17 @@ def plan_partition(
     return PartitionPlan(topic, partition, log_start, closed_end, lso, start, max(start, end), tasks, closed)
 
 
-def pack_tasks(tasks: list[SegmentTask], max_bytes: int) -> list[list[SegmentTask]]:
+def pack_tasks(tasks: list[SegmentTask], max_bytes: int, min_groups: int = 1) -> list[list[SegmentTask]]:
     """Group tasks into Spark partitions: one per segment when `max_bytes` <= 0; otherwise
     consecutive tasks are packed together while their segment files add up to at most
-    `max_bytes` (a segment larger than that stays alone). A Python task costs a fraction of a
-    second however little it reads, so many small segments are better read a few at a time;
-    segments of Kafka's default size (1 GiB) stay one per partition."""
+    `max_bytes` (a segment larger than that stays alone), and to at most 1/`min_groups` of all
+    the bytes so that every core gets work (as Spark splits files). A Python task costs a
+    fraction of a second however little it reads, so many small segments are better read a few
+    at a time; segments of Kafka's default size (1 GiB) stay one per partition."""
     if max_bytes <= 0:
         return [[t] for t in tasks]
+    total = sum(_size(t.segment) for t in tasks)
+    max_bytes = min(max_bytes, max(1, -(-total // max(1, min_groups))))
     groups: list[list[SegmentTask]] = []
     size = 0
     for t in tasks:

@@ -1,0 +1,116 @@
+"""Export rows/s: the Spark export job against the same rows written with pyarrow alone.
+
+    .venv/bin/python bench/spark_export.py [--records 1000000] [--partitions 4] [--dir /tmp]
+
+Builds a topic of `--records` records (100-byte values, 10k keys, lz4 batches of 1000 records,
+timestamps over 5 days) with the log engine, rolls it, then measures:
+
+- `pyarrow alone`: the same segment decoder (`segments.read_task`, one process, no Spark) into
+  Arrow, written with `pyarrow.dataset.write_dataset` partitioned by date and partition
+  (zstd Parquet, as the job writes): the floor of what the export costs without Spark;
+- `spark export`: `ExportJob.run()` (local[2], the CLI's defaults) from segments to the
+  registered table, manifest included; its SparkSession is started (and warmed on a tiny
+  topic) before the clock starts.
+
+Prints rows/s for both and checks the table's row count. Prints, never asserts timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tidelog.log import LogConfig, PartitionLog
+from tidelog.log.records import Record, build_batch
+from tidelog.server.topics import TopicRegistry
+
+DAY_MS = 86_400_000
+T0 = 1_735_689_600_000
+
+
+def build_topic(log_dir: Path, topic: str, records: int, partitions: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    TopicRegistry(log_dir, node_id=1).create(topic, partitions, {})
+    cfg = LogConfig(segment_bytes=32 << 20, retention_ms=-1)
+    logs = [PartitionLog.open(log_dir, topic, p, cfg) for p in range(partitions)]
+    per_batch = 1000
+    step = 5 * DAY_MS // max(records, 1)
+    ts = T0
+    for b in range(0, records, per_batch):
+        recs = []
+        for i in range(min(per_batch, records - b)):
+            ts += step
+            k = rng.randrange(10_000)
+            recs.append(Record(b"key-%05d" % k, rng.randbytes(100), ts, []))
+        logs[(b // per_batch) % partitions].append_raw(build_batch(recs, codec=3), now_ms=ts)
+    for lg in logs:
+        lg.roll(now_ms=ts)
+        lg.close()
+
+
+def pyarrow_alone(log_dir: Path, topic: str, out: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    from tidelog.spark_export import segments as seg
+
+    batches = []
+    for partition, pdir in seg.partition_dirs([log_dir], topic).items():
+        for task in seg.plan_partition(topic, partition, pdir).tasks:
+            batches += list(seg.read_task(task))
+    table = pa.Table.from_batches(batches)
+    date = pc.cast(pc.cast(table["timestamp"], pa.timestamp("ms", tz="UTC")), pa.date32())
+    table = table.append_column("date", date)
+    ds.write_dataset(table, out, format="parquet", partitioning=["date", "partition"], partitioning_flavor="hive",
+                     file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
+    return table.num_rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    args = ap.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = Path(tempfile.mkdtemp(prefix="tidelog-spark-bench-", dir=args.dir))
+    try:
+        data = work / "data"
+        t = time.perf_counter()
+        build_topic(data, "bench", args.records, args.partitions)
+        build_topic(data, "warmup", 2000, 1)
+        print(f"built {args.records:,} records in {time.perf_counter() - t:.1f}s "
+              f"({sum(f.stat().st_size for f in data.rglob('*.log')) / 2**20:.0f} MiB of segments)")
+
+        t = time.perf_counter()
+        rows = pyarrow_alone(data, "bench", work / "pyarrow")
+        pa_s = time.perf_counter() - t
+        print(f"pyarrow alone : {rows:,} rows in {pa_s:6.1f}s = {rows / pa_s:10,.0f} rows/s")
+
+        from tidelog.spark_export.job import ExportJob, ExportOptions
+        from tidelog.spark_export.session import build_session
+
+        spark = build_session(work / "wh")
+        ExportJob(spark, ExportOptions([data], work / "wh", topics=["warmup"])).run()
+        t = time.perf_counter()
+        ExportJob(spark, ExportOptions([data], work / "wh", topics=["bench"])).run()
+        sp_s = time.perf_counter() - t
+        n = spark.table("tidelog.bench").count()
+        spark.stop()
+        print(f"spark export  : {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
+              f"({sp_s / pa_s:.1f}x the time of pyarrow alone)")
+        assert n == rows == args.records, (n, rows)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
