@@ -15,6 +15,7 @@ import socket
 import struct
 import threading
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -24,7 +25,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tidelog.log.records import Record, build_batch
 from tidelog.server.client import KafkaClient
 
+from broker_process import free_port  # noqa: E402
+
+METRICS_PORT = free_port()
 BROKER_OVERRIDES = {
+    "metrics.listener": f"127.0.0.1:{METRICS_PORT}",
     "transaction.state.log.num.partitions": "3",
     "offsets.topic.num.partitions": "3",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "300",
@@ -199,6 +204,10 @@ def test_commit_and_abort_as_read_committed_consumers_see_them(module_broker):
     assert seen == {"confluent": want, "kafka-python": want, "aiokafka": want}
     everything = values(ck_consume(module_broker, topic, 2, READ_UNCOMMITTED, expect=41))
     assert everything == sorted(want + [b"aborted-%d" % i for i in range(20)] + [b"open"])
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10).read().decode()
+    assert f'tidelog_last_stable_offset{{partition="0",topic="{topic}"}} {float(lso)}' in metrics
+    assert float(metrics.split("\ntidelog_transactional_ids ")[1].split()[0]) >= 1
+    assert float(metrics.split("\ntidelog_producer_ids ")[1].split()[0]) >= 1
     p.commit_transaction(30)
     assert list_offsets(module_broker, topic, 0, 1) == list_offsets(module_broker, topic, 0, 0)
     assert b"open" in values(ck_consume(module_broker, topic, 2, READ_COMMITTED, expect=21))
@@ -362,7 +371,8 @@ def test_idempotent_producer_whose_acks_are_dropped_retries_without_duplicates(b
     from broker_process import free_port
 
     proxy_port = free_port()  # clients learn the proxy's address from Metadata
-    b = broker_factory({"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}", **BROKER_OVERRIDES})
+    overrides = {k: v for k, v in BROKER_OVERRIDES.items() if k != "metrics.listener"}  # the module broker's
+    b = broker_factory({**overrides, "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"})
     proxy = AckDroppingProxy(proxy_port, b.port, drop=3)
     try:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
