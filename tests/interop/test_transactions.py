@@ -291,6 +291,28 @@ def test_kip890_a_transactional_batch_outside_the_transaction_is_refused(module_
     assert [m.offset() for m in ck_consume(module_broker, topic, 2, READ_COMMITTED, expect=2)] == [0, 1]
 
 
+def test_write_txn_markers_aborts_an_open_transaction(module_broker):
+    topic = new_topic(module_broker, 1)
+    txn_id = f"wtm-{uuid.uuid4().hex[:6]}"
+    with KafkaClient(module_broker.bootstrap) as kc:
+        init = kc.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
+                               "producer_epoch": -1}, version=4)
+        pid, epoch = init.producer_id, init.producer_epoch
+        kc.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+                        "v3_and_below_producer_epoch": epoch,
+                        "v3_and_below_topics": [{"name": topic, "partitions": [0]}]}, version=3)
+        assert _produce(kc, topic, 0, _batch(pid, epoch, 0, 3, True), txn_id) == (0, 0)
+        assert list_offsets(module_broker, topic, 0, 1) == 0
+        for version in (0, 1):  # the second finds nothing open: no second marker
+            resp = kc.request(27, {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": False,
+                                                "topics": [{"name": topic, "partition_indexes": [0]}],
+                                                "coordinator_epoch": 0}]}, version=version)
+            assert int(resp.markers[0].topics[0].partitions[0].error_code) == 0
+    assert list_offsets(module_broker, topic, 0, 1) == list_offsets(module_broker, topic, 0, 0) == 4
+    assert ck_consume(module_broker, topic, 1, READ_COMMITTED, idle=1.5) == []
+    assert len(ck_consume(module_broker, topic, 1, READ_UNCOMMITTED, expect=3)) == 3
+
+
 # ---- dropped acks ----------------------------------------------------------------------------------
 
 class AckDroppingProxy:

@@ -1,7 +1,8 @@
 """Control-plane message schemas: kio's generated classes, plus the old versions kio dropped.
 
 kio (Kafka 4.x schemas) no longer carries some versions that real clients still send
-(CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, OffsetCommit v0-1, OffsetFetch v0 ...).
+(CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0, OffsetCommit v0-1, OffsetFetch v0,
+WriteTxnMarkers v0 ...).
 Those are *derived* here from the oldest kio class of the same API by a declarative edit —
 fields dropped or replaced at a dotted path — so that kio's reader and writer serve them
 unchanged. The edits restate facts of the protocol (which field appeared in which version).
@@ -48,6 +49,9 @@ DERIVED: dict[tuple[int, int, bool], Derivation] = {
     # DeleteTopics: v1 added throttle_time to the response.
     (20, 0, True): Derivation(base=1),
     (20, 0, False): Derivation(base=1, drop=("throttle_time",)),
+    # WriteTxnMarkers v0: the fields of v1, which only made the message flexible.
+    (27, 0, True): Derivation(base=1),
+    (27, 0, False): Derivation(base=1),
     # DescribeConfigs: v1 added include_synonyms, synonyms and config_source (was is_default).
     (32, 0, True): Derivation(base=1, drop=("include_synonyms",)),
     (32, 0, False): Derivation(

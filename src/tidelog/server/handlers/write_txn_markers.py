@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (key 27, v1): write COMMIT/ABORT markers for a producer on the named
+"""WriteTxnMarkers (key 27, v0-1; v0 derived in `wire.schemas`): write COMMIT/ABORT markers for a producer on the named
 partitions. In Kafka the coordinator sends it to partition leaders; here the coordinator writes
 markers itself, and this API is served for completeness (tools, tests). A partition where the
 producer has no open transaction is answered without a marker; group offsets staged by the
@@ -46,4 +46,4 @@ def register(broker) -> None:
             out.append({"producer_id": m.producer_id, "topics": topics})
         return {"markers": out}
 
-    broker.router.add(control_route(API_KEY, 1, 1, handle))
+    broker.router.add(control_route(API_KEY, 0, 1, handle))
