@@ -171,3 +171,22 @@ def test_restart_finishes_a_prepared_commit(tmp_path):
         assert ProducerIdAllocator(tmp_path).next_id() > pid  # ids are never handed out twice
 
     run(go())
+
+
+def test_list_filters(tmp_path):
+    clock = Clock()
+    c = make(tmp_path, clock=clock)
+
+    async def go():
+        _, a, ea = await c.init_producer_id("a", 10_000)
+        _, b, _ = await c.init_producer_id("b", 10_000)
+        await c.add_partitions("a", a, ea, [("t", 0)])
+        clock.now += 5_000
+        assert [m.transactional_id for m in c.list()[1]] == ["a", "b"]
+        assert c.list(["Ongoing", "Bogus"]) == (["Bogus"], [c.txns["a"]])
+        assert [m.transactional_id for m in c.list(producer_ids=[b])[1]] == ["b"]
+        assert [m.transactional_id for m in c.list(["Ongoing"], min_duration_ms=4_000)[1]] == ["a"]
+        assert c.list(["Ongoing"], min_duration_ms=6_000)[1] == []
+        assert c.active_count() == 1
+
+    run(go())

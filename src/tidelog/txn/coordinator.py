@@ -331,7 +331,7 @@ class TxnCoordinator:
                 continue
             if pids and meta.producer_id not in pids:
                 continue
-            if min_duration_ms >= 0 and (meta.state != S.ONGOING or now - meta.start_ms < min_duration_ms):
+            if min_duration_ms >= 0 and now - meta.start_ms < min_duration_ms:  # as Kafka: by start time
                 continue
             out.append(meta)
         return unknown, sorted(out, key=lambda m: m.transactional_id)
