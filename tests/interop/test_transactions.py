@@ -254,6 +254,28 @@ def test_a_stalled_transaction_is_aborted_by_its_timeout_and_the_lso_moves_on(mo
         p.commit_transaction(10)
 
 
+def test_clean_restart_in_the_middle_of_a_transaction(broker_factory):
+    overrides = {k: v for k, v in BROKER_OVERRIDES.items() if k != "metrics.listener"}
+    b = broker_factory(overrides)
+    topic = new_topic(b, 1)
+    p = txn_producer(b, "restarted", **{"metadata.recovery.strategy": "none"})
+    idem = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True})
+    idem.produce(topic, value=b"plain-0", partition=0)
+    assert idem.flush(30) == 0
+    p.begin_transaction()
+    p.produce(topic, value=b"before", partition=0)
+    p.flush(30)
+    b.restart()  # SIGTERM: producer state comes back from the shutdown snapshot
+    assert list_offsets(b, topic, 0, 1) == 1 and list_offsets(b, topic, 0, 0) == 2  # still open
+    assert any(p.name.endswith(".snapshot") for p in (b.data_dir / f"{topic}-0").iterdir())
+    p.produce(topic, value=b"after", partition=0)
+    p.commit_transaction(60)
+    idem.produce(topic, value=b"plain-1", partition=0)  # same producer id, next sequence
+    assert idem.flush(30) == 0
+    assert [m.value() for m in ck_consume(b, topic, 1, READ_COMMITTED, expect=4)] == \
+        [b"plain-0", b"before", b"after", b"plain-1"]
+
+
 def test_kip890_a_transactional_batch_outside_the_transaction_is_refused(module_broker):
     topic = new_topic(module_broker, 2)
     txn_id = f"raw-{uuid.uuid4().hex[:6]}"
