@@ -90,6 +90,12 @@ class KafkaConnection(asyncio.Protocol):
                 pass
             if transport.get_extra_info("sslcontext") is None:
                 self._sock_fd = sock.fileno()
+            rcvbuf = self.broker.config["socket.receive.buffer.bytes"]
+            if rcvbuf > 0:  # room for whole pipelined Produce requests while this loop is busy
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+                except OSError:
+                    pass
         if not self.broker.connection_opened(self):
             log.warning("refusing connection from %s: max.connections reached", self.peer)
             self._closed = True
