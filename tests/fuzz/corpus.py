@@ -65,3 +65,19 @@ def mutate(frame: bytes, rng: random.Random, other: bytes | None = None, rounds:
 
 def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
+
+
+def all_seeds() -> list[bytes]:
+    """Captured frames plus a schema-built frame for every control-plane (api, version) with a
+    schema (`schema_seeds`), so that every handler is reached, not only those clients used."""
+    from schema_seeds import seed_frame
+
+    out = load_seeds()
+    for key in range(0, 80):
+        if key in (0, 1, 2):
+            continue
+        for v in range(0, 20):
+            f = seed_frame(key, v)
+            if f is not None:
+                out.append(f)
+    return out

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corpus import frame, load_seeds, mutate
+from corpus import all_seeds, frame, mutate
 from inproc import InProcessBroker
 
-SEEDS = load_seeds()
+SEEDS = all_seeds()
 EXAMPLES = int(os.environ.get("TIDELOG_FUZZ_EXAMPLES", "600")) // 3
 SENTINEL_CORR = 0x5EED
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, SENTINEL_CORR, 4) + b"fuzz"

@@ -6,7 +6,9 @@ hundreds of GiB; the allocation fails inside the extension, which aborts the who
 process (SIGABRT) instead of raising. So before kio sees a body, `check_body(cls, buf, offset)`
 walks the same schema (kio's dataclasses, flexible or not, tagged fields included) and raises
 `GuardError` when an array announces more items than there are bytes left (every item takes at
-least one byte), or when the body is truncated. It allocates nothing in proportion to any count.
+least one byte), when an array or string the schema does not allow to be null is null (kio reads
+it as None and handlers would then fail on it; Kafka rejects such a request too), or when the
+body is truncated. It allocates nothing in proportion to any count.
 
 Format rules (Kafka's, as kio implements them): fixed-width integers; strings int16-length
 (compact: uvarint length+1), bytes/records int32-length (compact: uvarint length+1), -1/0 for
@@ -75,7 +77,9 @@ def _plan(cls: type) -> tuple[list, dict]:
         c = classify_field(f)
         kafka_type = f.metadata.get("kafka_type")
         tag = f.metadata.get("tag")
-        optional = False if tag is not None else is_optional(f)
+        # Tagged fields are optional by their presence; be lenient about nulls inside them
+        # (except a struct, whose encoding has no null marker there).
+        optional = (not isinstance(c, EntityField)) if tag is not None else is_optional(f)
         if isinstance(c, EntityTupleField):
             entry = ("entity_array", None, optional, c.type_)
         elif isinstance(c, EntityField):
@@ -91,27 +95,28 @@ def _plan(cls: type) -> tuple[list, dict]:
     return plain, tagged
 
 
-def _value(cur: _Cursor, kafka_type: str, flexible: bool) -> None:
+def _value(cur: _Cursor, kafka_type: str, flexible: bool, nullable: bool = True) -> None:
     width = _FIXED.get(kafka_type)
     if width is not None:
         cur.take(width)
-    elif kafka_type == "string" and not flexible:
+        return
+    if kafka_type == "string" and not flexible:
         n = _I16(cur.buf, cur.take(2))[0]
-        cur.take(max(n, 0))
     elif kafka_type in ("string", "bytes", "records") and flexible:
         n = cur.uvarint() - 1
-        cur.take(max(n, 0))
     elif kafka_type in ("bytes", "records"):
         n = _I32(cur.buf, cur.take(4))[0]
-        cur.take(max(n, 0))
     else:
         raise GuardError(f"unknown kafka type {kafka_type!r}")
+    if n < 0 and not nullable:
+        raise GuardError(f"non-nullable {kafka_type} field is null at byte {cur.pos}")
+    cur.take(max(n, 0))
 
 
 def _field(cur: _Cursor, entry, flexible: bool) -> None:
     kind, kafka_type, optional, item = entry
     if kind == "value":
-        _value(cur, kafka_type, flexible)
+        _value(cur, kafka_type, flexible, optional or kafka_type == "records")
     elif kind == "entity":
         if optional and cur.buf[cur.take(1)] == 0xFF:
             return
@@ -119,6 +124,8 @@ def _field(cur: _Cursor, entry, flexible: bool) -> None:
     else:
         n = cur.uvarint() - 1 if flexible else _I32(cur.buf, cur.take(4))[0]
         if n < 0:
+            if not optional:  # as Kafka's own parser: a null where the schema allows none
+                raise GuardError(f"non-nullable array is null at byte {cur.pos}")
             return
         cur.count(n)
         for _ in range(n):
