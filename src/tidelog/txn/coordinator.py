@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
 from .pids import ProducerIdAllocator
 from .records import TxnLogValue
