@@ -141,6 +141,8 @@ def test_sequence_and_epoch_errors_on_raw_batches(module_broker):
         assert _produce(kc, topic, 0, _batch(pid, 1, 0, 1)) == (0, 5)  # new epoch from 0
         assert _produce(kc, topic, 0, _batch(pid, 0, 5, 1))[0] == 47  # INVALID_PRODUCER_EPOCH
         assert _produce(kc, topic, 0, _batch(pid + 10_000, 0, 0, 1))[0] == 59  # UNKNOWN_PRODUCER_ID
+        for internal in ("__transaction_state", "__consumer_offsets"):  # INVALID_TOPIC_EXCEPTION
+            assert _produce(kc, internal, 0, _batch(-1, -1, -1, 1))[0] == 17
     got = ck_consume(module_broker, topic, 1, READ_UNCOMMITTED, expect=6)
     assert [m.offset() for m in got] == [0, 1, 2, 3, 4, 5]
 

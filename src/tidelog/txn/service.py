@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 
-from ..log.errors import LogError
+from ..log.errors import LogAppendError, LogError
 from ..log.log import AppendInfo
 from ..log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, decode_batches
 from ..server.groups import coordinator_of
@@ -36,6 +36,7 @@ log = logging.getLogger("tidelog.txn")
 STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 UNTRACKED = (STATE_TOPIC, OFFSETS_TOPIC)  # written by coordinators, never through Produce
+INVALID_TOPIC_EXCEPTION = 17
 
 
 def _now() -> int:
@@ -208,8 +209,8 @@ class TxnService:
     # ---- produce path --------------------------------------------------------------------------
     def append(self, ctx, transactional_id, topic: str, partition: int, plog, records, now_ms: int):
         """Produce's append with producer-state checks; same AppendInfo as `plog.append`."""
-        if topic in UNTRACKED:
-            return plog.append(records, now_ms=now_ms)
+        if topic in UNTRACKED:  # as Kafka: clients never write the coordinators' topics
+            raise LogAppendError(INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {topic}")
         state = self.state_for(topic, partition, plog)
         key = (topic, partition)
         coordinator = self.coordinator
