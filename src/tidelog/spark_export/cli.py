@@ -2,7 +2,8 @@
 
     tidelog export --log-dirs DIR[,DIR] --warehouse DIR [--topics T [T ...]] [--master URL]
                    [--driver-memory 1g] [--shuffle-partitions 4] [--jvm-flags "..."] [--hive]
-                   [--compact-topics T ...] [--conf key=value ...]
+                   [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
+                   [--rewrite-min-files N]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """

@@ -8,9 +8,9 @@ One run:
    once its marker is in a closed segment); segments deleted by retention before export are
    reported as gaps;
 3. `manifest.begin` with the state the run will commit;
-4. per topic, one Spark job reads the range through the `tidelog` data source (one task per
-   segment) and writes Parquet into the run's staging directory, partitioned by `date` (UTC day
-   of the timestamp) and `partition`; for compacted topics the previous `_latest` version and
+4. per topic, one Spark job reads the range through the `tidelog` data source (a task per
+   segment, small segments a few per task) and writes Parquet into the run's staging
+   directory, partitioned by `date` (UTC day of the timestamp) and `partition`; for compacted topics the previous `_latest` version and
    the new rows are reduced to the latest value per (partition, key), tombstones dropped, into a
    new version directory `<topic>_latest/v-<run id>/`;
 5. publish: staged files are moved into the table directories under names that carry the run

@@ -65,8 +65,6 @@ def build_session(warehouse: str | Path, settings: SparkSettings | None = None):
     if s.hive:
         b = (
             b.config("spark.sql.catalogImplementation", "hive")
-            .config("javax.jdo.option.ConnectionURL",
-                    f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true")
             .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                     f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true")
             .config("spark.hadoop.derby.system.home", str(warehouse))
