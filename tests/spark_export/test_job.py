@@ -145,3 +145,15 @@ def test_progress_lines_in_logs(caplog):
         t._draw(done)
     assert [m.split(" (")[0] for m in caplog.messages if m.startswith("export orders")] == [
         f"export orders: {n}/8 tasks" for n in (0, 2, 4, 6, 8)]
+
+
+def test_a_second_run_at_once_is_refused(tmp_path):
+    from tidelog.spark_export.job import ExportRunning, _exclusive
+
+    lock = tmp_path / "_tidelog" / "export.lock"
+    with _exclusive(lock):
+        with pytest.raises(ExportRunning):
+            with _exclusive(lock):
+                pass
+    with _exclusive(lock):  # released
+        pass

@@ -28,6 +28,8 @@ Crash points can be injected for tests: `ExportOptions.crash_at` or the environm
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import math
@@ -40,7 +42,7 @@ from pathlib import Path
 
 from . import segments as seg
 from .datasource import NAME as SOURCE
-from .manifest import Manifest, PartitionState, TopicState
+from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
 from .session import attach_tables, ensure_table, point_latest, table_location
 
@@ -119,6 +121,11 @@ class ExportJob:
     # -- the run ------------------------------------------------------------------------------
 
     def run(self) -> list[TopicSummary]:
+        """One export run; refuses to start while another run holds the warehouse's lock."""
+        with _exclusive(self.o.warehouse / MANIFEST_DIR / "export.lock"):
+            return self._run()
+
+    def _run(self) -> list[TopicSummary]:
         started = time.monotonic()
         manifest = Manifest.load(self.o.warehouse)
         self.recover(manifest)
@@ -338,6 +345,25 @@ class ExportJob:
         self._publish(out, table, run_id, tag="r")
         p.summary.files_rewritten = len(candidates)
         return [str(f) for f in candidates]
+
+
+class ExportRunning(RuntimeError):
+    """Another export run holds the warehouse."""
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """An exclusive `flock` on `path` for the run (released by the OS if the process dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExportRunning(f"another export run holds {path}") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def parquet_rows(root: Path) -> int:
