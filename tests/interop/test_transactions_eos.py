@@ -6,8 +6,7 @@ once, in order per partition, and nothing aborted; a read_uncommitted consumer s
 copies too.
 
 Each client copies 100,000 records through three kill -9s (early, middle, late). About 35 s per
-client here (2 cores);
-TIDELOG_EOS_PY_RECORDS lowers the count for the two Python clients.
+client here (2 cores); TIDELOG_EOS_PY_RECORDS lowers the count for the two Python clients.
 """
 
 from __future__ import annotations
