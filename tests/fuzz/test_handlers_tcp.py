@@ -87,6 +87,7 @@ def test_fuzzed_connections_leave_others_untouched(fuzz_broker, sentinel, picks,
     payloads = [mutate(SEEDS[p], rng, SEEDS[rng.randrange(len(SEEDS))]) if mutated[k % len(mutated)] else SEEDS[p]
                 for k, p in enumerate(picks)]
     stream = b"".join(frame(p) for p in payloads)
+    errors_before = len(fuzz_broker.collector.errors())
     with socket.create_connection(("127.0.0.1", fuzz_broker.port), timeout=10) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
@@ -98,7 +99,8 @@ def test_fuzzed_connections_leave_others_untouched(fuzz_broker, sentinel, picks,
     t0 = time.monotonic()
     assert ask_api_versions(sentinel), "the healthy connection was closed"
     assert time.monotonic() - t0 < 10
-    errors = fuzz_broker.collector.errors()
+    time.sleep(0.01)  # a handler error is logged on the broker's thread
+    errors = fuzz_broker.collector.errors()[errors_before:]  # this example's own (shrinks right)
     assert not errors, [r.getMessage() for r in errors] + [p[:64].hex() for p in payloads]
 
 
