@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test setup kcat clean bench
+.PHONY: serve test setup kcat java clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,13 @@ kcat:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
 
-test: $(STAMP) kcat
+# Installs a Java 17 runtime for the Spark tests when no `java` is on PATH (Debian/Ubuntu).
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+
+test: $(STAMP) kcat java
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.
