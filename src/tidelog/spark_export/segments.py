@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Iterator
 
 from tidelog.log import records as rb
+from tidelog.spark_export.columns import Columns, append_batch
 from tidelog.log.txnindex import ENTRY as TXN_ENTRY
 from tidelog.log.txnindex import ENTRY_SIZE as TXN_ENTRY_SIZE
 
@@ -380,56 +381,6 @@ def arrow_schema():
     ])
 
 
-class _Columns:
-    __slots__ = ("offsets", "timestamps", "ts_types", "keys", "values", "h_offsets", "h_keys", "h_values",
-                 "pids", "txn")
-
-    def __init__(self) -> None:
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.ts_types: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.h_offsets: list[int] = [0]
-        self.h_keys: list[str] = []
-        self.h_values: list[bytes | None] = []
-        self.pids: list[int] = []
-        self.txn: list[bool] = []
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def to_arrow(self, topic: str, partition: int, schema):
-        import numpy as np
-        import pyarrow as pa
-
-        n = len(self.offsets)
-        ts = np.asarray(self.timestamps, dtype=np.int64) * 1000
-        header_type = schema.field("headers").type
-        headers = pa.ListArray.from_arrays(
-            pa.array(self.h_offsets, pa.int32()),
-            pa.StructArray.from_arrays(
-                [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())], fields=list(header_type.value_type)
-            ),
-            type=header_type,
-        )
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
-                pa.array(np.full(n, partition, dtype=np.int32)),
-                pa.array(self.offsets, pa.int64()),
-                pa.array(ts, pa.timestamp("us", tz="UTC")),
-                pa.array(self.ts_types, pa.int32()),
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                headers,
-                pa.array(self.pids, pa.int64()),
-                pa.array(self.txn, pa.bool_()),
-            ],
-            schema=schema,
-        )
-
-
 def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:
     """pyarrow.RecordBatch(es) of the records of one task, in offset order."""
     schema = arrow_schema()
@@ -439,7 +390,7 @@ def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:
     aborting: set[int] = set()
     t_lo = task.start_timestamp
     t_hi = task.end_timestamp
-    cols = _Columns()
+    cols = Columns()
     pos0 = start_position(task.segment_file, task.start_offset, t_lo)
     for buf, pos, f in batches(task.segment, pos0):
         base = f[rb.H_BASE_OFFSET]
@@ -462,28 +413,9 @@ def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:
             continue
         if t_lo is not None and f[rb.H_MAX_TS] < t_lo:
             continue
-        ts_type = 1 if attrs & rb.TIMESTAMP_TYPE_MASK else 0
-        for r in rb.decode_records(buf, pos):
-            off = r.offset
-            if off < task.start_offset or off >= task.end_offset:
-                continue
-            ts = r.timestamp
-            if (t_lo is not None and ts < t_lo) or (t_hi is not None and ts >= t_hi):
-                continue
-            cols.offsets.append(off)
-            cols.timestamps.append(ts)
-            cols.ts_types.append(ts_type)
-            cols.keys.append(r.key)
-            cols.values.append(r.value)
-            if r.headers:
-                for hk, hv in r.headers:
-                    cols.h_keys.append(hk)
-                    cols.h_values.append(hv)
-            cols.h_offsets.append(len(cols.h_keys))
-            cols.pids.append(pid)
-            cols.txn.append(txn)
+        append_batch(cols, buf, pos, f, task.start_offset, task.end_offset, t_lo, t_hi)
         if len(cols) >= rows_per_batch:
             yield cols.to_arrow(task.topic, task.partition, schema)
-            cols = _Columns()
+            cols = Columns()
     if len(cols):
         yield cols.to_arrow(task.topic, task.partition, schema)
