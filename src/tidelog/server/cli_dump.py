@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .cli_consume import show
 from ..log.errors import CorruptRecordError
 from ..log.records import (CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD,
                            TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, batch_crc_ok, decode_records,
@@ -77,15 +78,6 @@ def scan(path: Path) -> tuple[list[Batch], int, int]:
     return out, pos, size
 
 
-def _show(b: bytes | None) -> str:
-    if b is None:
-        return "null"
-    try:
-        return b.decode()
-    except UnicodeDecodeError:
-        return "0x" + b.hex()
-
-
 def batch_line(b: Batch, valid: bool) -> str:
     h = b.header
     attrs = h[5]
@@ -114,9 +106,9 @@ def record_lines(buf: bytes, b: Batch, print_data: bool) -> Iterator[str]:
             ctype, epoch = parse_control_record(r)
             line += f" endTxnMarker: {MARKERS.get(ctype, ctype)} coordinatorEpoch: {epoch}"
         elif print_data:
-            line += f" key: {_show(r.key)} payload: {_show(r.value)}"
+            line += f" key: {show(r.key)} payload: {show(r.value)}"
             if r.headers:
-                line += " headers: " + ",".join(f"{k}={_show(v)}" for k, v in r.headers)
+                line += " headers: " + ",".join(f"{k}={show(v)}" for k, v in r.headers)
         yield line
 
 

@@ -37,10 +37,8 @@ def _offsets_refused(ctx, topics, code):
 
 
 # ---- groups -----------------------------------------------------------------------------------
-@rule(8)
-def offset_commit(session, ctx, req):
-    if not _group(session, req.group_id, Op.READ):
-        return Reply({"throttle_time": 0, "topics": _offsets_refused(ctx, req.topics, GROUP_DENIED)})
+def _topics_read_checked(session, ctx, req):
+    """Read on each named topic: refused topics answered TOPIC_AUTHORIZATION_FAILED, the rest served."""
     ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
     if not denied:
         return None
@@ -48,6 +46,13 @@ def offset_commit(session, ctx, req):
     if not ok:
         return Reply({"throttle_time": 0, "topics": refused})
     return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+
+
+@rule(8)
+def offset_commit(session, ctx, req):
+    if not _group(session, req.group_id, Op.READ):
+        return Reply({"throttle_time": 0, "topics": _offsets_refused(ctx, req.topics, GROUP_DENIED)})
+    return _topics_read_checked(session, ctx, req)
 
 
 @rule(9)
@@ -236,13 +241,7 @@ def txn_offset_commit(session, ctx, req):
         code = GROUP_DENIED
     if code is not None:
         return Reply({"throttle_time": 0, "topics": _offsets_refused(ctx, req.topics, code)})
-    ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
-    if not denied:
-        return None
-    refused = _offsets_refused(ctx, denied, TOPIC_DENIED)
-    if not ok:
-        return Reply({"throttle_time": 0, "topics": refused})
-    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
+    return _topics_read_checked(session, ctx, req)
 
 
 @rule(65)
