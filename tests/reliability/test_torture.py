@@ -126,7 +126,11 @@ def test_sigkill_torture(broker_factory, tmp_path):
             b.kill()
             unsynced.append(sum(max(0, marks_before[p] - o) for p, o in recovery_points(b.data_dir).items()))
             b.start()
-            marks, comm = watermarks(b.bootstrap), committed(b.bootstrap)
+            # Committed offsets first, then the watermarks: clients resume at once after the
+            # restart, so data (and commits of it) may land between the two queries; in this
+            # order a commit read can never be newer than the watermark it is compared with.
+            comm = committed(b.bootstrap)
+            marks = watermarks(b.bootstrap)
             behind += [(k, p, o, marks[p]) for p, o in comm.items() if o > marks[p]]
             for role, (proc, _out) in procs.items():
                 assert proc.poll() is None, f"{role} client died: {(tmp_path / f'{role}.log').read_text()[-3000:]}"
