@@ -23,23 +23,24 @@ producer: epoch, coordinator epoch, open transaction's first offset, and its new
 from __future__ import annotations
 
 import signal
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ..log.compression import CODEC_NAMES
+from ..log.index import OffsetIndex, TimeIndex
+from ..log.txnindex import ENTRY as TXN_ENTRY
 from .cli_consume import show
 from ..log.errors import CorruptRecordError
 from ..log.records import (CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD,
                            TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, batch_crc_ok, decode_records,
                            parse_control_record)
 
-CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 MARKERS = {CONTROL_ABORT: "ABORT", CONTROL_COMMIT: "COMMIT"}  # Kafka's ControlRecordType
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
-_TXN_ENTRY = struct.Struct(">hqqqq")
+_OFFSET_ENTRY = OffsetIndex.ENTRY
+_TIME_ENTRY = TimeIndex.ENTRY
+_TXN_ENTRY = TXN_ENTRY
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def batch_line(b: Batch, valid: bool) -> str:
             f"lastSequence: {last_seq} producerId: {h[9]} producerEpoch: {h[10]} partitionLeaderEpoch: {h[2]} "
             f"isTransactional: {str(bool(attrs & TRANSACTIONAL_FLAG_MASK)).lower()} "
             f"isControl: {str(bool(attrs & CONTROL_FLAG_MASK)).lower()} position: {b.position} "
-            f"{ts_type}: {h[8]} size: {b.size} magic: {h[3]} compresscodec: {CODECS.get(attrs & 7, attrs & 7)} "
+            f"{ts_type}: {h[8]} size: {b.size} magic: {h[3]} compresscodec: {CODEC_NAMES.get(attrs & 7, attrs & 7)} "
             f"crc: {h[4]} isvalid: {str(valid).lower()}")
 
 
@@ -157,8 +158,8 @@ def dump_offset_index(path: Path, out, verify_only: bool) -> list[str]:
     prev = -1
     if not verify_only:
         print(f"Dumping {path}", file=out)
-    for i in range(len(data) // 8):
-        rel, pos = _OFFSET_ENTRY.unpack_from(data, i * 8)
+    for i in range(len(data) // _OFFSET_ENTRY.size):
+        rel, pos = _OFFSET_ENTRY.unpack_from(data, i * _OFFSET_ENTRY.size)
         if i > 0 and rel == 0 and pos == 0:
             break  # preallocated tail of the active segment
         offset = base + rel
@@ -184,8 +185,8 @@ def dump_time_index(path: Path, out, verify_only: bool) -> list[str]:
     prev_ts = prev_off = -1
     if not verify_only:
         print(f"Dumping {path}", file=out)
-    for i in range(len(data) // 12):
-        ts, rel = _TIME_ENTRY.unpack_from(data, i * 12)
+    for i in range(len(data) // _TIME_ENTRY.size):
+        ts, rel = _TIME_ENTRY.unpack_from(data, i * _TIME_ENTRY.size)
         if i > 0 and ts == 0 and rel == 0:
             break
         offset = base + rel
