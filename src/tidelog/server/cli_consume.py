@@ -29,7 +29,7 @@ import signal
 import sys
 import time
 
-from .cli_groups import UsageError, format_ms, parse_instant
+from .cli_groups import UsageError, format_ms, parse_instant, reporting_usage_errors
 from .cli_produce import add_client_options, client_properties
 
 TS_TYPES = {0: "none", 1: "CreateTime", 2: "LogAppendTime"}
@@ -193,12 +193,4 @@ def add_parser(sub, default_bootstrap: str) -> None:
                    choices=("read_committed", "read_uncommitted"))
     c.add_argument("--format", choices=("text", "json"), default="text")
     add_client_options(c)
-    c.set_defaults(func=_run)
-
-
-def _run(args) -> int:
-    try:
-        return cmd_consume(args)
-    except UsageError as e:
-        print(f"tidelog: {e}", file=sys.stderr)
-        return 2
+    c.set_defaults(func=reporting_usage_errors(cmd_consume))

@@ -28,6 +28,17 @@ class UsageError(ValueError):
     pass
 
 
+def reporting_usage_errors(cmd):
+    """`cmd(args)` with a UsageError printed as `tidelog: ...` and exit status 2."""
+    def run(args) -> int:
+        try:
+            return cmd(args)
+        except UsageError as e:
+            print(f"tidelog: {e}", file=sys.stderr)
+            return 2
+    return run
+
+
 def _err(code) -> str:
     code = int(getattr(code, "value", code))
     try:

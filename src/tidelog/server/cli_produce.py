@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .cli_groups import UsageError  # one usage error for every client command
+from .cli_groups import UsageError, reporting_usage_errors  # one usage error for every client command
 
 
 @dataclass
@@ -179,15 +179,9 @@ def add_parser(sub, default_bootstrap: str) -> None:
     p.add_argument("--linger-ms", type=int, default=5, help="wait this long to fill a batch (default 5)")
     p.add_argument("--idempotence", action="store_true", help="idempotent producer (implied by transactions)")
     add_client_options(p)
-    p.set_defaults(func=_run)
+    p.set_defaults(func=reporting_usage_errors(cmd_produce))
 
 
-def _run(args) -> int:
-    try:
-        return cmd_produce(args)
-    except UsageError as e:
-        print(f"tidelog: {e}", file=sys.stderr)
-        return 2
 
 
 def client_properties(args) -> dict[str, str]:
