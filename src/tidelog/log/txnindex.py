@@ -28,8 +28,6 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CorruptIndexError
-
 logger = logging.getLogger("tidelog.log")
 
 ENTRY = struct.Struct(">hqqqq")
@@ -117,7 +115,7 @@ class TransactionIndex:
         self._entries = entries
 
     def sanity_check(self) -> None:
-        """Cut a torn trailing entry; raise CorruptIndexError for an unreadable file."""
+        """Cut a torn trailing entry; `_load` cuts the file at its first impossible entry, with a warning."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
