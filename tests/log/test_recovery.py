@@ -179,3 +179,37 @@ def test_many_segments_open_fast(tmp_path):
     assert elapsed < 2.0
     assert sum(1 for s in log.segments if s.offset_index.is_open) <= 1  # indexes opened lazily
     log.close()
+
+
+def build_rising(path, n=40):
+    """Batches whose timestamps mostly rise (a producer's clock), with one jump back."""
+    log = PartitionLog.open(path, "t", 0, CFG, lambda: T0)
+    for i in range(n):
+        ts = T0 + (i * 10 if i != n // 2 else 5)
+        log.append(build_batch([Record(b"k%d" % i, b"v" * 20, ts + j) for j in range(1 + i % 3)]))
+    log.flush()
+    return log
+
+
+def test_time_index_cut_to_whole_entries_is_rebuilt_below_the_recovery_point(tmp_path):
+    """A closed segment's .timeindex cut to fewer whole entries looks well formed, but its last
+    entry is then not the segment's largest timestamp; without a check, time lookups and
+    retention would use it. Opened after a clean shutdown (nothing recovered), every cut is
+    caught and the lookups answer as before."""
+    log = build_rising(tmp_path / "src")
+    lookups = {ts: log.offset_for_timestamp(ts) for ts in range(T0 - 1, T0 + 420, 3)}
+    log.close()
+    closed = sorted((tmp_path / "src" / "t-0").glob("*.timeindex"))[:-1]
+    assert len(closed) >= 3
+    for path in closed:
+        entries = path.stat().st_size // 12
+        assert entries >= 2, path
+        for keep in range(entries):
+            d = tmp_path / f"cut-{path.stem}-{keep}"
+            shutil.copytree(tmp_path / "src", d)
+            cut = d / "t-0" / path.name
+            cut.write_bytes(cut.read_bytes()[: keep * 12])
+            rec = PartitionLog.open(d, "t", 0, CFG, lambda: T0, clean_shutdown=True)
+            assert {ts: rec.offset_for_timestamp(ts) for ts in lookups} == lookups, (path.name, keep)
+            rec.close()
+

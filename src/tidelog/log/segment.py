@@ -10,7 +10,12 @@ of the batch that first reached it) are added. When rolled or closed, a final ti
 records the segment's largest timestamp and the indexes are trimmed.
 
 Indexes are opened on first use and sanity-checked (size, ordering, last offset entry against the
-batch it points at); a missing or failing index is rebuilt from the log with a warning. A lookup
+batch it points at, last time entry against the batch it names and against every batch after the
+offset index's last entry, which no timestamp may exceed); a missing or failing index is rebuilt
+from the log with a warning. A time index cut short by damage below the recovery point is caught
+whenever a batch near the segment's end has a later timestamp than the surviving last entry (the
+usual case: producers' clocks rise); it cannot be caught when the only later timestamps lie in
+the middle of the segment without reading every header. A lookup
 whose index entry does not land on a batch header also triggers a rebuild.
 
 Crash recovery (`recover`): every batch is checked (`LogFile.scan_valid`); the log is truncated at
@@ -196,8 +201,12 @@ class LogSegment:
             self.rebuild()
 
     def _check_time_index(self) -> None:
-        """The last entry (t, o) must name the batch ending at o, whose maxTimestamp is t; an
-        empty index is only right when the first batch has no timestamp."""
+        """The last entry (t, o) must name the batch ending at o, whose maxTimestamp is t, and no
+        batch after the offset index's last entry may exceed t (the last entry is the segment's
+        largest timestamp: a time index cut short, or never given its final entry before a
+        crash, fails this). An empty index is only right when the first batch has no timestamp.
+        Cost: the batch headers from the offset index's last entry to the end, which also give
+        `next_offset`."""
         if not self.log.size:
             return
         if not self.time_index.entries:
@@ -210,9 +219,18 @@ class LogSegment:
         for _p, h in self.log.headers(pos):
             if h[0] + h[6] >= off:
                 if h[0] + h[6] != off or h[8] != ts:
-                    break
-                return
-        raise CorruptIndexError(f"{self.time_index.path}: last entry does not match the log")
+                    raise CorruptIndexError(f"{self.time_index.path}: last entry does not match the log")
+                break
+        else:
+            raise CorruptIndexError(f"{self.time_index.path}: last entry names no batch of the log")
+        _o, pos = self.offset_index.last_entry()
+        nxt = self.base_offset
+        for _p, h in self.log.headers(pos):
+            if h[8] > ts:
+                raise CorruptIndexError(f"{self.time_index.path}: last entry {ts} is below a later batch's {h[8]}")
+            nxt = h[0] + h[6] + 1
+        if self._next_offset is None:
+            self._next_offset = max(nxt, self.base_offset)
 
     def rebuild(self) -> int:
         """Rebuild both indexes from the log without checking CRCs."""
