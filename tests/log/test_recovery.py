@@ -213,3 +213,41 @@ def test_time_index_cut_to_whole_entries_is_rebuilt_below_the_recovery_point(tmp
             assert {ts: rec.offset_for_timestamp(ts) for ts in lookups} == lookups, (path.name, keep)
             rec.close()
 
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"0\n1\nt 0 6\r",  # the final newline garbled into whitespace
+        b"0\n1\nt 0 6",  # cut before the final newline
+        b"0\n2\nt 0 6\n",  # cut after a whole line
+        b"0\n1\nt 0 6\nt 1 2\n",  # more entries than announced
+        b"0\n1\nt  0 6\n",
+        b"0\n1\nt 0 -6\n",
+        b"0\n1\nt 0 06\n",
+        b"0\n1\nt\x00 0 6\n",
+        b"0\n1\n\xff 0 6\n",
+        b"1\n1\nt 0 6\n",
+        b"0\n 1\nt 0 6\n",
+        b"0\n2\nt 0 6\nt 0 7\n",
+    ],
+)
+def test_damaged_checkpoint_is_refused_whole(tmp_path, raw, caplog):
+    """A checkpoint is replaced atomically, so damage means something else went wrong: the file
+    is ignored (recovery then checks from offset 0) rather than half-believed."""
+    path = tmp_path / RECOVERY_POINT_CHECKPOINT
+    path.write_bytes(raw)
+    with caplog.at_level(logging.WARNING, logger="tidelog"):
+        assert read_checkpoint(path) == {}
+    assert "malformed checkpoint" in caplog.text
+
+
+def test_checkpoint_round_trip(tmp_path):
+    from tidelog.log.manager import write_checkpoint
+
+    entries = {("orders", 0): 22, ("a.b-c_d", 12): 0, ("__consumer_offsets", 49): 10**15}
+    write_checkpoint(tmp_path / "cp", entries)
+    assert read_checkpoint(tmp_path / "cp") == entries
+    write_checkpoint(tmp_path / "empty", {})
+    assert (tmp_path / "empty").read_bytes() == b"0\n0\n"
+    assert read_checkpoint(tmp_path / "empty") == {}

@@ -41,24 +41,39 @@ _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 TopicPartition = tuple[str, int]
 
 
+_CHECKPOINT_ENTRY = re.compile(r"([A-Za-z0-9._-]{1,249}) (0|[1-9][0-9]{0,9}) (0|[1-9][0-9]{0,18})")
+
+
 def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """Entries of a checkpoint file in Kafka's text format: `0` (version), the count, then one
+    `<topic> <partition> <offset>` line per entry, every line ended by a newline.
+
+    Parsed exactly as written (`write_checkpoint`), so a damaged file is refused as a whole (with
+    a warning, as if absent) rather than half-believed: a cut or garbled tail always loses or
+    changes the final newline, and garbage rarely forms a well-formed line."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     try:
-        lines = raw.decode("ascii").splitlines()
-        if lines[0].strip() != "0":
+        if not raw.endswith(b"\n"):
+            raise ValueError("does not end with a newline")
+        lines = raw[:-1].decode("ascii").split("\n")
+        if lines[0] != "0":
             raise ValueError(f"unknown version {lines[0]!r}")
+        if not lines[1].isdigit():
+            raise ValueError(f"bad count {lines[1]!r}")
         count = int(lines[1])
+        if len(lines) != 2 + count:
+            raise ValueError(f"{len(lines) - 2} entries, {count} announced")
         out = {}
-        for line in lines[2 : 2 + count]:
-            topic, partition, offset = line.split()
-            out[(topic, int(partition))] = int(offset)
-            if int(offset) < 0:
-                raise ValueError(f"negative offset in {line!r}")
+        for line in lines[2:]:
+            m = _CHECKPOINT_ENTRY.fullmatch(line)
+            if m is None:
+                raise ValueError(f"malformed entry {line!r}")
+            out[(m[1], int(m[2]))] = int(m[3])
         if len(out) != count:
-            raise ValueError("fewer entries than announced")
+            raise ValueError("duplicate entries")
         return out
     except (ValueError, IndexError) as e:
         logger.warning("ignoring malformed checkpoint %s: %s", path, e)
