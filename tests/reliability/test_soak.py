@@ -8,12 +8,15 @@ import os
 import threading
 import time
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 SECONDS = int(os.environ.get("TIDELOG_SOAK_SECONDS", "60"))
 N = 25
 TOPIC = "soak"
+
+pytestmark = pytest.mark.timeout(max(300, SECONDS + 240))  # the long form outlives the default
 
 
 def rss_mb(pid: int) -> float:

@@ -29,12 +29,15 @@ import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 TOPIC = "torture"
 PARTITIONS = 3
 KILLS = int(os.environ.get("TIDELOG_TORTURE_KILLS", "20"))
+
+pytestmark = pytest.mark.timeout(max(300, KILLS * 12 + 120))  # longer runs outlive the default
 DEFAULT_FLUSH = os.environ.get("TIDELOG_TORTURE_FLUSH") == "default"  # else log.flush.interval.messages=1
 CLIENTS = Path(__file__).with_name("torture_clients.py")
 
