@@ -1,0 +1,422 @@
+"""Coverage-guided fuzzing (atheris) of every routed handler, called as the connection calls it,
+against a real in-process `Broker` on a real temp data dir. Optional and long; not part of CI.
+
+    .venv/bin/pip install atheris
+    .venv/bin/python fuzz/atheris_handlers.py -atheris_runs=1000000 -rss_limit_mb=2048 -timeout=10
+    .venv/bin/python fuzz/atheris_handlers.py --replay crash-<sha> [fuzz-history-*.bin ...]
+
+An input is a sequence of size-prefixed frames (or, when it does not split into frames, one
+frame), all sent on one connection. Each frame goes through `KafkaConnection._dispatch`'s steps:
+the connection's own `FrameDecoder`, the security gate, `peek_key_version`, the route, the header,
+`route.decode`; then the real handler inside the running event loop (`route.handle(ctx, request)`
+or `security.handle`, with a real `KafkaConnection` as `ctx.connection`); awaitables run as tasks,
+concurrently as pipelined requests do; each result is encoded with `route.encode` and the
+response header, and Fetch file slices are read (`materialize`). When a step closes the
+connection (bad header, unsupported API, undecodable body, `close_with` from a handler), the
+remaining frames are dropped and unfinished tasks cancelled, as `connection_lost` does.
+
+A finding (raised, so atheris writes crash-*) is exactly what the connection would log at ERROR
+or turn into a dropped/broken connection without a Kafka answer:
+- an exception from the handler call, from its awaitable, or from encoding its result
+  (`_dispatch`/`_completed` log a traceback at ERROR; a sync result's encode is not even caught);
+- a `peek_key_version` error other than `HeaderError` (it would escape `data_received`);
+- anything logged by `tidelog.*` at ERROR or with a traceback (e.g. a failed coordinator task),
+  and any call to the loop's exception handler (an exception in a timer callback, a task
+  exception never retrieved);
+- a hang: a handler's awaitable not done after HANG_S of virtual time (below). RSS above
+  -rss_limit_mb and a real-time stall above -timeout are caught by libFuzzer.
+Kafka error codes and closed connections (with their WARNING) are the intended answers to bad input.
+
+Virtual time: the event loop's clock jumps to its next timer whenever it would sleep with nothing
+to do (no ready callback, no I/O, no executor job running), so a Fetch long-poll, a JoinGroup
+waiting out a rebalance or a member's session timeout cost no real time. No Kafka wait field
+exceeds int32 ms (24.8 days); HANG_S = 10 of those, so a request not answered by then never will
+be. The partitions' 1-second housekeeping task is cancelled (it is not a handler, and would make
+each virtual day cost 86,400 passes), and the other periodic tasks (txn abort/expiry, offsets
+expiry) are set to one virtual day.
+
+Bounded state: the broker and its data dir are stopped, deleted and recreated every RESET_EVERY
+inputs (1000), so topics, groups, producers and ACLs made by the fuzzer never accumulate beyond
+that; internal topics have 3 partitions instead of 50 (faster start). Brokers alternate between a
+plain PLAINTEXT listener and one with an ACL authorizer (allow.everyone.if.no.acl.found=true, so
+requests reach the handlers unless the fuzzer's own CreateAcls denies them). Since a finding may
+depend on earlier inputs, every finding also writes fuzz-history-<n>.bin (the inputs since the
+broker was created, and its mode); `--replay` runs such a file, or a single crash input, on a
+fresh broker. Data dirs go under $TIDELOG_FUZZ_DIR (default: the system temp dir).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import selectors
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from inspect import isawaitable
+from pathlib import Path
+
+import atheris
+
+with atheris.instrument_imports(include=["tidelog", "kio"]):
+    import pkgutil
+
+    from tidelog.server.broker import Broker
+    from tidelog.server.config import load_config
+    from tidelog.server.connection import API_VERSIONS, FETCH, KafkaConnection, RequestContext
+    from tidelog.server.router import NO_RESPONSE
+    from tidelog.server.sendfile import has_file_chunks, materialize
+    from tidelog.wire import control
+    from tidelog.wire.frame import FrameError
+    from tidelog.wire.header import HeaderError, parse_request_header, peek_key_version, response_header
+    from tidelog.wire.schemas import request_schema, response_schema
+
+    for _pkg in ("wire", "log", "txn", "server"):  # every module a handler can reach
+        _p = __import__(f"tidelog.{_pkg}", fromlist=["_"])
+        for _m in pkgutil.walk_packages(_p.__path__, f"tidelog.{_pkg}."):
+            if ".cli" not in _m.name:
+                __import__(_m.name)
+    for _k in range(80):  # kio schemas are imported on first use: import them here, instrumented
+        for _v in range(20):
+            try:
+                if request_schema(_k, _v) is not None:
+                    control._reader(_k, _v)
+                    response_schema(_k, _v)
+            except Exception:  # noqa: BLE001 - a version without a schema
+                pass
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
+from corpus import CAPTURES, load_seeds  # noqa: E402
+from schema_seeds import schema_seeds  # noqa: E402
+
+RESET_EVERY = 1000
+MAX_FRAMES = 16
+HANG_S = 10 * (2**31 - 1) / 1000  # ten times the longest wait a Kafka int32 ms field can ask for
+DAY_MS = str(24 * 3600 * 1000)
+MODES = ("plain", "authorizer")
+HISTORY_MAGIC = b"TLFZHIST"
+PEER = ("127.0.0.1", 40000)
+
+
+class Finding(Exception):
+    pass
+
+
+# ---- a real event loop whose clock skips idle waits ------------------------------------------
+class _SkippingSelector(selectors.DefaultSelector):
+    loop: "VirtualTimeLoop | None" = None
+
+    def select(self, timeout=None):
+        events = super().select(0)
+        loop = self.loop
+        if events or timeout == 0 or loop is None:
+            return events
+        if loop.executor_jobs or timeout is None:  # a thread will wake us: really wait
+            return super().select(timeout)
+        loop.offset += timeout
+        return []
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    def __init__(self) -> None:
+        self.offset = 0.0
+        self.executor_jobs = 0
+        selector = _SkippingSelector()
+        super().__init__(selector)
+        selector.loop = self
+
+    def time(self) -> float:
+        return time.monotonic() + self.offset
+
+    def run_in_executor(self, executor, func, *args):
+        fut = super().run_in_executor(executor, func, *args)
+        self.executor_jobs += 1
+        fut.add_done_callback(self._job_done)
+        return fut
+
+    def _job_done(self, _fut) -> None:
+        self.executor_jobs -= 1
+
+
+class ErrorLog(logging.Handler):
+    """What connection.py's callers would see as a broker error: ERROR records or tracebacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or record.exc_info:
+            self.errors.append(self.format(record))
+
+
+# ---- the target: one broker at a time ----------------------------------------------------------
+class Target:
+    def __init__(self) -> None:
+        self.loop = VirtualTimeLoop()
+        asyncio.set_event_loop(self.loop)
+        self.loop.set_exception_handler(self._loop_error)
+        self.errors = ErrorLog()
+        self.errors.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        tl = logging.getLogger("tidelog")
+        tl.addHandler(self.errors)
+        tl.setLevel(logging.WARNING)
+        tl.propagate = False
+        self.root = Path(os.environ.get("TIDELOG_FUZZ_DIR") or tempfile.gettempdir())
+        self.broker: Broker | None = None
+        self.data_dir: Path | None = None
+        self.brokers = 0
+        self.inputs = 0
+        self.mode = MODES[0]
+        self.history: list[bytes] = []
+
+    def _loop_error(self, loop, context) -> None:
+        exc = context.get("exception")
+        self.errors.errors.append(f"event loop: {context.get('message')} {exc!r}")
+
+    def start(self, mode: str | None = None) -> None:
+        self.mode = mode or MODES[self.brokers % len(MODES)]
+        self.brokers += 1
+        self.data_dir = Path(tempfile.mkdtemp(prefix="atheris-handlers-", dir=self.root))
+        conf = {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+            "offsets.retention.check.interval.ms": DAY_MS,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": DAY_MS,
+            "transaction.remove.expired.transaction.cleanup.interval.ms": DAY_MS,
+        }
+        if self.mode == "authorizer":
+            conf.update({"authorizer.class.name": "tidelog", "allow.everyone.if.no.acl.found": "true"})
+        self.broker = Broker(load_config(None, [f"{k}={v}" for k, v in conf.items()]))
+        self.loop.run_until_complete(self.broker.start())
+        parts = self.broker.services.get("partitions")
+        for t in getattr(parts, "_tasks", []):
+            t.cancel()
+        self.loop.run_until_complete(asyncio.sleep(0))
+        self.history = []
+        self.check_errors("broker start")
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            self.loop.run_until_complete(self.broker.stop())
+            self.broker = None
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            self.data_dir = None
+        self.check_errors("broker stop")
+
+    def check_errors(self, what: str) -> None:
+        if self.errors.errors:
+            errs, self.errors.errors = self.errors.errors, []
+            raise Finding(f"{what}: logged at ERROR / with a traceback:\n" + "\n".join(errs))
+
+    # ---- one input ------------------------------------------------------------------------
+    def run(self, data: bytes) -> None:
+        if self.broker is None or self.inputs % RESET_EVERY == 0:
+            self.stop()
+            self.start()
+        self.inputs += 1
+        self.history.append(data)
+        try:
+            self.loop.run_until_complete(self.connection(data))
+            self.check_errors("handling")
+        except Finding:
+            self.dump_history()
+            raise
+
+    def dump_history(self) -> None:
+        path = Path(f"fuzz-history-{os.getpid()}-{self.inputs}.bin")
+        out = bytearray(HISTORY_MAGIC + self.mode.encode().ljust(16))
+        for d in self.history:
+            out += struct.pack(">i", len(d)) + d
+        path.write_bytes(out)
+        print(f"== history of this broker ({len(self.history)} inputs, {self.mode}) in {path}", file=sys.stderr)
+
+    async def connection(self, data: bytes) -> None:
+        broker = self.broker
+        conn = KafkaConnection(broker, "PLAINTEXT")
+        conn.peer = PEER
+        try:
+            frames = conn.decoder.feed(data)
+        except FrameError:
+            frames = []
+        if not frames:  # not a frame sequence: the input is one frame
+            frames = [data]
+        tasks: list[asyncio.Task] = []
+        findings: list[Finding] = []
+        for frame in frames[:MAX_FRAMES]:
+            if conn._closed:
+                break
+            t = self.dispatch(conn, frame, findings)
+            if t is not None:
+                tasks.append(t)
+        if not tasks:
+            return
+        pending = set()
+        if not conn._closed:
+            _done, pending = await asyncio.wait(tasks, timeout=HANG_S)
+        hang = bool(pending) and not conn._closed
+        for t in tasks:  # the client goes away: connection_lost cancels what is left
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if findings:
+            raise findings[0]
+        if hang:
+            raise Finding(f"hang: {len(pending)} handler(s) not done after {HANG_S:.0f} s of virtual time")
+
+    def dispatch(self, conn: KafkaConnection, frame, findings: list) -> asyncio.Task | None:
+        """`KafkaConnection._dispatch`, step by step, raising Finding where it would log an error."""
+        security = conn.security
+        if security is not None and security.raw_frame(frame):
+            return None
+        try:
+            api_key, version, correlation_id = peek_key_version(frame)
+        except HeaderError as e:
+            conn.close_with(f"bad request header: {e}")
+            return None
+        route = conn.router.get(api_key)
+        if route is None or not route.supports(version):
+            if api_key == API_VERSIONS:
+                conn._unsupported_api_versions(correlation_id)
+                return None
+            conn.close_with(f"unsupported api {api_key} v{version}")
+            return None
+        try:
+            header, offset = parse_request_header(frame, route.is_flexible(version))
+            request = route.decode(frame, offset, version)
+        except Exception as e:  # noqa: BLE001 - as the connection: closes this connection only
+            conn.close_with(f"cannot decode api {api_key} v{version}: {e}")
+            return None
+        ctx = RequestContext(header, conn, conn.broker)
+        try:
+            result = route.handle(ctx, request) if security is None else security.handle(ctx, route, request)
+        except Exception as e:
+            raise Finding(f"handler for api {api_key} v{version} raised {e!r}") from e
+        if result is NO_RESPONSE:
+            return None
+        if not isawaitable(result):
+            self.encode(route, header, result)
+            return None
+
+        async def complete():
+            try:
+                res = await result
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                f = Finding(f"handler for api {api_key} v{version} failed: {e!r}")
+                f.__cause__ = e
+                findings.append(f)
+                return
+            if res is not NO_RESPONSE and not conn._closed:
+                try:
+                    self.encode(route, header, res)
+                except Finding as f:
+                    findings.append(f)
+
+        return asyncio.ensure_future(complete())
+
+    @staticmethod
+    def encode(route, header, result) -> None:
+        """`KafkaConnection._fill`, with file slices read as on the copy path."""
+        try:
+            body = route.encode(result, header.api_version)
+            response_header(header.correlation_id, header.api_key, route.is_flexible(header.api_version))
+            if not isinstance(body, (bytes, bytearray)) and header.api_key == FETCH and has_file_chunks(body):
+                materialize(body)
+        except Exception as e:
+            raise Finding(f"encoding the response to api {header.api_key} v{header.api_version} "
+                          f"failed: {e!r}") from e
+
+
+# ---- seeds -----------------------------------------------------------------------------------
+def size_prefixed(frames) -> bytes:
+    return b"".join(struct.pack(">i", len(f)) + f for f in frames)
+
+
+def sessions(window: int = 6) -> list[bytes]:
+    """Consecutive frames of each real client's session (group joins, transactions, ...)."""
+    by_client: dict[str, list[bytes]] = {}
+    for line in CAPTURES.read_text().splitlines():
+        rec = json.loads(line)
+        by_client.setdefault(rec["client"], []).append(base64.b64decode(rec["frame_b64"]))
+    out = []
+    for frames in by_client.values():
+        for i in range(0, len(frames), window):
+            out.append(size_prefixed(frames[i:i + window]))
+    return out
+
+
+def seeds(router) -> list[bytes]:
+    singles = load_seeds() + schema_seeds(router.version_ranges())
+    return singles + [size_prefixed([f]) for f in singles] + sessions()
+
+
+# ---- entry points ----------------------------------------------------------------------------
+TARGET: Target | None = None
+
+
+def one_input(data: bytes) -> None:
+    TARGET.run(data)  # type: ignore[union-attr]
+
+
+def replay(paths: list[str]) -> int:
+    target = Target()
+    status = 0
+    for p in paths:
+        raw = Path(p).read_bytes()
+        target.stop()
+        if raw.startswith(HISTORY_MAGIC):
+            mode = raw[8:24].decode().strip()
+            inputs, pos = [], 24
+            while pos < len(raw):
+                n = struct.unpack_from(">i", raw, pos)[0]
+                inputs.append(raw[pos + 4:pos + 4 + n])
+                pos += 4 + n
+        else:
+            mode, inputs = None, [raw]
+        for m in ([mode] if mode else list(MODES)):
+            target.stop()
+            target.start(m)
+            target.inputs = 1
+            try:
+                for d in inputs:
+                    target.loop.run_until_complete(target.connection(d))
+                    target.check_errors("handling")
+                print(f"{p} ({m}, {len(inputs)} inputs): no finding")
+            except Finding as f:
+                status = 1
+                print(f"{p} ({m}): FINDING {f}")
+                import traceback
+
+                traceback.print_exception(f)
+    target.stop()
+    return status
+
+
+def main() -> None:
+    global TARGET
+    if len(sys.argv) > 1 and sys.argv[1] == "--replay":
+        sys.exit(replay(sys.argv[2:]))
+    TARGET = Target()
+    TARGET.start()
+    corpus = Path(tempfile.mkdtemp(prefix="atheris-handlers-corpus-"))
+    for i, seed in enumerate(seeds(TARGET.broker.router)):
+        (corpus / f"seed-{i}").write_bytes(seed)
+    args = [a for a in sys.argv[1:]]
+    if not any(not a.startswith("-") for a in args):
+        args.append(str(corpus))
+    atheris.Setup([sys.argv[0], *args], one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
