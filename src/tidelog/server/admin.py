@@ -4,6 +4,7 @@ and Metadata's auto-creation. Every operation answers (error_code, message) as K
 from __future__ import annotations
 
 import logging
+import resource
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
@@ -17,6 +18,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidelog.admin")
 Result = tuple[int, str | None]
 OK: Result = (0, None)
+
+# Kafka refuses a CreateTopics or CreatePartitions request adding more than 10,000 partitions in all
+# (KAFKA-17870, KAFKA-19673), with this POLICY_VIOLATION message.
+MAX_NEW_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PER_REQUEST: Result = (E.policy_violation.value, "Excessively large number of partitions per request.")
+# Every partition keeps open its .log and its .index and .timeindex files, each of those twice
+# (file and mmap): creating partitions past RLIMIT_NOFILE would fail half-way with EMFILE and leave
+# a broker that can open nothing, not even its logs at the next start. Room is kept for connections.
+FILES_PER_PARTITION = 5
+FILES_RESERVED = 2048
+
+
+def partition_limit() -> int:
+    """The most partitions this process's open-file limit allows."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 31
+    return max(0, (soft - FILES_RESERVED) // FILES_PER_PARTITION)
 
 
 class TopicAdmin:
@@ -38,6 +57,9 @@ class TopicAdmin:
             return E.invalid_partitions.value, "Number of partitions must be larger than 0."
         if partitions > 100_000:
             return E.invalid_partitions.value, "Number of partitions is too large."
+        room = self.check_room(partitions)
+        if room[0]:
+            return room
         if replication_factor not in (-1, 1):
             return (
                 E.invalid_replication_factor.value,
@@ -61,7 +83,12 @@ class TopicAdmin:
             return None
         if name in INTERNAL_TOPICS:
             return None
-        return self.create(name, self.broker.config["num.partitions"], {})
+        partitions = self.broker.config["num.partitions"]
+        code, msg = self.check_room(partitions)
+        if code:
+            log.warning("not auto-creating topic %s: %s", name, msg)
+            return None
+        return self.create(name, partitions, {})
 
     def ensure_internal(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         topic = self.registry.get(name)
@@ -82,6 +109,16 @@ class TopicAdmin:
         self._notify("deleted", topic)
         return OK
 
+    def check_room(self, new_partitions: int) -> Result:
+        """POLICY_VIOLATION when `new_partitions` more would pass `partition_limit()`."""
+        total = sum(t.partitions for t in self.registry.topics.values())
+        limit = partition_limit()
+        if total + new_partitions > limit:
+            return (E.policy_violation.value,
+                    f"The broker has {total} partitions; {new_partitions} more would pass the {limit} its "
+                    f"open-file limit (RLIMIT_NOFILE) allows.")
+        return OK
+
     def check_partitions(self, name: str, count: int) -> Result:
         topic = self.registry.get(name)
         if topic is None:
@@ -91,7 +128,7 @@ class TopicAdmin:
                 E.invalid_partitions.value,
                 f"Topic currently has {topic.partitions} partitions, which is higher than or equal to the requested {count}.",
             )
-        return OK
+        return self.check_room(count - topic.partitions)
 
     def add_partitions(self, name: str, count: int) -> None:
         topic = self.registry.get(name)

@@ -2,6 +2,7 @@
 
 from kio.schema.errors import ErrorCode as E
 
+from ..admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
 from ..router import control_route
 
 API_KEY = 37
@@ -12,7 +13,14 @@ def register(broker) -> None:
 
     def handle(ctx, request):
         results = []
+        current = {t.name: broker.registry.get(t.name) for t in request.topics}
+        added = sum(t.count - current[t.name].partitions for t in request.topics
+                    if current[t.name] is not None and t.count > current[t.name].partitions)
         for t in request.topics:
+            if added > MAX_NEW_PARTITIONS_PER_REQUEST:  # Kafka fails every topic of the request
+                code, msg = TOO_MANY_PER_REQUEST
+                results.append({"name": t.name, "error_code": code, "error_message": msg})
+                continue
             code, msg = admin.check_partitions(t.name, t.count)
             if not code and t.assignments:
                 if any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):

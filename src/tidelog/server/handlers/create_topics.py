@@ -2,6 +2,7 @@
 
 from kio.schema.errors import ErrorCode as E
 
+from ..admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
 from ..router import control_route
 
 API_KEY = 19
@@ -15,10 +16,16 @@ def register(broker) -> None:
         results = []
         seen: set[str] = set()
         validate_only = getattr(request, "validate_only", False)
+        too_many = sum(max(_requested(t, broker.config["num.partitions"]), 0)
+                       for t in request.topics) > MAX_NEW_PARTITIONS_PER_REQUEST
         for t in request.topics:
             name = t.name
             entry = {"name": name, "topic_id": None, "error_code": 0, "error_message": None,
                      "num_partitions": -1, "replication_factor": -1, "configs": []}
+            if too_many:  # Kafka fails every topic of the request
+                entry.update(error_code=TOO_MANY_PER_REQUEST[0], error_message=TOO_MANY_PER_REQUEST[1])
+                results.append(entry)
+                continue
             if name in seen:
                 entry.update(error_code=E.invalid_request.value, error_message=f"Duplicate topic name {name!r}.")
                 results.append(entry)
@@ -70,3 +77,10 @@ def register(broker) -> None:
         return {"throttle_time": 0, "topics": results}
 
     broker.router.add(control_route(API_KEY, 0, 7, handle))
+
+
+def _requested(topic, default: int) -> int:
+    """The partitions a CreateTopics entry asks for, counted as Kafka does for its per-request limit."""
+    if topic.assignments:
+        return len(topic.assignments)
+    return default if topic.num_partitions == -1 else topic.num_partitions
