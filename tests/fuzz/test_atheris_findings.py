@@ -9,6 +9,9 @@
    partitions per CreateTopics or CreatePartitions request (POLICY_VIOLATION for every topic of
    the request), and no creation (nor auto-creation) past what the open-file limit allows
    (POLICY_VIOLATION / UNKNOWN_TOPIC_OR_PARTITION).
+2. Metadata v10-11 naming a topic by id only (null name): the answer, whose names are not nullable
+   before v12, could not be encoded (TypeError; the handler error closed the connection). Now, as
+   Kafka: INVALID_REQUEST for every requested topic, a null name answered as "".
 """
 
 from __future__ import annotations
@@ -26,14 +29,19 @@ from inproc import InProcessBroker
 from tidelog.server.client import KafkaClient
 from tidelog.wire.schemas import response_schema
 
-POLICY_VIOLATION, INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION = 44, 37, 3
+POLICY_VIOLATION, INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 44, 37, 3, 42
 
 # atheris' timeout input: CreateTopics v3, topics "t093dda" (16,386 partitions) and "t093ddaout" (2)
 CREATE_TOPICS_16386 = base64.b64decode(
     "ABMAAwAAAAIADmFpb2thZmthLWFkbWluAAAAAgAHdDA5M2RkYQAAQAIAAQAAAAAAAAAAAAp0MDkzZGRhb3V0AAAAAgABAAAAAAAAAAAAAJxAAA==")
 
+# atheris' crash input: Metadata v11, one topic with a null name and a topic id, then garbage
+METADATA_V11_NULL_NAME = base64.b64decode(
+    "AAMACwAAEjQABGZ1enoAAgAAAAAAAP////8AAAAAAAAAAAAAAAEFZgADAAsAABI0enUEZnoAAAIAAAAAAAAAAAAAAAAAAAABBWZ1enoAAQB1"
+    "enoAAQAA//////////////////////////////////8=")
 
-def raw_request(port: int, frame: bytes, api_key: int, version: int):
+
+def raw_request(port: int, frame: bytes, api_key: int, version: int, flexible: bool = False):
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(struct.pack(">i", len(frame)) + frame)
         buf = b""
@@ -41,7 +49,7 @@ def raw_request(port: int, frame: bytes, api_key: int, version: int):
             chunk = s.recv(65536)
             assert chunk, "connection closed"
             buf += chunk
-    value, _ = entity_reader(response_schema(api_key, version))(buf[4:], 4)  # not flexible: no tags
+    value, _ = entity_reader(response_schema(api_key, version))(buf[4:], 5 if flexible else 4)
     return value
 
 
@@ -58,6 +66,12 @@ def test_create_topics_of_too_many_partitions_is_refused_whole(inproc):
         ("t093dda", POLICY_VIOLATION), ("t093ddaout", POLICY_VIOLATION)]
     assert resp.topics[0].error_message == "Excessively large number of partitions per request."
     assert inproc.call(lambda: inproc.broker.registry.get("t093ddaout")) is None
+    assert inproc.collector.errors() == []
+
+
+def test_metadata_v11_by_topic_id_is_an_invalid_request(inproc):
+    resp = raw_request(inproc.port, METADATA_V11_NULL_NAME, 3, 11, flexible=True)
+    assert [(t.name, t.error_code.value, t.partitions) for t in resp.topics] == [("", INVALID_REQUEST, ())]
     assert inproc.collector.errors() == []
 
 

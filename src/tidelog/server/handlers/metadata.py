@@ -48,6 +48,12 @@ def register(broker) -> None:
         topics = []
         if requested is None or (version == 0 and not requested):
             topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
+        elif version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None for t in requested):
+            # v10-11 requests carry topic ids and nullable names, but their responses cannot name a
+            # topic by id (names are not nullable before v12): Kafka answers INVALID_REQUEST for
+            # every topic, a null name as "".
+            topics = [{"error_code": E.invalid_request.value, "name": t.name or "", "topic_id": t.topic_id,
+                       "partitions": []} for t in requested]
         else:
             for item in requested:
                 name = getattr(item, "name", None)
