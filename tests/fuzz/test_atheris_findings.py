@@ -88,12 +88,12 @@ def test_create_partitions_is_bounded(inproc):
 
 
 class LimitedBroker(BrokerProcess):
-    """`tidelog serve` under a low RLIMIT_NOFILE: room for (3298 - 2048) // 5 = 250 partitions, of
-    which the two internal topics take 100."""
+    """`tidelog serve` under a low RLIMIT_NOFILE (soft = hard, so serve cannot raise it): room for
+    (1668 - 1668 // 4) // 5 = 250 partitions, of which the two internal topics take 100."""
 
     def command(self) -> list[str]:
         cmd = super().command()
-        boot = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (3298, 3298)); "
+        boot = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (1668, 1668)); "
                 "sys.argv = ['tidelog'] + sys.argv[1:]; runpy.run_module('tidelog', run_name='__main__')")
         return [sys.executable, "-c", boot, *cmd[3:]]
 

@@ -31,11 +31,27 @@ FILES_RESERVED = 2048
 
 
 def partition_limit() -> int:
-    """The most partitions this process's open-file limit allows."""
+    """The most partitions this process's open-file limit allows (`tidelog serve` raises the soft
+    limit to the hard one first: see `raise_open_file_limit`). A quarter of a small limit is kept
+    for connections: with the common default of 1,024 files that is 153 partitions, not none."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return 1 << 31
-    return max(0, (soft - FILES_RESERVED) // FILES_PER_PARTITION)
+    return max(0, (soft - min(FILES_RESERVED, soft // 4)) // FILES_PER_PARTITION)
+
+
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (capped at 1,048,576), as servers that hold
+    a file per segment do; returns (before, after). Failure leaves the limit as it was."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard if hard != resource.RLIM_INFINITY else 1 << 20, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            return soft, soft
+        return soft, want
+    return soft, soft
 
 
 class TopicAdmin:

@@ -49,7 +49,12 @@ def cmd_serve(args) -> int:
         uvloop.install()
     except ImportError:  # pragma: no cover - uvloop is a dependency; the fallback keeps asyncio
         pass
+    from .admin import raise_open_file_limit
     from .broker import Broker
+
+    before, after = raise_open_file_limit()
+    if after != before:
+        logging.getLogger("tidelog").info("open-file limit raised from %d to %d", before, after)
 
     async def run() -> None:
         broker = Broker(config)
