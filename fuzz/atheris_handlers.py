@@ -2,7 +2,7 @@
 against a real in-process `Broker` on a real temp data dir. Optional and long; not part of CI.
 
     .venv/bin/pip install atheris
-    .venv/bin/python fuzz/atheris_handlers.py -atheris_runs=1000000 -rss_limit_mb=2048 -timeout=10
+    .venv/bin/python fuzz/atheris_handlers.py -atheris_runs=1000000 -rss_limit_mb=2048 -timeout=10 [corpus-dir]
     .venv/bin/python fuzz/atheris_handlers.py --replay crash-<sha> [fuzz-history-*.bin ...]
 
 An input is a sequence of size-prefixed frames (or, when it does not split into frames, one
@@ -37,9 +37,11 @@ expiry) are set to one virtual day.
 
 Bounded state: the broker and its data dir are stopped, deleted and recreated every RESET_EVERY
 inputs (1000), so topics, groups, producers and ACLs made by the fuzzer never accumulate beyond
-that; internal topics have 3 partitions instead of 50 (faster start). Brokers alternate between a
-plain PLAINTEXT listener and one with an ACL authorizer (allow.everyone.if.no.acl.found=true, so
-requests reach the handlers unless the fuzzer's own CreateAcls denies them). Since a finding may
+that; internal topics have 3 partitions instead of 50 (faster start). Brokers take turns: a plain
+PLAINTEXT listener; the same with an ACL authorizer (allow.everyone.if.no.acl.found=true, so
+requests reach the handlers unless the fuzzer's own CreateAcls denies them); a SASL_PLAINTEXT
+listener with that authorizer (PLAIN user admin; every seed also comes prefixed with its
+SaslHandshake + SaslAuthenticate, so inputs get past authentication). Since a finding may
 depend on earlier inputs, every finding also writes fuzz-history-<n>.bin (the inputs since the
 broker was created, and its mode); `--replay` runs such a file, or a single crash input, on a
 fresh broker. Data dirs go under $TIDELOG_FUZZ_DIR (default: the system temp dir).
@@ -98,7 +100,8 @@ RESET_EVERY = 1000
 MAX_FRAMES = 16
 HANG_S = 10 * (2**31 - 1) / 1000  # ten times the longest wait a Kafka int32 ms field can ask for
 DAY_MS = str(24 * 3600 * 1000)
-MODES = ("plain", "authorizer")
+MODES = ("plain", "authorizer", "sasl")
+SASL_USER, SASL_PASSWORD = "admin", "admin-secret"
 HISTORY_MAGIC = b"TLFZHIST"
 PEER = ("127.0.0.1", 40000)
 
@@ -184,7 +187,10 @@ class Target:
         self.brokers += 1
         self.data_dir = Path(tempfile.mkdtemp(prefix="atheris-handlers-", dir=self.root))
         conf = {
-            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'user_{SASL_USER}="{SASL_PASSWORD}";',
             "log.dirs": str(self.data_dir),
             "num.partitions": "1",
             "offsets.topic.num.partitions": "3",
@@ -193,7 +199,7 @@ class Target:
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": DAY_MS,
             "transaction.remove.expired.transaction.cleanup.interval.ms": DAY_MS,
         }
-        if self.mode == "authorizer":
+        if self.mode in ("authorizer", "sasl"):
             conf.update({"authorizer.class.name": "tidelog", "allow.everyone.if.no.acl.found": "true"})
         self.broker = Broker(load_config(None, [f"{k}={v}" for k, v in conf.items()]))
         self.loop.run_until_complete(self.broker.start())
@@ -242,7 +248,7 @@ class Target:
 
     async def connection(self, data: bytes) -> None:
         broker = self.broker
-        conn = KafkaConnection(broker, "PLAINTEXT")
+        conn = KafkaConnection(broker, "SASL_PLAINTEXT" if self.mode == "sasl" else "PLAINTEXT")
         conn.peer = PEER
         try:
             frames = conn.decoder.feed(data)
@@ -305,24 +311,28 @@ class Target:
         if not isawaitable(result):
             self.encode(route, header, result)
             return None
+        fut = asyncio.ensure_future(result)
+        fut.add_done_callback(lambda f: self.completed(f, conn, route, header, findings))
+        return fut
 
-        async def complete():
-            try:
-                res = await result
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                f = Finding(f"handler for api {api_key} v{version} failed: {e!r}")
-                f.__cause__ = e
-                findings.append(f)
-                return
-            if res is not NO_RESPONSE and not conn._closed:
-                try:
-                    self.encode(route, header, res)
-                except Finding as f:
-                    findings.append(f)
-
-        return asyncio.ensure_future(complete())
+    def completed(self, fut: asyncio.Future, conn, route, header, findings: list) -> None:
+        """`KafkaConnection._completed`. After a close the connection ignores the result, but an
+        exception nobody retrieves is logged at ERROR when the task is collected: a finding too."""
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            f = Finding(f"handler for api {header.api_key} v{header.api_version} failed: {exc!r}")
+            f.__cause__ = exc
+            findings.append(f)
+            return
+        res = fut.result()
+        if res is NO_RESPONSE or conn._closed:
+            return
+        try:
+            self.encode(route, header, res)
+        except Finding as f:
+            findings.append(f)
 
     @staticmethod
     def encode(route, header, result) -> None:
@@ -355,9 +365,20 @@ def sessions(window: int = 6) -> list[bytes]:
     return out
 
 
+def sasl_plain_login() -> list[bytes]:
+    """SaslHandshake v1 (PLAIN) and SaslAuthenticate v2 with the harness' user."""
+    mech = b"PLAIN"
+    handshake = struct.pack(">hhih", 17, 1, 1, 4) + b"fuzz" + struct.pack(">h", len(mech)) + mech
+    token = b"\0" + SASL_USER.encode() + b"\0" + SASL_PASSWORD.encode()
+    auth = struct.pack(">hhih", 36, 2, 2, 4) + b"fuzz\0" + bytes([len(token) + 1]) + token + b"\0"
+    return [handshake, auth]
+
+
 def seeds(router) -> list[bytes]:
     singles = load_seeds() + schema_seeds(router.version_ranges())
-    return singles + [size_prefixed([f]) for f in singles] + sessions()
+    login = size_prefixed(sasl_plain_login())
+    return (singles + [size_prefixed([f]) for f in singles] + sessions()
+            + [login + size_prefixed([f]) for f in singles] + [login + w for w in sessions()])
 
 
 # ---- entry points ----------------------------------------------------------------------------
@@ -411,10 +432,9 @@ def main() -> None:
     corpus = Path(tempfile.mkdtemp(prefix="atheris-handlers-corpus-"))
     for i, seed in enumerate(seeds(TARGET.broker.router)):
         (corpus / f"seed-{i}").write_bytes(seed)
-    args = [a for a in sys.argv[1:]]
-    if not any(not a.startswith("-") for a in args):
-        args.append(str(corpus))
-    atheris.Setup([sys.argv[0], *args], one_input)
+    # A corpus dir given first collects what the run finds (and is read back by the next run);
+    # the seeds are always read too.
+    atheris.Setup([sys.argv[0], *sys.argv[1:], str(corpus)], one_input)
     atheris.Fuzz()
 
 
