@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
+import io
 import json
 import logging
 import os
@@ -104,6 +106,9 @@ MODES = ("plain", "authorizer", "sasl")
 SASL_USER, SASL_PASSWORD = "admin", "admin-secret"
 HISTORY_MAGIC = b"TLFZHIST"
 PEER = ("127.0.0.1", 40000)
+MEMBER_TOKEN = "@"  # in a group request: "the member id (and generation) the broker last gave me"
+GROUP_APIS = (8, 11, 12, 13, 14, 28)  # OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, TxnOffsetCommit
+GENERATION_FIELDS = ("generation_id", "generation_id_or_member_epoch")
 
 
 class Finding(Exception):
@@ -258,10 +263,17 @@ class Target:
             frames = [data]
         tasks: list[asyncio.Task] = []
         findings: list[Finding] = []
+        member: dict = {}  # what a client keeps: the member id and generation JoinGroup gave it
         for frame in frames[:MAX_FRAMES]:
+            if tasks and MEMBER_TOKEN.encode() in frame:  # a client waits for its JoinGroup answer
+                pending = [t for t in tasks if not t.done()]
+                if pending:
+                    _done, late = await asyncio.wait(pending, timeout=HANG_S)
+                    if late and not conn._closed:
+                        raise Finding(f"hang: {len(late)} handler(s) not done after {HANG_S:.0f} s of virtual time")
             if conn._closed:
                 break
-            t = self.dispatch(conn, frame, findings)
+            t = self.dispatch(conn, frame, findings, member)
             if t is not None:
                 tasks.append(t)
         if not tasks:
@@ -278,7 +290,7 @@ class Target:
         if hang:
             raise Finding(f"hang: {len(pending)} handler(s) not done after {HANG_S:.0f} s of virtual time")
 
-    def dispatch(self, conn: KafkaConnection, frame, findings: list) -> asyncio.Task | None:
+    def dispatch(self, conn: KafkaConnection, frame, findings: list, member: dict) -> asyncio.Task | None:
         """`KafkaConnection._dispatch`, step by step, raising Finding where it would log an error."""
         security = conn.security
         if security is not None and security.raw_frame(frame):
@@ -301,6 +313,8 @@ class Target:
         except Exception as e:  # noqa: BLE001 - as the connection: closes this connection only
             conn.close_with(f"cannot decode api {api_key} v{version}: {e}")
             return None
+        if api_key in GROUP_APIS and member:
+            request = with_member(request, member)
         ctx = RequestContext(header, conn, conn.broker)
         try:
             result = route.handle(ctx, request) if security is None else security.handle(ctx, route, request)
@@ -309,13 +323,13 @@ class Target:
         if result is NO_RESPONSE:
             return None
         if not isawaitable(result):
-            self.encode(route, header, result)
+            self.encode(route, header, result, member)
             return None
         fut = asyncio.ensure_future(result)
-        fut.add_done_callback(lambda f: self.completed(f, conn, route, header, findings))
+        fut.add_done_callback(lambda f: self.completed(f, conn, route, header, findings, member))
         return fut
 
-    def completed(self, fut: asyncio.Future, conn, route, header, findings: list) -> None:
+    def completed(self, fut: asyncio.Future, conn, route, header, findings: list, member: dict) -> None:
         """`KafkaConnection._completed`. After a close the connection ignores the result, but an
         exception nobody retrieves is logged at ERROR when the task is collected: a finding too."""
         if fut.cancelled():
@@ -330,13 +344,17 @@ class Target:
         if res is NO_RESPONSE or conn._closed:
             return
         try:
-            self.encode(route, header, res)
+            self.encode(route, header, res, member)
         except Finding as f:
             findings.append(f)
 
     @staticmethod
-    def encode(route, header, result) -> None:
+    def encode(route, header, result, member: dict) -> None:
         """`KafkaConnection._fill`, with file slices read as on the copy path."""
+        if header.api_key == 11:  # JoinGroup: remember the member id, as a client does
+            get = result.get if isinstance(result, dict) else (lambda k: getattr(result, k, None))
+            if get("member_id"):
+                member.update(member_id=get("member_id"), generation=get("generation_id"))
         try:
             body = route.encode(result, header.api_version)
             response_header(header.correlation_id, header.api_key, route.is_flexible(header.api_version))
@@ -345,6 +363,23 @@ class Target:
         except Exception as e:
             raise Finding(f"encoding the response to api {header.api_key} v{header.api_version} "
                           f"failed: {e!r}") from e
+
+
+def with_member(request, member: dict):
+    """`request` with MEMBER_TOKEN member ids (and their generation) replaced by the connection's
+    own: mutated frames cannot guess the random member ids a broker hands out."""
+    changes = {}
+    if getattr(request, "member_id", None) == MEMBER_TOKEN:
+        changes["member_id"] = member["member_id"]
+        for g in GENERATION_FIELDS:
+            if hasattr(request, g) and member.get("generation") is not None:
+                changes[g] = member["generation"]
+    for field in ("assignments", "members"):  # SyncGroup's assignments, LeaveGroup v3+'s members
+        items = getattr(request, field, None)
+        if isinstance(items, tuple) and any(getattr(i, "member_id", None) == MEMBER_TOKEN for i in items):
+            changes[field] = tuple(dataclasses.replace(i, member_id=member["member_id"])
+                                   if getattr(i, "member_id", None) == MEMBER_TOKEN else i for i in items)
+    return dataclasses.replace(request, **changes) if changes else request
 
 
 # ---- seeds -----------------------------------------------------------------------------------
@@ -365,6 +400,41 @@ def sessions(window: int = 6) -> list[bytes]:
     return out
 
 
+def request_frame(key: int, version: int, data: dict) -> bytes:
+    from kio.serial import entity_writer
+
+    cls = request_schema(key, version)
+    buf = io.BytesIO()
+    entity_writer(cls)(buf, control.build(cls, data))
+    head = struct.pack(">hhih", key, version, 7, 4) + b"fuzz" + (b"\0" if control.flexible(key, version) else b"")
+    return head + buf.getvalue()
+
+
+def group_flows() -> list[bytes]:
+    """A consumer's life in a group at a few versions: JoinGroup (twice from v4: MEMBER_ID_REQUIRED
+    first), SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, LeaveGroup, naming MEMBER_TOKEN."""
+    me, topic = MEMBER_TOKEN, [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 5}]}]
+    out = []
+    for join, sync, hb, commit, fetch, leave in ((1, 1, 1, 2, 1, 1), (5, 3, 3, 7, 5, 3), (7, 5, 4, 8, 7, 5)):
+        protocols = [{"name": "range", "metadata": b"\0\0\0\0\0\1\0\1t\0\0\0\0"}]
+        j = {"group_id": "g", "session_timeout": 10000, "rebalance_timeout": 30000, "protocol_type": "consumer",
+             "protocols": protocols}
+        frames = [request_frame(11, join, {**j, "member_id": ""})]
+        if join >= 4:
+            frames.append(request_frame(11, join, {**j, "member_id": me}))
+        frames += [
+            request_frame(14, sync, {"group_id": "g", "generation_id": 0, "member_id": me, "protocol_type": "consumer",
+                                     "protocol_name": "range", "assignments": [{"member_id": me, "assignment": b"a"}]}),
+            request_frame(12, hb, {"group_id": "g", "generation_id": 0, "member_id": me}),
+            request_frame(8, commit, {"group_id": "g", "generation_id_or_member_epoch": 0, "member_id": me,
+                                      "retention_time": -1, "topics": topic}),
+            request_frame(9, fetch, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}),
+            request_frame(13, leave, {"group_id": "g", "member_id": me, "members": [{"member_id": me}]}),
+        ]
+        out.append(size_prefixed(frames))
+    return out
+
+
 def sasl_plain_login() -> list[bytes]:
     """SaslHandshake v1 (PLAIN) and SaslAuthenticate v2 with the harness' user."""
     mech = b"PLAIN"
@@ -377,7 +447,7 @@ def sasl_plain_login() -> list[bytes]:
 def seeds(router) -> list[bytes]:
     singles = load_seeds() + schema_seeds(router.version_ranges())
     login = size_prefixed(sasl_plain_login())
-    return (singles + [size_prefixed([f]) for f in singles] + sessions()
+    return (singles + [size_prefixed([f]) for f in singles] + sessions() + group_flows()
             + [login + size_prefixed([f]) for f in singles] + [login + w for w in sessions()])
 
 
