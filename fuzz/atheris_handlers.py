@@ -27,6 +27,11 @@ or turn into a dropped/broken connection without a Kafka answer:
   -rss_limit_mb and a real-time stall above -timeout are caught by libFuzzer.
 Kafka error codes and closed connections (with their WARNING) are the intended answers to bad input.
 
+Group requests may name the member "@" (MEMBER_TOKEN): the harness replaces it, and the
+generation, with what the connection's last JoinGroup answer gave, as a client echoes them (a
+mutated frame cannot guess the broker's random member ids), and such a frame waits for the
+answers before it. Seeds include a consumer's whole group life written that way.
+
 Virtual time: the event loop's clock jumps to its next timer whenever it would sleep with nothing
 to do (no ready callback, no I/O, no executor job running), so a Fetch long-poll, a JoinGroup
 waiting out a rebalance or a member's session timeout cost no real time. No Kafka wait field
@@ -70,6 +75,7 @@ import atheris
 with atheris.instrument_imports(include=["tidelog", "kio"]):
     import pkgutil
 
+    from tidelog.server.admin import raise_open_file_limit
     from tidelog.server.broker import Broker
     from tidelog.server.config import load_config
     from tidelog.server.connection import API_VERSIONS, FETCH, KafkaConnection, RequestContext
@@ -166,6 +172,7 @@ class ErrorLog(logging.Handler):
 # ---- the target: one broker at a time ----------------------------------------------------------
 class Target:
     def __init__(self) -> None:
+        raise_open_file_limit()  # as `tidelog serve` does
         self.loop = VirtualTimeLoop()
         asyncio.set_event_loop(self.loop)
         self.loop.set_exception_handler(self._loop_error)
@@ -231,15 +238,15 @@ class Target:
 
     # ---- one input ------------------------------------------------------------------------
     def run(self, data: bytes) -> None:
-        if self.broker is None or self.inputs % RESET_EVERY == 0:
-            self.stop()
-            self.start()
-        self.inputs += 1
-        self.history.append(data)
         try:
+            if self.broker is None or self.inputs % RESET_EVERY == 0:
+                self.stop()
+                self.start()
+            self.inputs += 1
+            self.history.append(data)
             self.loop.run_until_complete(self.connection(data))
             self.check_errors("handling")
-        except Finding:
+        except Exception:
             self.dump_history()
             raise
 
