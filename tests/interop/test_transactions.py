@@ -278,18 +278,28 @@ def test_clean_restart_in_the_middle_of_a_transaction(broker_factory):
         [b"plain-0", b"before", b"after", b"plain-1"]
 
 
+def _init_producer(kc, txn_id: str) -> tuple[int, int]:
+    """InitProducerId v4 for `txn_id`: (producer id, epoch)."""
+    init = kc.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
+                           "producer_epoch": -1}, version=4)
+    return init.producer_id, init.producer_epoch
+
+
+def _add_partitions(kc, txn_id: str, pid: int, epoch: int, topic: str, partitions: list[int]):
+    """AddPartitionsToTxn v3 (the client path, before KIP-890's v4 batching)."""
+    return kc.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+                           "v3_and_below_producer_epoch": epoch,
+                           "v3_and_below_topics": [{"name": topic, "partitions": partitions}]}, version=3)
+
+
 def test_kip890_a_transactional_batch_outside_the_transaction_is_refused(module_broker):
     topic = new_topic(module_broker, 2)
     txn_id = f"raw-{uuid.uuid4().hex[:6]}"
     with KafkaClient(module_broker.bootstrap) as kc:
-        init = kc.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
-                               "producer_epoch": -1}, version=4)
-        pid, epoch = init.producer_id, init.producer_epoch
+        pid, epoch = _init_producer(kc, txn_id)
         # before any AddPartitionsToTxn: nothing may be written transactionally
         assert _produce(kc, topic, 0, _batch(pid, epoch, 0, 1, True), txn_id)[0] == 48  # INVALID_TXN_STATE
-        add = kc.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
-                              "v3_and_below_producer_epoch": epoch,
-                              "v3_and_below_topics": [{"name": topic, "partitions": [0]}]}, version=3)
+        add = _add_partitions(kc, txn_id, pid, epoch, topic, [0])
         assert int(add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code) == 0
         assert _produce(kc, topic, 0, _batch(pid, epoch, 0, 2, True), txn_id) == (0, 0)
         assert _produce(kc, topic, 1, _batch(pid, epoch, 0, 1, True), txn_id)[0] == 48  # not added
@@ -319,12 +329,8 @@ def test_write_txn_markers_aborts_an_open_transaction(module_broker):
     topic = new_topic(module_broker, 1)
     txn_id = f"wtm-{uuid.uuid4().hex[:6]}"
     with KafkaClient(module_broker.bootstrap) as kc:
-        init = kc.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
-                               "producer_epoch": -1}, version=4)
-        pid, epoch = init.producer_id, init.producer_epoch
-        kc.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
-                        "v3_and_below_producer_epoch": epoch,
-                        "v3_and_below_topics": [{"name": topic, "partitions": [0]}]}, version=3)
+        pid, epoch = _init_producer(kc, txn_id)
+        _add_partitions(kc, txn_id, pid, epoch, topic, [0])
         assert _produce(kc, topic, 0, _batch(pid, epoch, 0, 3, True), txn_id) == (0, 0)
         assert list_offsets(module_broker, topic, 0, 1) == 0
         for version in (0, 1):  # the second finds nothing open: no second marker

@@ -155,16 +155,22 @@ def copy_confluent(broker, src: str, dst: str, total: int, per_txn: int, killer:
     return txn_no
 
 
-def test_confluent_consume_transform_produce_exactly_once_through_three_kills(broker_factory):
-    total = 100_000
+def copy_through_three_kills(broker_factory, total: int, copy) -> int:
+    """Fill a source topic with `total` records, run `copy(broker, src, dst, total, 500, killer)`
+    while the broker is killed three times, then check the destination; returns the txn count."""
     broker = broker_factory(OVERRIDES)
     src, dst = f"eos-a-{uuid.uuid4().hex[:6]}", f"eos-b-{uuid.uuid4().hex[:6]}"
     make_topics(broker, src, dst)
     fill(broker, src, total)
     killer = Killer(broker, kill_points(total, 500))
-    txns = copy_confluent(broker, src, dst, total, 500, killer)
-    assert killer.kills == 3 and txns > 200
+    txns = copy(broker, src, dst, total, 500, killer)
+    assert killer.kills == 3
     check_exactly_once(broker, dst, total)
+    return txns
+
+
+def test_confluent_consume_transform_produce_exactly_once_through_three_kills(broker_factory):
+    assert copy_through_three_kills(broker_factory, 100_000, copy_confluent) > 200
 
 
 # ---- kafka-python ------------------------------------------------------------------------------------
@@ -233,15 +239,7 @@ def copy_kafka_python(broker, src: str, dst: str, total: int, per_txn: int, kill
 
 
 def test_kafka_python_consume_transform_produce_exactly_once_through_three_kills(broker_factory):
-    total = PY_RECORDS
-    broker = broker_factory(OVERRIDES)
-    src, dst = f"eos-a-{uuid.uuid4().hex[:6]}", f"eos-b-{uuid.uuid4().hex[:6]}"
-    make_topics(broker, src, dst)
-    fill(broker, src, total)
-    killer = Killer(broker, kill_points(total, 500))
-    copy_kafka_python(broker, src, dst, total, 500, killer)
-    assert killer.kills == 3
-    check_exactly_once(broker, dst, total)
+    copy_through_three_kills(broker_factory, PY_RECORDS, copy_kafka_python)
 
 
 # ---- aiokafka -----------------------------------------------------------------------------------------
@@ -311,12 +309,4 @@ async def copy_aiokafka(broker, src: str, dst: str, total: int, per_txn: int, ki
 
 
 def test_aiokafka_consume_transform_produce_exactly_once_through_three_kills(broker_factory):
-    total = PY_RECORDS
-    broker = broker_factory(OVERRIDES)
-    src, dst = f"eos-a-{uuid.uuid4().hex[:6]}", f"eos-b-{uuid.uuid4().hex[:6]}"
-    make_topics(broker, src, dst)
-    fill(broker, src, total)
-    killer = Killer(broker, kill_points(total, 500))
-    asyncio.run(copy_aiokafka(broker, src, dst, total, 500, killer))
-    assert killer.kills == 3
-    check_exactly_once(broker, dst, total)
+    copy_through_three_kills(broker_factory, PY_RECORDS, lambda *args: asyncio.run(copy_aiokafka(*args)))
