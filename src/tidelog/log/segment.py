@@ -135,12 +135,19 @@ class LogSegment:
         if self._next_offset is None:
             self.ensure_indexes()
             if self._next_offset is None:
-                _, pos = self.offset_index.last_entry()
-                nxt = self.base_offset
-                for _p, h in self.log.headers(pos):
-                    nxt = h[0] + h[6] + 1
-                self._next_offset = max(nxt, self.base_offset)
+                self._next_offset = self._tail()[0]
         return self._next_offset
+
+    def _tail(self) -> tuple[int, int]:
+        """(next offset, largest batch maxTimestamp or -1) over the batches from the offset
+        index's last entry to the end: the only headers neither index covers."""
+        _, pos = self.offset_index.last_entry()
+        nxt, max_ts = self.base_offset, NO_TIMESTAMP
+        for _p, h in self.log.headers(pos):
+            nxt = h[0] + h[6] + 1
+            if h[8] > max_ts:
+                max_ts = h[8]
+        return max(nxt, self.base_offset), max_ts
 
     def _load_max_ts(self) -> None:
         if self._max_ts is None:
@@ -223,14 +230,11 @@ class LogSegment:
                 break
         else:
             raise CorruptIndexError(f"{self.time_index.path}: last entry names no batch of the log")
-        _o, pos = self.offset_index.last_entry()
-        nxt = self.base_offset
-        for _p, h in self.log.headers(pos):
-            if h[8] > ts:
-                raise CorruptIndexError(f"{self.time_index.path}: last entry {ts} is below a later batch's {h[8]}")
-            nxt = h[0] + h[6] + 1
+        nxt, tail_ts = self._tail()
+        if tail_ts > ts:
+            raise CorruptIndexError(f"{self.time_index.path}: last entry {ts} is below a later batch's {tail_ts}")
         if self._next_offset is None:
-            self._next_offset = max(nxt, self.base_offset)
+            self._next_offset = nxt
 
     def rebuild(self) -> int:
         """Rebuild both indexes from the log without checking CRCs."""
