@@ -1,16 +1,28 @@
 """Log compaction (cleanup.policy=compact): keep the latest record of every key.
 
 Scope: the closed segments (never the active one) whose largest timestamp is at least
-min.compaction.lag.ms old, the "cleanable" prefix of the log. One pass builds key -> last offset
-over that prefix; a second pass rewrites each segment that loses records:
+min.compaction.lag.ms old and that end at or below the first unstable offset (the first offset
+of the oldest transaction without a marker, and the LSO the transaction layer keeps): the
+"cleanable" prefix of the log. Cleaning never reaches into an open transaction.
 
-- a record survives when it is the last one of its key in the cleanable prefix (records with a
-  null key, which compacted topics refuse on produce, are kept);
+Transactions (KIP-98's cleaner rules): a header pass over the whole log names each
+transaction by (producer id, first batch offset) and finds which ones were aborted (ABORT
+marker). One pass builds key -> offset of the key's latest record over the cleanable prefix,
+counting committed and non-transactional records only; a second pass rewrites each segment:
+
+- a record of an aborted transaction is removed, and never shadows a committed one;
+- any other record survives when it is the last committed one of its key in the cleanable
+  prefix (records with a null key, which compacted topics refuse on produce, are kept);
 - a tombstone (null value) that survives is removed as well once its segment's largest timestamp
   is older than delete.retention.ms;
-- control batches (transaction markers) are kept as they are;
+- a transaction marker (control batch) stays while its transaction has records in the log; once
+  they are gone it is stamped with a delete horizon of now + delete.retention.ms (attribute bit
+  0x40, the horizon in its first timestamp, as KIP-534) and removed by the first pass after that;
 - offsets never change: a batch that loses records is rebuilt with its original base offset,
   lastOffsetDelta, producer fields and codec; a batch losing every record is dropped.
+
+The same rules hold for `__consumer_offsets` (an aborted TxnOffsetCommit never shadows a
+committed offset) and `__transaction_state` (written without transactions).
 
 Swap protocol (crash safe): the new log is written to `<base>.log.cleaned` and fsynced, renamed
 to `<base>.log.swap` (complete), the old indexes are removed, and the swap file replaces
@@ -31,15 +43,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .records import (
+    ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
+    CONTROL_ABORT,
     CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CREATE_TIME,
+    DELETE_HORIZON_FLAG_MASK,
+    FIRST_TIMESTAMP_OFFSET,
+    H_BASE_OFFSET,
+    H_FIRST_TS as H_FIRST_TIMESTAMP,
+    H_PRODUCER_ID,
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
-    CREATE_TIME,
     build_batch,
+    compute_crc,
     decode_records,
+    parse_control_record,
 )
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
@@ -58,6 +80,7 @@ class CleanStats:
     records_removed: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
+    markers_removed: int = 0
     skipped: bool = False
 
 
@@ -77,10 +100,14 @@ def complete_interrupted_swaps(directory: Path) -> None:
             logger.warning("%s: completed an interrupted compaction swap", directory / (stem + LOG_SUFFIX))
 
 
-def _cleanable(log: "PartitionLog", now: int) -> list[LogSegment]:
+def _cleanable(log: "PartitionLog", now: int, first_unstable: int) -> list[LogSegment]:
+    """Closed segments, oldest first, up to the first one that is too young for
+    min.compaction.lag.ms or reaches the first unstable offset (an open transaction)."""
     out = []
     for seg in log.segments[:-1]:
         if now - seg.largest_timestamp() < log.config.min_compaction_lag_ms:
+            break
+        if seg.next_offset > first_unstable:
             break
         out.append(seg)
     return out
@@ -92,13 +119,70 @@ def _records(seg: LogSegment):
         yield raw, h
 
 
+def _control_type(raw: bytes) -> int | None:
+    """ABORT/COMMIT of a control batch; None for a control batch with no (valid) record."""
+    try:
+        recs = decode_records(raw)
+        return parse_control_record(recs[0])[0] if recs else None
+    except Exception:  # noqa: BLE001 - a marker we cannot read is kept as it is
+        return None
+
+
+TxnKey = tuple[int, int]  # (producer id, offset of the transaction's first batch still in the log)
+
+
+class _TxnTracker:
+    """Walks batch headers in offset order and names the transaction each batch belongs to.
+
+    A transactional data batch of a producer with no open transaction opens one, keyed by
+    (producer id, its base offset); later transactional batches of that producer belong to it
+    until a control batch (marker) of the producer closes it. A marker with no open
+    transaction (its data was already cleaned away) belongs to none."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open: dict[int, int] = {}
+
+    def data(self, h) -> TxnKey | None:
+        if not h[5] & TRANSACTIONAL_FLAG_MASK:
+            return None
+        pid = h[H_PRODUCER_ID]
+        first = self.open.setdefault(pid, h[H_BASE_OFFSET])
+        return pid, first
+
+    def marker(self, h) -> TxnKey | None:
+        pid = h[H_PRODUCER_ID]
+        first = self.open.pop(pid, None)
+        return None if first is None else (pid, first)
+
+
+def _transactions(log: "PartitionLog") -> tuple[set[TxnKey], int]:
+    """One pass over every batch header of the log: the aborted transactions, and the first
+    unstable offset (first offset of the oldest transaction with no marker yet; the log end
+    when none), bounded as well by the LSO the transaction layer set."""
+    tracker = _TxnTracker()
+    aborted: set[TxnKey] = set()
+    for seg in log.segments:
+        for pos, h in seg.batches():
+            if h[5] & CONTROL_FLAG_MASK:
+                key = tracker.marker(h)
+                if key is not None and _control_type(seg.log.pread(pos, LOG_OVERHEAD + h[1])) == CONTROL_ABORT:
+                    aborted.add(key)
+            else:
+                tracker.data(h)
+    first_unstable = min(tracker.open.values(), default=log.log_end_offset)
+    return aborted, min(first_unstable, log.last_stable_offset)
+
+
 def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
     stats = CleanStats()
     cfg = log.config
     if not cfg.compact:
         stats.skipped = True
         return stats
-    segs = _cleanable(log, now)
+    aborted, first_unstable = _transactions(log)
+    segs = _cleanable(log, now, first_unstable)
     if not segs:
         stats.skipped = True
         return stats
@@ -107,29 +191,53 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
     if not force and (total == 0 or dirty / total < cfg.min_cleanable_dirty_ratio):
         stats.skipped = True
         return stats
+    # key -> offset of its latest committed (or non-transactional) record; aborted data never counts
     latest: dict[bytes, int] = {}
+    tracker = _TxnTracker()
     for seg in segs:
         for raw, h in _records(seg):
             if h[5] & CONTROL_FLAG_MASK:
+                tracker.marker(h)
+                continue
+            if tracker.data(h) in aborted:
                 continue
             for r in decode_records(raw):
                 if r.key is not None:
                     latest[r.key] = r.offset
     horizon = now - cfg.delete_retention_ms
+    tracker = _TxnTracker()
+    with_data: set[TxnKey] = set()  # transactions with records still in the cleaned log
     for seg in segs:
         drop_tombstones = seg.largest_timestamp() < horizon
         parts: list[bytes] = []
-        removed = 0
+        removed = changed = 0
         for raw, h in _records(seg):
             attrs = h[5]
             if attrs & CONTROL_FLAG_MASK:
-                parts.append(raw)
+                key = tracker.marker(h)
+                if key is not None and key in with_data:
+                    parts.append(raw)  # its transaction still has records: the marker stays
+                elif not attrs & DELETE_HORIZON_FLAG_MASK:
+                    # its transaction's data is gone: keep it delete.retention.ms from now
+                    parts.append(_with_delete_horizon(raw, now + cfg.delete_retention_ms))
+                    changed += 1
+                elif now < h[H_FIRST_TIMESTAMP]:
+                    parts.append(raw)  # within its delete horizon
+                else:
+                    stats.markers_removed += 1
+                    changed += 1
                 continue
+            txn = tracker.data(h)
             recs = decode_records(raw)
-            keep = [
-                r for r in recs
-                if r.key is None or (latest.get(r.key) == r.offset and not (r.value is None and drop_tombstones))
-            ]
+            if txn is not None and txn in aborted:
+                keep = []  # records of an aborted transaction are never kept
+            else:
+                keep = [
+                    r for r in recs
+                    if r.key is None or (latest.get(r.key) == r.offset and not (r.value is None and drop_tombstones))
+                ]
+            if keep and txn is not None:
+                with_data.add(txn)
             removed += len(recs) - len(keep)
             if len(keep) == len(recs):
                 parts.append(raw)
@@ -144,7 +252,7 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
                         max_timestamp=h[8] if lat else None, last_offset_delta=h[6],
                     )
                 )
-        if not removed:
+        if not removed and not changed:
             continue
         data = b"".join(parts)
         stats.segments_rewritten += 1
@@ -154,6 +262,18 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
         log._replace_segment(seg, _swap(log, seg, data, now), now)
     log.first_dirty_offset = segs[-1].next_offset
     return stats
+
+
+def _with_delete_horizon(raw: bytes, horizon_ms: int) -> bytes:
+    """A copy of a marker batch with the delete-horizon attribute set and its first timestamp
+    replaced by the horizon (KIP-534's encoding; the max timestamp, so the time index, is
+    unchanged), CRC recomputed."""
+    out = bytearray(raw)
+    attrs = int.from_bytes(out[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2], "big") | DELETE_HORIZON_FLAG_MASK
+    out[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2] = attrs.to_bytes(2, "big")
+    out[FIRST_TIMESTAMP_OFFSET:FIRST_TIMESTAMP_OFFSET + 8] = horizon_ms.to_bytes(8, "big", signed=True)
+    out[CRC_OFFSET:CRC_OFFSET + 4] = compute_crc(out, 0).to_bytes(4, "big")
+    return bytes(out)
 
 
 def _swap(log: "PartitionLog", old: LogSegment, data: bytes, now: int) -> LogSegment:
