@@ -261,6 +261,12 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
         stats.bytes_after += len(data)
         log._replace_segment(seg, _swap(log, seg, data, now), now)
     log.first_dirty_offset = segs[-1].next_offset
+    if stats.segments_rewritten:
+        logger.info(
+            "cleaned %s-%d: %d segments rewritten, %d records and %d markers removed, %d -> %d bytes",
+            log.topic, log.partition, stats.segments_rewritten, stats.records_removed,
+            stats.markers_removed, stats.bytes_before, stats.bytes_after,
+        )
     return stats
 
 
