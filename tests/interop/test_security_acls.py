@@ -150,6 +150,27 @@ def test_group_and_cluster_apis_refused_with_codes(secure):
     assert dg.results[0].error_code.value == GROUP_DENIED
 
 
+def test_cluster_authorized_operations_as_kafka(secure):
+    """DescribeCluster answers every principal (operations 0 without Describe on the cluster);
+    Metadata v8-10 fill cluster_authorized_operations when asked (was left at INT32_MIN)."""
+    all_ops = sum(1 << o for o in (5, 7, 8, 9, 10, 11, 12))
+    bob = connect(secure.sasl_port, str(secure.pki.ca))
+    sasl_plain(bob, *BOB)
+    admin = connect(secure.sasl_port, str(secure.pki.ca))
+    sasl_plain(admin, *ADMIN)
+    for client, ops in ((bob, 0), (admin, all_ops)):
+        dc = client.request(60, {"include_cluster_authorized_operations": True}, version=1)
+        assert dc.error_code.value == 0 and len(dc.brokers) == 1
+        assert dc.cluster_authorized_operations == ops
+        for version in (8, 9, 10):
+            md = client.request(3, {"topics": [], "allow_auto_topic_creation": False,
+                                    "include_cluster_authorized_operations": True,
+                                    "include_topic_authorized_operations": False}, version=version)
+            assert md.cluster_authorized_operations == ops, version
+    dc = bob.request(60, {"include_cluster_authorized_operations": False}, version=0)
+    assert dc.error_code.value == 0 and dc.cluster_authorized_operations == -2147483648
+
+
 def test_transactional_id_needs_write(secure, tmp_path):
     from confluent_kafka import KafkaException, Producer
 

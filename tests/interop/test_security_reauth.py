@@ -81,3 +81,30 @@ def test_real_clients_keep_working_across_reauthentication(reauth_broker):
     assert not errors and n > 5
     log = reauth_broker.log_path.read_text()[log_start:]
     assert "SASL session expired" not in log and "closing connection" not in log, log[-2000:]
+
+
+def test_per_listener_lifetime_on_a_listener_named_with_digits(tmp_path):
+    """listener.name.<l>.connections.max.reauth.ms applies to that listener only (was ignored:
+    lifetime 0), on listeners named with digits (were refused at start)."""
+    data = tmp_path / "data"
+    subprocess.run([sys.executable, "-m", "tidelog", "users", "add", "--data-dir", str(data), "--user", ALICE[0],
+                    "--password", ALICE[1]], check=True, capture_output=True)
+    port, port2 = free_port(), free_port()
+    b = BrokerProcess(data, {
+        "listeners": f"CLIENT2://127.0.0.1:{port},TLS13://127.0.0.1:{port2}",
+        "listener.security.protocol.map": "CLIENT2:SASL_PLAINTEXT,TLS13:SASL_PLAINTEXT",
+        "listener.name.client2.plain.sasl.jaas.config": JAAS,
+        "listener.name.tls13.plain.sasl.jaas.config": JAAS,
+        "listener.name.client2.connections.max.reauth.ms": "4321",
+    }, port=port).start()
+    try:
+        one = sasl_plain(connect(port), "bob", "bob-secret")
+        two = sasl_plain(connect(port2), "bob", "bob-secret")
+        assert one.error_code.value == 0 and two.error_code.value == 0
+        assert one.session_lifetime.total_seconds() * 1000 == 4321
+        assert two.session_lifetime.total_seconds() == 0
+        import stat
+
+        assert stat.S_IMODE((data / "tidelog-scram.json").stat().st_mode) == 0o600
+    finally:
+        b.stop()

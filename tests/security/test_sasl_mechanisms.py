@@ -73,6 +73,7 @@ def test_scram_round_trip_and_wrong_password(tmp_path, mechanism):
     (b"n,,n=nobody,r=x", None, "invalid credentials"),
     (b"p=tls-unique,,n=user,r=x", None, "channel binding"),
     (b"n,,r=x", None, "lacks"),
+    (b"n,,n=user,r=", None, "non-empty r="),  # RFC 5802: the client nonce is required
     (b"n,,n=us=er,r=x", None, "username"),
     (b"n,a=other,n=user,r=x", None, "authorization id"),
     (b"n,,n=user,r=x", b"c=biws,r=x-not-the-nonce,p=AAAA", "nonce"),

@@ -24,13 +24,61 @@ def cfg(tmp_path, *items):
     ("listener.security.protocol.map=PLAINTEXT:TLS", "LISTENER:PROTOCOL"),
     ("listeners=EXTERNAL://127.0.0.1:9", "no entry in listener.security.protocol.map"),
     ("sasl.enabled.mechanisms=GSSAPI", "not supported"),
-    ("listener.name.sasl_ssl.bogus.key=1", "not a per-listener security key"),
     ("listener.name.x.ssl.client.auth=maybe", "ssl.client.auth"),
     ("connections.max.reauth.ms=-5", "connections.max.reauth.ms"),
 ])
 def test_invalid_settings_refuse_to_start(tmp_path, item, message):
     with pytest.raises(ConfigError, match=message):
         cfg(tmp_path, item)
+
+
+def test_unknown_per_listener_key_is_warned_about_like_any_other(tmp_path, caplog):
+    c = cfg(tmp_path, "listener.name.sasl_ssl.bogus.key=1", "bogus.global.key=2")
+    assert c is not None
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("listener.name.sasl_ssl.bogus.key" in m and "ignored" in m for m in warned), warned
+    assert any("bogus.global.key" in m and "ignored" in m for m in warned), warned
+
+
+def test_per_listener_session_settings_take_effect(tmp_path):
+    c = cfg(tmp_path, "listeners=CLIENT2://127.0.0.1:0,TLS13://127.0.0.1:0",
+            "listener.security.protocol.map=CLIENT2:SASL_PLAINTEXT,TLS13:SASL_PLAINTEXT",
+            "connections.max.reauth.ms=1000",
+            "listener.name.client2.connections.max.reauth.ms=60000",
+            "listener.name.client2.sasl.server.max.receive.size=4096",
+            "listener.name.client2.connection.failed.authentication.delay.ms=7")
+    sec = Security(c)
+    a, b = sec.listeners["CLIENT2"], sec.listeners["TLS13"]
+    assert (a.reauth_ms, a.max_receive_size, a.failed_auth_delay_ms) == (60000, 4096, 7)
+    assert (b.reauth_ms, b.max_receive_size, b.failed_auth_delay_ms) == (1000, 524288, 100)
+
+
+def test_listener_names_with_digits(tmp_path):
+    c = cfg(tmp_path, "listeners=CLIENT2://127.0.0.1:0,TLS13://127.0.0.1:0",
+            "listener.security.protocol.map=CLIENT2:PLAINTEXT,TLS13:PLAINTEXT")
+    assert [lst.name for lst in c.listeners] == ["CLIENT2", "TLS13"]
+
+
+def test_secret_files_are_private(tmp_path):
+    import os
+    import stat
+
+    from tidelog.server.security.acls import AclStore
+    from tidelog.server.security.scram import CredentialStore
+
+    d = tmp_path / "sec"
+    d.mkdir()
+    (d / "tidelog-acls.json").write_text("[]")
+    os.chmod(d / "tidelog-acls.json", 0o644)
+    creds = CredentialStore(d)
+    from tidelog.server.security.scram import ScramCredential
+
+    creds.put("alice", "SCRAM-SHA-256", ScramCredential.from_password("SCRAM-SHA-256", "secret"))
+    creds.save()
+    acls = AclStore(d)  # a world-readable file found at start is narrowed
+    acls._changed()
+    for name in ("tidelog-scram.json", "tidelog-acls.json"):
+        assert stat.S_IMODE((d / name).stat().st_mode) == 0o600, name
 
 
 def test_custom_listener_names_and_lookups(tmp_path):

@@ -59,7 +59,7 @@ def _str(s: str) -> str:
     return s.strip()
 
 
-_LISTENER = re.compile(r"^(?:([A-Z_]+)://)?(\[[^\]]*\]|[^:]*):(\d+)$")
+_LISTENER = re.compile(r"^(?:([A-Za-z0-9_]+)://)?(\[[^\]]*\]|[^:]*):(\d+)$")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """DescribeCluster (key 60, v0-1): this node is the whole cluster and its controller."""
 
 from ..router import control_route
-from .metadata import broker_entries
+from .metadata import ALL_CLUSTER_OPERATIONS, broker_entries
 
 API_KEY = 60
 
@@ -19,7 +19,9 @@ def register(broker) -> None:
                 {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": None}
                 for b in broker_entries(broker, ctx.connection.listener_name)
             ],
-            "cluster_authorized_operations": -2147483648,
+            "cluster_authorized_operations": (
+                ALL_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
+                else -2147483648),
         }
 
     broker.router.add(control_route(API_KEY, 0, 1, handle))

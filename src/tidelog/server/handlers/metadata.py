@@ -3,9 +3,11 @@
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
+from ..security.rules import CLUSTER_OPS
 from ..topics import topic_name_error
 
 API_KEY = 3
+ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 
 
 def broker_entries(broker, listener_name: str) -> list[dict]:
@@ -76,12 +78,17 @@ def register(broker) -> None:
                         topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
                         continue
                 topics.append(topic_entry(broker, topic))
-        return {
+        response = {
             "throttle_time": 0,
             "brokers": broker_entries(broker, ctx.connection.listener_name),
             "cluster_id": registry.cluster_id,
             "controller_id": broker.node_id,
             "topics": topics,
         }
+        if getattr(request, "include_cluster_authorized_operations", False):
+            # v8-10; without an authorizer every operation is allowed (the authorizer's rule
+            # replaces this with the principal's own)
+            response["cluster_authorized_operations"] = ALL_CLUSTER_OPERATIONS
+        return response
 
     broker.router.add(control_route(API_KEY, 0, 12, handle))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .acls import AclStore
 from .authorizer import Authorizer, parse_super_users
 from .scram import CredentialStore
-from .settings import enabled_mechanisms, listener_protocol, plain_users
+from .settings import enabled_mechanisms, listener_protocol, lookup, plain_users
 
 log = logging.getLogger("tidelog.security")
 
@@ -31,6 +31,10 @@ class ListenerSecurity:
     ssl_context: object | None = None
     mechanisms: list[str] = field(default_factory=list)
     plain_users: dict[str, str] = field(default_factory=dict)
+    # listener.name.<l>.<key>, else the global <key>
+    reauth_ms: int = 0
+    max_receive_size: int = 524288
+    failed_auth_delay_ms: int = 100
 
     @property
     def sasl(self) -> bool:
@@ -47,16 +51,18 @@ class Security:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.credentials = CredentialStore(data_dir)
         self.acls = AclStore(data_dir)
-        self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
-        self.max_receive_size = int(config["sasl.server.max.receive.size"])
-        self.failed_auth_delay_ms = int(config["connection.failed.authentication.delay.ms"])
         self.authorizer: Authorizer | None = None
         if config["authorizer.class.name"]:
             self.authorizer = Authorizer(self.acls, parse_super_users(config["super.users"]),
                                          bool(config["allow.everyone.if.no.acl.found"]))
         self.listeners: dict[str, ListenerSecurity] = {}
         for lst in config.listeners:
-            ls = ListenerSecurity(lst.name, listener_protocol(config, lst.name))
+            ls = ListenerSecurity(
+                lst.name, listener_protocol(config, lst.name),
+                reauth_ms=int(lookup(config, lst.name, "connections.max.reauth.ms") or 0),
+                max_receive_size=int(lookup(config, lst.name, "sasl.server.max.receive.size")),
+                failed_auth_delay_ms=int(lookup(config, lst.name, "connection.failed.authentication.delay.ms")),
+            )
             if ls.tls:
                 from .tls import server_context
 

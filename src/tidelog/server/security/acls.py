@@ -13,10 +13,11 @@ The store keeps the bindings in `tidelog-acls.json` in the data directory, rewri
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
+
+from .files import narrow_mode, write_private_json
 
 FILE_NAME = "tidelog-acls.json"
 WILDCARD = "*"
@@ -142,6 +143,7 @@ class AclStore:
         self._literal: dict[tuple[int, str], list[AclBinding]] = {}
         self._prefixed: dict[int, list[AclBinding]] = {}
         if self.path is not None and self.path.exists():
+            narrow_mode(self.path)
             for item in json.loads(self.path.read_text()):
                 self.bindings.add(AclBinding(**item))
         self._reindex()
@@ -186,12 +188,7 @@ class AclStore:
         self._reindex()
         if self.path is None:
             return
-        tmp = self.path.with_suffix(".json.tmp")
-        with open(tmp, "w") as f:
-            json.dump([asdict(b) for b in sorted(self.bindings, key=_order)], f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_private_json(self.path, [asdict(b) for b in sorted(self.bindings, key=_order)])
 
 
 def _order(b: AclBinding):

@@ -120,6 +120,13 @@ def authorized_operations(session, resource_type: int, name: str, ops) -> int:
     return sum(1 << int(op) for op in ops if session.allowed(resource_type, name, op))
 
 
+def cluster_operations(session) -> int:
+    """Kafka's answer to include_cluster_authorized_operations: 0 without Describe on the cluster."""
+    if not cluster(session, Op.DESCRIBE):
+        return 0
+    return authorized_operations(session, R.CLUSTER, CLUSTER_NAME, CLUSTER_OPS)
+
+
 def topic_name(ctx, t) -> str | None:
     name = getattr(t, "name", None) or getattr(t, "topic", None)
     if not name:
@@ -205,9 +212,12 @@ def metadata(session, ctx, req):
     registry = ctx.broker.registry
 
     with_ops = bool(getattr(req, "include_topic_authorized_operations", False))
+    with_cluster_ops = bool(getattr(req, "include_cluster_authorized_operations", False))
 
     def visible(resp):
         d = plain(resp)
+        if with_cluster_ops:  # v8-10
+            d["cluster_authorized_operations"] = cluster_operations(session)
         d["topics"] = [t for t in d["topics"] if not t.get("name") or t.get("error_code") not in (0, E.none)
                        or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
         if with_ops:
@@ -231,7 +241,7 @@ def metadata(session, ctx, req):
 
     ok, denied = split(req.topics, allowed)
     if not denied:
-        return Partial(req, visible) if with_ops else None
+        return Partial(req, visible) if with_ops or with_cluster_ops else None
     refused = [{"error_code": TOPIC_DENIED, "name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None),
                 "partitions": []} for t in denied]
     add_refused = extend("topics", refused)

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode as E
 
 from .acls import CLUSTER_NAME, Operation as Op, ResourceType as R
 from .rules import (CLUSTER_DENIED, CLUSTER_OPS, GROUP_DENIED, GROUP_OPS, TOPIC_DENIED, TXN_DENIED, Partial, Reply,
-                    authorized_operations, cluster, extend, plain, rule, split, topic_allowed, topic_name)
+                    authorized_operations, cluster, cluster_operations, extend, plain, rule, split, topic_allowed, topic_name)
 
 OP_NOT_ATTEMPTED = E.operation_not_attempted.value
 
@@ -339,18 +339,17 @@ def alter_user_scram_credentials(session, ctx, req):
 
 @rule(60)
 def describe_cluster(session, ctx, req):
-    if cluster(session, Op.DESCRIBE):
-        if not getattr(req, "include_cluster_authorized_operations", False):
-            return None
+    """Every principal is answered, as Kafka does; the cluster's authorized operations (when asked
+    for) are 0 without Describe on the cluster."""
+    if not getattr(req, "include_cluster_authorized_operations", False):
+        return None
 
-        def with_operations(resp):
-            d = plain(resp)
-            d["cluster_authorized_operations"] = authorized_operations(session, R.CLUSTER, CLUSTER_NAME, CLUSTER_OPS)
-            return d
+    def with_operations(resp):
+        d = plain(resp)
+        d["cluster_authorized_operations"] = cluster_operations(session)
+        return d
 
-        return Partial(req, with_operations)
-    return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
-                  "cluster_id": "", "controller_id": -1, "brokers": []})
+    return Partial(req, with_operations)
 
 
 @rule(17, 18, 36)

@@ -108,8 +108,8 @@ class ScramServer:
         if flag not in ("n", "y"):
             raise SaslFailure("SCRAM channel binding is not supported")
         a = _attrs(bare)
-        if "n" not in a or "r" not in a:
-            raise SaslFailure("SCRAM client-first-message lacks n= or r=")
+        if "n" not in a or not a.get("r"):
+            raise SaslFailure("SCRAM client-first-message lacks n= or a non-empty r=")
         user = _unescape(a["n"])
         if authzid and _unescape(authzid[2:]) != user:
             raise SaslFailure("Authentication failed: authorization id differs from the username")

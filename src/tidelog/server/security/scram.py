@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import narrow_mode, write_private_json
+
 FILE_NAME = "tidelog-scram.json"
 # Kafka's wire numbering of the mechanisms in Describe/AlterUserScramCredentials.
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
@@ -73,6 +75,7 @@ class CredentialStore:
         self.path = Path(data_dir) / FILE_NAME if data_dir is not None else None
         self.users: dict[str, dict[str, ScramCredential]] = {}
         if self.path is not None and self.path.exists():
+            narrow_mode(self.path)
             for user, mechs in json.loads(self.path.read_text()).items():
                 self.users[user] = {m: ScramCredential.from_json(c) for m, c in mechs.items()}
 
@@ -95,10 +98,5 @@ class CredentialStore:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
         data = {u: {m: c.to_json() for m, c in sorted(ms.items())} for u, ms in sorted(self.users.items())}
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_private_json(self.path, data)

@@ -42,7 +42,7 @@ class Session:
         self.expires_at: float | None = None
         self._max_frame = conn.decoder.max_frame_bytes
         if listener.sasl:  # sasl.server.max.receive.size bounds frames until authenticated
-            conn.decoder.max_frame_bytes = min(self._max_frame, security.max_receive_size)
+            conn.decoder.max_frame_bytes = min(self._max_frame, listener.max_receive_size)
 
     # ---- identity ---------------------------------------------------------------------------
     @property
@@ -115,7 +115,7 @@ class Session:
             if not self._complete():
                 return {"error_code": E.sasl_authentication_failed,
                         "error_message": "Cannot change principals during re-authentication", "auth_bytes": b""}
-            lifetime = self.security.reauth_ms if version >= 1 else 0
+            lifetime = self.listener.reauth_ms if version >= 1 else 0
         return {"error_code": E.none, "error_message": None, "auth_bytes": out, "session_lifetime": lifetime}
 
     def raw_frame(self, frame: bytes) -> bool:
@@ -143,7 +143,7 @@ class Session:
         self._principal = principal
         self.authenticated = True
         self.conn.decoder.max_frame_bytes = self._max_frame
-        reauth = self.security.reauth_ms
+        reauth = self.listener.reauth_ms
         self.expires_at = time.monotonic() + reauth / 1000 if reauth else None
         log.debug("%s authenticated as %s with %s", self.conn.peer, principal, self.mechanism)
         return True
@@ -151,7 +151,7 @@ class Session:
     def _close_soon(self, reason: str) -> None:
         # The answer goes out at once; the close follows after connection.failed.authentication.delay.ms
         # (KIP-306), so that the client reads the error before it sees the connection end.
-        delay = self.security.failed_auth_delay_ms / 1000
+        delay = self.listener.failed_auth_delay_ms / 1000
         asyncio.get_running_loop().call_later(delay, self.conn.close_with, reason)
 
 

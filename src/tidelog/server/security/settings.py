@@ -10,8 +10,11 @@ required user_admin="admin-secret";`.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Callable
+
+log = logging.getLogger("tidelog.server")
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -154,7 +157,8 @@ def validate(config) -> None:
                 sub = sub[len(mech) + 1:]
         parser = SECURITY_KEYS.get(sub, (None, None))[0]
         if parser is None:
-            raise ValueError(f"{key}: {sub!r} is not a per-listener security key")
+            log.warning("unknown config key %r ignored (%r is not a per-listener key)", key, sub)
+            continue
         try:
             parser(value)
         except ValueError as e:
