@@ -1,44 +1,66 @@
-"""DescribeConfigs (key 32, v0-4): topic configs (override or default) and broker configs."""
+"""DescribeConfigs (key 32, v0-4): topic configs (override or default) and broker configs.
+
+Each entry carries Kafka's config type (`config_types`); PASSWORD keys are sensitive and their
+values are never returned. A topic key's source is its override (DYNAMIC_TOPIC_CONFIG), else a
+broker key set in the configuration (STATIC_BROKER_CONFIG), else the default; synonyms list them
+in that order, as Kafka does.
+"""
 
 from kio.schema.errors import ErrorCode as E
 
+from ..config import BROKER_KEYS
+from ..config_types import TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ..router import control_route
 
 API_KEY = 32
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
-TYPE_STRING = 2
 
 
 def register(broker) -> None:
     admin, registry = broker.admin, broker.registry
+    raw = broker.config.raw
+    defaults_only = None
 
-    def entries(values: dict[str, str], sources: dict[str, int], keys, synonyms: bool):
-        wanted = set(keys) if keys else None
+    def entry(name, value, source, ctype, synonyms, want_synonyms):
+        sensitive = ctype == ConfigType.PASSWORD
+        return {
+            "name": name,
+            "value": None if sensitive else value,
+            "read_only": source == STATIC_BROKER,
+            "config_source": source,
+            "is_default": source == DEFAULT,
+            "is_sensitive": sensitive,
+            "synonyms": [{"name": n, "value": None if sensitive else v, "source": src}
+                         for n, v, src in synonyms] if want_synonyms else [],
+            "config_type": int(ctype),
+            "documentation": None,
+        }
+
+    def topic_synonyms(topic, name, default_value):
         out = []
-        for name in sorted(values):
-            if wanted is not None and name not in wanted:
-                continue
-            source = sources.get(name, DEFAULT)
-            out.append({
-                "name": name,
-                "value": values[name],
-                "read_only": source == STATIC_BROKER,
-                "config_source": source,
-                "is_default": source == DEFAULT,
-                "is_sensitive": False,
-                "synonyms": [{"name": name, "value": values[name], "source": source}] if synonyms else [],
-                "config_type": TYPE_STRING,
-                "documentation": None,
-            })
+        if name in topic.configs:
+            out.append((name, topic.configs[name], DYNAMIC_TOPIC))
+        keys = TOPIC_SYNONYMS.get(name, ())
+        out += [(k, raw[k], STATIC_BROKER) for k in keys if k in raw]
+        with_default = [k for k in keys if BROKER_KEYS[k][1] is not None]
+        if with_default:
+            out.append((with_default[-1], BROKER_KEYS[with_default[-1]][1], DEFAULT))
+        else:
+            out.append((name, default_value, DEFAULT))
         return out
 
+    def wanted(keys):
+        return set(keys) if keys else None
+
     def handle(ctx, request):
+        nonlocal defaults_only
         synonyms = getattr(request, "include_synonyms", False)
         results = []
         for r in request.resources:
             res = {"error_code": 0, "error_message": None, "resource_type": r.resource_type,
                    "resource_name": r.resource_name, "configs": []}
+            keys = wanted(r.configuration_keys)
             if r.resource_type == TOPIC:
                 topic = registry.get(r.resource_name)
                 if topic is None:
@@ -46,17 +68,30 @@ def register(broker) -> None:
                                error_message=f"Topic '{r.resource_name}' does not exist.")
                 else:
                     values = admin.topic_configs(topic)
-                    sources = {k: DYNAMIC_TOPIC for k in topic.configs}
-                    res["configs"] = entries(values, sources, r.configuration_keys, synonyms)
+                    if defaults_only is None:
+                        from ..topic_config import effective
+
+                        defaults_only = effective({}, {})
+                    for name in sorted(values):
+                        if keys is not None and name not in keys:
+                            continue
+                        syn = topic_synonyms(topic, name, defaults_only.get(name, values[name]))
+                        res["configs"].append(entry(name, values[name], syn[0][2], topic_type(name), syn, synonyms))
             elif r.resource_type == BROKER:
                 if r.resource_name not in ("", str(broker.node_id)):
                     res.update(error_code=E.invalid_request.value,
                                error_message=f"Unexpected broker id {r.resource_name}, this is {broker.node_id}.")
                 else:
                     cfg = broker.config
-                    values = {k: str(v) for k, v in cfg.values.items() if v is not None}
-                    sources = {k: STATIC_BROKER for k in cfg.raw}
-                    res["configs"] = entries(values, sources, r.configuration_keys, synonyms)
+                    for name in sorted(k for k, v in cfg.values.items() if v is not None):
+                        if keys is not None and name not in keys:
+                            continue
+                        value = raw[name] if name in raw else str(cfg.values[name])
+                        if isinstance(cfg.values[name], bool):
+                            value = str(cfg.values[name]).lower()
+                        source = STATIC_BROKER if name in raw else DEFAULT
+                        syn = [(name, value, source)]
+                        res["configs"].append(entry(name, value, source, broker_type(name), syn, synonyms))
             else:
                 res.update(error_code=E.invalid_request.value,
                            error_message=f"Unsupported resource type {r.resource_type}.")
