@@ -48,7 +48,7 @@ KAFKA_BROKER_TYPES = {
     "log.retention.bytes": "LONG", "log.retention.check.interval.ms": "LONG", "log.retention.hours": "INT",
     "log.retention.minutes": "INT", "log.retention.ms": "LONG", "log.roll.hours": "INT", "log.roll.ms": "LONG",
     "log.segment.bytes": "INT", "log.segment.delete.delay.ms": "LONG", "max.connections": "INT",
-    "message.max.bytes": "INT", "node.id": "INT", "num.io.threads": "INT", "num.network.threads": "INT",
+    "message.max.bytes": "INT", "max.request.partition.size.limit": "INT", "node.id": "INT", "num.io.threads": "INT", "num.network.threads": "INT",
     "num.partitions": "INT", "offsets.commit.timeout.ms": "INT", "offsets.retention.check.interval.ms": "LONG",
     "offsets.retention.minutes": "INT", "offsets.topic.num.partitions": "INT",
     "offsets.topic.segment.bytes": "INT", "producer.id.expiration.ms": "INT", "queued.max.requests": "INT",

@@ -171,6 +171,28 @@ def test_cluster_authorized_operations_as_kafka(secure):
     assert dc.error_code.value == 0 and dc.cluster_authorized_operations == -2147483648
 
 
+def test_log_dir_and_topic_partition_apis_authorized_as_kafka(secure):
+    bob = connect(secure.sasl_port, str(secure.pki.ca))
+    sasl_plain(bob, *BOB)
+    admin = connect(secure.sasl_port, str(secure.pki.ca))
+    sasl_plain(admin, *ADMIN)
+    denied = bob.request(35, {"topics": None}, version=3)
+    assert denied.error_code.value == CLUSTER_DENIED and denied.results == ()
+    assert admin.request(35, {"topics": None}, version=3).results[0].error_code.value == 0
+    moved = bob.request(34, {"dirs": [{"path": "/x", "topics": [{"name": "acl-secret", "partitions": [0]}]}]},
+                        version=2)
+    assert moved.results[0].partitions[0].error_code.value == CLUSTER_DENIED
+    # DescribeTopicPartitions: hidden from bob's listing, refused when named; admin sees it
+    listing = bob.request(75, {"topics": [], "response_partition_limit": 100, "cursor": None}, version=0)
+    assert "acl-secret" not in [t.name for t in listing.topics]
+    named = bob.request(75, {"topics": [{"name": "acl-secret"}], "response_partition_limit": 100, "cursor": None},
+                        version=0)
+    assert named.topics[0].error_code.value == TOPIC_DENIED
+    seen = admin.request(75, {"topics": [{"name": "acl-secret"}], "response_partition_limit": 100, "cursor": None},
+                         version=0)
+    assert seen.topics[0].error_code.value == 0 and len(seen.topics[0].partitions) == 1
+
+
 def test_transactional_id_needs_write(secure, tmp_path):
     from confluent_kafka import KafkaException, Producer
 

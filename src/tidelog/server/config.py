@@ -128,6 +128,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "log.flush.interval.messages": (_int(1), str(LONG_MAX)),
     "log.flush.interval.ms": (_int(0), None),
     "log.flush.scheduler.interval.ms": (_int(0), str(LONG_MAX)),
+    "max.request.partition.size.limit": (_int(1), "2000"),
     "message.max.bytes": (_int(0), "1048588"),
     "socket.request.max.bytes": (_int(1), str(100 * 1024 * 1024)),
     # SO_RCVBUF of client connections (-1: the OS's autotuning). Kafka's default is 100 KiB; 4 MiB

@@ -53,7 +53,7 @@ BROKER_TYPES: dict[str, ConfigType] = {
     "log.cleanup.policy": LI, "log.cleaner.enable": B, "log.cleaner.delete.retention.ms": L,
     "log.cleaner.min.cleanable.ratio": D, "log.cleaner.backoff.ms": L,
     "log.flush.interval.messages": L, "log.flush.interval.ms": L, "log.flush.scheduler.interval.ms": L,
-    "message.max.bytes": I, "socket.request.max.bytes": I, "socket.receive.buffer.bytes": I,
+    "message.max.bytes": I, "max.request.partition.size.limit": I, "socket.request.max.bytes": I, "socket.receive.buffer.bytes": I,
     "max.connections": I, "queued.max.requests": I, "num.io.threads": I, "num.network.threads": I,
     "group.initial.rebalance.delay.ms": I, "group.min.session.timeout.ms": I,
     "group.max.session.timeout.ms": I, "offsets.topic.num.partitions": I,

@@ -352,6 +352,34 @@ def describe_cluster(session, ctx, req):
     return Partial(req, with_operations)
 
 
+@rule(35)
+def describe_log_dirs(session, ctx, req):
+    if cluster(session, Op.DESCRIBE):
+        return None
+    if ctx.api_version >= 3:
+        return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "results": []})
+    return Reply({"throttle_time": 0, "results": []})  # v1-2 carry no error code: nothing described
+
+
+@rule(34)
+def alter_replica_log_dirs(session, ctx, req):
+    if cluster(session, Op.ALTER):
+        return None
+    refused: dict[str, list] = {}
+    for d in req.dirs:
+        for t in d.topics:
+            refused.setdefault(t.name, []).extend(
+                {"partition_index": p, "error_code": CLUSTER_DENIED} for p in t.partitions)
+    return Reply({"throttle_time": 0, "results": [{"topic_name": n, "partitions": ps} for n, ps in refused.items()]})
+
+
+@rule(75)
+def describe_topic_partitions(session, ctx, req):
+    """The handler itself hides (listing) or refuses (named) topics the principal may not
+    Describe, so that paging counts only what is answered."""
+    return None
+
+
 @rule(17, 18, 36)
 def always(session, ctx, req):
     return None

@@ -1,0 +1,52 @@
+"""DescribeLogDirs (key 35, v1-4): the broker's log directory and the partitions in it.
+
+tidelog serves one log directory, the first of `log.dirs` (given by its absolute path, as Kafka
+does). Each partition reports its size in bytes, offset lag 0 (it is the current replica, not a
+future one being moved) and is_future false; v4 adds the file system's total and usable bytes.
+Topics null: every partition; otherwise the named partitions that exist (others are left out, as
+Kafka does). Needs Describe on the cluster (the authorization rule answers
+CLUSTER_AUTHORIZATION_FAILED with no results otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..router import control_route
+
+API_KEY = 35
+
+
+def log_dir_path(broker) -> str:
+    return str(broker.config.log_dirs[0].resolve())
+
+
+def register(broker) -> None:
+    partitions = broker.services["partitions"]
+
+    def handle(ctx, request):
+        wanted = None
+        if request.topics is not None:
+            wanted = {t.topic: set(t.partitions) for t in request.topics}
+        by_topic: dict[str, list[dict]] = {}
+        for plog in sorted(partitions.manager.logs(), key=lambda lg: (lg.topic, lg.partition)):
+            if wanted is not None and plog.partition not in wanted.get(plog.topic, ()):
+                continue
+            by_topic.setdefault(plog.topic, []).append({
+                "partition_index": plog.partition, "partition_size": plog.size,
+                "offset_lag": 0, "is_future_key": False,
+            })
+        path = log_dir_path(broker)
+        st = os.statvfs(path)
+        result = {
+            "error_code": 0, "log_dir": path,
+            "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+        }
+        if ctx.api_version >= 4:
+            result.update(total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize)
+        response = {"throttle_time": 0, "results": [result]}
+        if ctx.api_version >= 3:
+            response["error_code"] = 0
+        return response
+
+    broker.router.add(control_route(API_KEY, 1, 4, handle))
