@@ -157,3 +157,35 @@ def test_a_second_run_at_once_is_refused(tmp_path):
                 pass
     with _exclusive(lock):  # released
         pass
+
+
+def test_new_process_completes_a_run_killed_after_publishing(catalog, tmp_path):
+    """`tidelog export` killed (os._exit) after the "published" mark, then run again in a new
+    process: recovery completes the killed run and the command exits 0 (it failed once with
+    SCHEMA_NOT_FOUND: recovery created tables before the database existed in the new session)."""
+    import os
+    import subprocess
+    import sys
+
+    from tidelog.spark_export.session import attach_tables
+
+    data, wh = tmp_path / "data", tmp_path / "wh"
+    w = LogWriter(data, "profiles", partitions=2, segment_bytes=8192, seed=9, keys=30, compact=True)
+    w.fill(20)
+    closed = w.roll()
+    cmd = [sys.executable, "-m", "tidelog", "export", "--log-dirs", str(data), "--warehouse", str(wh),
+           "--shuffle-partitions", "2", "--driver-memory", "512m"]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    killed = subprocess.run(cmd, env={**env, "TIDELOG_EXPORT_CRASH_AT": "marked:hard"},
+                            capture_output=True, text=True, timeout=240)
+    assert killed.returncode == 137, killed.stderr[-3000:]
+    assert manifest(wh)["pending"]["phase"] == "published"
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert manifest(wh)["pending"] is None
+    attach_tables(catalog, wh)
+    committed = w.model.committed(closed)
+    assert_exactly(catalog, "tidelog.profiles", committed)
+    latest = Model.compact(committed)
+    assert table_idents(catalog, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+    w.close()

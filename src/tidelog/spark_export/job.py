@@ -128,8 +128,10 @@ class ExportJob:
     def _run(self) -> list[TopicSummary]:
         started = time.monotonic()
         manifest = Manifest.load(self.o.warehouse)
-        self.recover(manifest)
+        # The database and the committed tables first: completing a run that crashed after it
+        # was published (re)creates its tables, which needs the database in this session.
         attach_tables(self.spark, self.o.warehouse)
+        self.recover(manifest)
         run_id = new_run_id()
         plans = [self._plan(manifest, t) for t in self._topics()]
         for p in plans:
