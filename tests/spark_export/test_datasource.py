@@ -67,3 +67,35 @@ def test_options(spark, data):
     assert [r.offset for r in got.collect()] == [r.offset for r in expected if r.partition == 0 and 10 <= r.offset < 50]
     everything = base().option("isolationLevel", "read_uncommitted").option("includeActiveSegment", "true").load(str(d))
     assert everything.count() > len(expected)
+
+
+def test_active_segment_with_a_timestamp_filter(spark, tmp_path):
+    """An active segment read while its log is open (as while the broker runs): its .timeindex is
+    preallocated and zero-filled past the real entries. With includeActiveSegment and a timestamp
+    filter the segment was dropped (its "largest timestamp" read as 0 from an unfilled slot)."""
+    from tidelog.log import LogConfig, PartitionLog
+    from tidelog.log.records import Record, build_batch
+    from spark_logdata import T0
+
+    d = tmp_path / "data"
+    log = PartitionLog.open(d, "active", 0, LogConfig(index_interval_bytes=512), lambda: T0 + 1000)
+    try:
+        for i in range(100):
+            log.append(build_batch([Record(b"k%d" % i, b"v" * 20, T0 + i)]))
+        log.flush()
+        tindex = next((d / "active-0").glob("*.timeindex"))
+        assert tindex.stat().st_size > 12 * 10, "the active time index is preallocated"
+
+        def read(**opts):
+            r = spark.read.format("tidelog").option("topic", "active").option("includeActiveSegment", "true")
+            for k, v in opts.items():
+                r = r.option(k, v)
+            return r.load(str(d))
+
+        assert read().count() == 100
+        assert read(startingTimestamp=1).count() == 100
+        assert read(startingTimestamp=T0 + 90).count() == 10
+        late = dt.datetime.fromtimestamp((T0 + 50) / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        assert read().where(f"timestamp >= '{late}'").count() == 50
+    finally:
+        log.close()

@@ -133,7 +133,7 @@ class _IndexView:
         except FileNotFoundError:
             data = b""
         n = len(data) // entry.size
-        self.entries = [entry.unpack_from(data, i * entry.size) for i in range(n)]
+        self.entries = _filled([entry.unpack_from(data, i * entry.size) for i in range(n)])
         self._keys = [e[key_field] for e in self.entries]
 
     def floor(self, key: int) -> tuple | None:
@@ -144,6 +144,19 @@ class _IndexView:
         """Largest entry with key < key."""
         i = bisect.bisect_left(self._keys, key) - 1
         return self.entries[i] if i >= 0 else None
+
+
+def _filled(entries: list[tuple]) -> list[tuple]:
+    """The entries actually written. The broker preallocates the active segment's index files
+    with zeros, so a read from outside (while the broker runs) finds (0, 0) slots after the real
+    entries: both fields of a real entry only grow, and no real entry is all zeros (an offset
+    index entry points past the first batch; a time index entry carries a record timestamp)."""
+    out: list[tuple] = []
+    for e in entries:
+        if e == (0, 0) or (out and (e[0] <= out[-1][0] or e[1] < out[-1][1])):
+            break
+        out.append(e)
+    return out
 
 
 _OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
@@ -180,7 +193,8 @@ def start_position(segment: SegmentFile, start_offset: int, start_timestamp: int
 
 
 def largest_timestamp(segment: SegmentFile) -> int | None:
-    """The last `.timeindex` entry of a closed segment is its largest timestamp (None: no entry)."""
+    """The last `.timeindex` entry of a closed segment is its largest timestamp (None: no entry).
+    Not for the active segment: its time index is sparse and still growing."""
     entries = _IndexView(segment.sibling(".timeindex"), _TIME_ENTRY, 0).entries
     return entries[-1][0] if entries else None
 
@@ -287,7 +301,9 @@ def plan_partition(
         lo, hi = max(start, seg.base_offset), min(end, seg_end)
         if lo >= hi:
             continue
-        if start_timestamp is not None:
+        if start_timestamp is not None and not (include_active and seg is segments[-1]):
+            # a closed segment's last time entry is its largest timestamp; the active one's
+            # index is sparse and still growing, so it never says that
             top = largest_timestamp(seg)
             if top is not None and top < start_timestamp:
                 continue  # the time index says nothing here is recent enough
