@@ -99,3 +99,46 @@ def test_active_segment_with_a_timestamp_filter(spark, tmp_path):
         assert read().where(f"timestamp >= '{late}'").count() == 50
     finally:
         log.close()
+
+
+def _env_without_venv():
+    import os
+    import sys
+    from pathlib import Path
+
+    venv_bin = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return env
+
+
+def test_readme_recipes_work_without_an_activated_venv(data, tmp_path):
+    """The README's `PYSPARK_PYTHON=.venv/bin/python .venv/bin/pyspark` recipe and a user's own
+    script run as `.venv/bin/python script.py` (its workers used `python3` from PATH, which lacks
+    tidelog: PYTHON_DATA_SOURCE_ERROR)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    d, expected = data
+    env = _env_without_venv()
+    script = tmp_path / "user.py"
+    script.write_text(
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.master('local[2]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+        "from tidelog.spark_export.datasource import register\n"
+        "register(spark)\n"
+        "print('COUNT', spark.read.format('tidelog').option('topic', 'events').load(sys.argv[1]).count())\n")
+    res = subprocess.run([sys.executable, str(script), str(d)], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=240)
+    assert f"COUNT {len(expected)}" in res.stdout, res.stderr[-3000:]
+    pyspark = Path(sys.executable).parent / "pyspark"
+    shell = subprocess.run(
+        [str(pyspark)], input=(
+            "from tidelog.spark_export.datasource import register; register(spark)\n"
+            f"print('COUNT', spark.read.format('tidelog').option('topic', 'events').load({str(d)!r}).count())\n"),
+        env={**env, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON_OPTS": "-i"},  # stdin is a pipe
+        cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert f"COUNT {len(expected)}" in shell.stdout, shell.stderr[-3000:]

@@ -36,6 +36,9 @@ Internal options used by the export job: `offsets` (JSON {"<partition>": [start,
 
 from __future__ import annotations
 
+import os
+import sys
+
 import datetime as _dt
 import json
 from typing import Iterator
@@ -63,7 +66,16 @@ SCHEMA = (
 
 
 def register(spark) -> None:
-    """Make `spark.read.format("tidelog")` available in this session."""
+    """Make `spark.read.format("tidelog")` available in this session.
+
+    The data source runs in Python workers, which must import tidelog: when PYSPARK_PYTHON is
+    not set, the session's workers would start `python3` from PATH (outside a virtualenv that is
+    not activated), so they are pointed at this interpreter instead."""
+    if not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        sc = getattr(spark, "sparkContext", None)
+        if sc is not None and getattr(sc, "pythonExec", sys.executable) != sys.executable:
+            sc.pythonExec = sys.executable
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(TidelogDataSource)
 
