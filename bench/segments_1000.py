@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import Tidelog, wait_port  # noqa: E402
+from brokers import Tidelog  # noqa: E402
 from rawclient import RawClient  # noqa: E402
 
 from tidelog.log import LogConfig, PartitionLog  # noqa: E402

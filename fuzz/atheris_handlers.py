@@ -8,7 +8,7 @@ against a real in-process `Broker` on a real temp data dir. Optional and long; n
 An input is a sequence of size-prefixed frames (or, when it does not split into frames, one
 frame), all sent on one connection. Each frame goes through `KafkaConnection._dispatch`'s steps:
 the connection's own `FrameDecoder`, the security gate, `peek_key_version`, the route, the header,
-`route.decode`; then the real handler inside the running event loop (`route.handle(ctx, request)`
+`route.decode`; then the real handler inside the running event loop (`route.pipeline(ctx, request)`
 or `security.handle`, with a real `KafkaConnection` as `ctx.connection`); awaitables run as tasks,
 concurrently as pipelined requests do; each result is encoded with `route.encode` and the
 response header, and Fetch file slices are read (`materialize`). When a step closes the
@@ -215,7 +215,7 @@ class Target:
             conf.update({"authorizer.class.name": "tidelog", "allow.everyone.if.no.acl.found": "true"})
         self.broker = Broker(load_config(None, [f"{k}={v}" for k, v in conf.items()]))
         self.loop.run_until_complete(self.broker.start())
-        parts = self.broker.services.get("partitions")
+        parts = self.broker.partitions
         for t in getattr(parts, "_tasks", []):
             t.cancel()
         self.loop.run_until_complete(asyncio.sleep(0))
@@ -324,7 +324,7 @@ class Target:
             request = with_member(request, member)
         ctx = RequestContext(header, conn, conn.broker)
         try:
-            result = route.handle(ctx, request) if security is None else security.handle(ctx, route, request)
+            result = route.pipeline(ctx, request) if security is None else security.handle(ctx, route, request)
         except Exception as e:
             raise Finding(f"handler for api {api_key} v{version} raised {e!r}") from e
         if result is NO_RESPONSE:

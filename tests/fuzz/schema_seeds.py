@@ -7,9 +7,8 @@ from __future__ import annotations
 import datetime
 import io
 import struct
-import typing
 import uuid
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields
 
 from kio.serial import entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field

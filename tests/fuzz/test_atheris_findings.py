@@ -26,7 +26,7 @@ from kio.serial import entity_reader
 
 from broker_process import BrokerProcess
 from inproc import InProcessBroker
-from tidelog.server.client import KafkaClient
+from tidelog.cli.client import KafkaClient
 from tidelog.wire.schemas import response_schema
 
 POLICY_VIOLATION, INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 44, 37, 3, 42

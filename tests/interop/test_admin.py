@@ -163,7 +163,6 @@ def test_topics_and_configs_survive_restart(broker):
 
 
 def test_metadata_auto_create_follows_config(broker_factory):
-    from confluent_kafka import Producer
 
     b = broker_factory({"auto.create.topics.enable": "false", "num.partitions": "2"})
     admin = ck_admin(b)

@@ -11,7 +11,7 @@ import pytest
 from kafka import TopicPartitionReplica
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tidelog.server.client import KafkaClient
+from tidelog.cli.client import KafkaClient
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from tidelog.server.client import KafkaClient
+from tidelog.cli.client import KafkaClient
 
 BROKER_OVERRIDES = {
     "log.retention.hours": "100",

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tidelog.server.client import KafkaClient
+from tidelog.cli.client import KafkaClient
 
 pytestmark = pytest.mark.interop
 

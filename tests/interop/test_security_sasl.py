@@ -128,7 +128,6 @@ def test_plaintext_client_on_tls_port_is_refused(secure):
 def test_every_api_needs_authentication_first(secure):
     """No routed API but ApiVersions and SASL answers before authentication: the connection closes.
     The same frames after authentication get answers, so they are well-formed."""
-    from tidelog.wire import control
     from tidelog.wire.schemas import request_schema
 
     versions = api_versions(connect(secure.sasl_port, str(secure.pki.ca)))

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tidelog.log.records import Record, build_batch
-from tidelog.server.client import KafkaClient
+from tidelog.cli.client import KafkaClient
 
 from broker_process import free_port  # noqa: E402
 

@@ -67,7 +67,6 @@ def test_interrupted_swap_is_completed(tmp_path):
         log.append(build_batch([Record(b"k", b"x" * 60, T0)]))
     first = log.segments[0]
     log.close()
-    stem = tmp_path / "t-0" / f"{first.base_offset:020d}"
     data = (tmp_path / "t-0" / first.log.path.name).read_bytes()
     (tmp_path / "t-0" / (first.log.path.name + ".swap")).write_bytes(data)
     (tmp_path / "t-0" / "00000000000000000099.log.cleaned").write_bytes(b"junk")

@@ -2,7 +2,6 @@
 and the LogManager's clean-shutdown marker and checkpoints."""
 
 import logging
-import os
 import random
 import shutil
 

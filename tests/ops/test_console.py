@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tidelog.log import PartitionLog
 from tidelog.log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch
 from tidelog.log.txnindex import AbortedTxn
-from tidelog.server.cli_produce import Line, UsageError, parse_line
-from tidelog.server.client import KafkaClient
+from tidelog.cli.produce import Line, UsageError, parse_line
+from tidelog.cli.client import KafkaClient
 
 pytestmark = pytest.mark.interop
 

@@ -157,7 +157,7 @@ def test_producer_snapshot_of_a_real_broker(tmp_path):
     """An idempotent producer's state, snapshotted by the broker at clean shutdown."""
     from broker_process import BrokerProcess
 
-    from tidelog.server.client import KafkaClient
+    from tidelog.cli.client import KafkaClient
 
     b = BrokerProcess(tmp_path / "data").start()
     try:

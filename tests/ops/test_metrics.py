@@ -126,7 +126,7 @@ def test_env_names_map_to_properties():
 
 
 def test_producer_ids_transactional_ids_and_lso(broker_factory):
-    from tidelog.server.client import KafkaClient
+    from tidelog.cli.client import KafkaClient
 
     mport = free_port()
     b = broker_factory({"metrics.listener": f"127.0.0.1:{mport}"})

@@ -7,7 +7,7 @@ import socket
 import ssl
 import struct
 
-from tidelog.server.client import ClientError, KafkaClient
+from tidelog.cli.client import ClientError, KafkaClient
 
 
 def connect(port: int, ca: str | None = None, timeout: float = 10.0) -> KafkaClient:

@@ -4,14 +4,13 @@ of milliseconds."""
 
 import asyncio
 
-import pytest
 
 from tidelog.server.broker import Broker
 from tidelog.server.config import load_config
-from tidelog.server.groups import GroupCoordinator
-from tidelog.server.groups.records import OffsetValue
-from tidelog.server.groups.state import GroupState as S
-from tidelog.server.groups.store import MemoryGroupLog
+from tidelog.groups import GroupCoordinator
+from tidelog.groups.records import OffsetValue
+from tidelog.groups.state import GroupState as S
+from tidelog.groups.store import MemoryGroupLog
 
 NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION = 0, 27, 25, 22
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
@@ -21,8 +20,8 @@ def make(tmp_path, backend=None, **overrides):
     conf = {"log.dirs": str(tmp_path), "group.initial.rebalance.delay.ms": "0",
             "group.min.session.timeout.ms": "10", "offsets.topic.num.partitions": "3", **overrides}
     broker = Broker(load_config(None, [f"{k}={v}" for k, v in conf.items()]))
-    broker.services.pop("partitions", None)  # the in-memory backend instead of the data path
-    coord = GroupCoordinator(broker, backend or MemoryGroupLog())
+    # the in-memory backend instead of the data path
+    coord = GroupCoordinator(broker.config, broker.admin, backend or MemoryGroupLog())
     coord.start()
     broker.registry.create("t", 4, {}) if broker.registry.get("t") is None else None
     return broker, coord

@@ -6,12 +6,12 @@ import datetime as dt
 
 import pytest
 
-from tidelog.server.cli_groups import (ResetSpec, UsageError, parse_assignment, parse_duration, parse_instant,
+from tidelog.cli.groups import (ResetSpec, UsageError, parse_assignment, parse_duration, parse_instant,
                                        parse_topic_spec, plan_reset)
-from tidelog.server.groups import records as R
-from tidelog.server.groups.group import parse_subscription_topics
-from tidelog.server.groups.state import TRANSITIONS, Event, GroupState as S, IllegalTransition, next_state
-from tidelog.server.groups.store import MemoryGroupLog, OffsetStore
+from tidelog.groups import records as R
+from tidelog.groups.group import parse_subscription_topics
+from tidelog.groups.state import TRANSITIONS, Event, GroupState as S, IllegalTransition, next_state
+from tidelog.groups.store import MemoryGroupLog, OffsetStore
 
 # ---- state machine -----------------------------------------------------------------------------
 

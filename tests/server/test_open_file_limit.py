@@ -8,7 +8,7 @@ import sys
 
 from broker_process import BrokerProcess
 from tidelog.server.admin import partition_limit
-from tidelog.server.client import KafkaClient
+from tidelog.cli.client import KafkaClient
 
 
 class SoftLimited(BrokerProcess):

@@ -17,7 +17,7 @@ pytest.importorskip("pyspark")
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from tidelog.server.client import KafkaClient  # noqa: E402
+from tidelog.cli.client import KafkaClient  # noqa: E402
 
 BROKER_OVERRIDES = {
     "transaction.state.log.num.partitions": "1",

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode as E
 
 from .topic_config import effective, validate_topic_config
-from .topics import INTERNAL_TOPICS, Topic, topic_name_error
+from .topics import INTERNAL_TOPICS, Topic, TopicRegistry, topic_name_error
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .config import BrokerConfig
 
 log = logging.getLogger("tidelog.admin")
 Result = tuple[int, str | None]
@@ -55,13 +55,17 @@ def raise_open_file_limit() -> tuple[int, int]:
 
 
 class TopicAdmin:
-    def __init__(self, broker: "Broker") -> None:
-        self.broker = broker
-        self.registry = broker.registry
+    """Topic creation, deletion and configuration over the registry; tells its listeners (the
+    partitions, the coordinators) of every change."""
+
+    def __init__(self, config: "BrokerConfig", registry: TopicRegistry) -> None:
+        self.config = config
+        self.registry = registry
+        self.topic_defaults = config.topic_defaults()
         self.listeners: list = []  # callables(event, topic) for logs/coordinators
 
     def topic_configs(self, topic: Topic) -> dict[str, str]:
-        return effective(self.broker.topic_defaults, topic.configs)
+        return effective(self.topic_defaults, topic.configs)
 
     def check_create(self, name: str, partitions: int, replication_factor: int, configs: dict) -> Result:
         err = topic_name_error(name)
@@ -95,11 +99,11 @@ class TopicAdmin:
         return topic
 
     def auto_create(self, name: str) -> Topic | None:
-        if not self.broker.config["auto.create.topics.enable"] or topic_name_error(name):
+        if not self.config["auto.create.topics.enable"] or topic_name_error(name):
             return None
         if name in INTERNAL_TOPICS:
             return None
-        partitions = self.broker.config["num.partitions"]
+        partitions = self.config["num.partitions"]
         code, msg = self.check_room(partitions)
         if code:
             log.warning("not auto-creating topic %s: %s", name, msg)
@@ -118,7 +122,7 @@ class TopicAdmin:
             return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
         if topic.internal:
             return E.invalid_topic_exception.value, f"Internal topic '{name}' cannot be deleted."
-        if not self.broker.config["delete.topic.enable"]:
+        if not self.config["delete.topic.enable"]:
             return E.topic_deletion_disabled.value, "Topic deletion is disabled."
         self.registry.delete(name)
         log.info("deleted topic %s", name)

@@ -1,8 +1,16 @@
-"""The broker: configuration, topic registry, logs, coordinators, router, and listeners.
+"""The broker's composition root: every part is built here, in one stated order, and given its
+narrow collaborators by constructor.
 
-`Broker.start()` opens the data directory, registers every handler module with the router and
-listens on each configured listener; `Broker.stop()` closes listeners and connections, then the
-logs cleanly (so the next start skips recovery).
+    config -> topic registry -> topic admin -> security
+           -> partitions (the log engine's LogManager)
+           -> group coordinator (offsets in __consumer_offsets, through the partitions)
+           -> transaction coordinator (producer state, markers; completes group offsets)
+           -> metrics -> router (one module per API, then the pipeline stages) -> listeners
+
+`start()` starts the parts in that order (the group coordinator loads before the transaction
+coordinator, which completes transactional offset commits on it) and then listens;
+`stop()` closes listeners and connections, then stops the parts in reverse order (logs last, so
+the next start skips recovery).
 """
 
 from __future__ import annotations
@@ -11,13 +19,17 @@ import asyncio
 import logging
 from typing import Any
 
+from ..groups import OFFSETS_TOPIC, GroupCoordinator
+from ..groups.store import EngineGroupLog
+from ..txn.service import TxnService
+from . import handlers
 from .admin import TopicAdmin
 from .config import BrokerConfig
+from .metrics import Metrics
 from .partitions import Partitions
 from .router import Router
 from .security import Security
 from .topics import TopicRegistry
-from . import handlers
 
 log = logging.getLogger("tidelog.server")
 
@@ -26,25 +38,21 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
-        data_dir = config.log_dirs[0]
-        self.registry = TopicRegistry(data_dir, self.node_id, config["cluster.id"])
-        self.router = Router()
-        self.connections: set[Any] = set()
-        self.servers: list[asyncio.base_events.Server] = []
-        self.services: dict[str, Any] = {}
-        self.stopping = asyncio.Event()
-        self.topic_defaults = config.topic_defaults()
-        self.admin = TopicAdmin(self)
+        self.registry = TopicRegistry(config.log_dirs[0], self.node_id, config["cluster.id"])
+        self.admin = TopicAdmin(config, self.registry)
+        self.topic_defaults = self.admin.topic_defaults
         self.security = Security(config)  # TLS contexts, SASL, credentials, ACLs
-        self.bound_ports: dict[str, int] = {}
-        try:
-            self.services["partitions"] = Partitions(self)
-        except ImportError as e:  # the log engine's manager has not landed yet in this tree
-            log.warning("data path disabled: %s", e)
+        self.partitions = Partitions(config, self.admin)
+        self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
+        self.txn = TxnService(config, self.admin, self.partitions, self.groups)
+        self.connections: set[Any] = set()
+        self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections)
+        self.router = Router()
         handlers.register_all(self)
-        from .metrics import Metrics  # after the handlers: it wraps their routes when enabled
-
-        self.services["metrics"] = Metrics(self)
+        self.router.seal(self.metrics.stage)
+        self.servers: list[asyncio.base_events.Server] = []
+        self.stopping = asyncio.Event()
+        self.bound_ports: dict[str, int] = {}
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, conn) -> bool:
@@ -61,12 +69,10 @@ class Broker:
         from .connection import KafkaConnection
 
         loop = asyncio.get_running_loop()
-        for hook in list(self.services.values()):
-            start = getattr(hook, "start", None)
-            if start is not None:
-                res = start()
-                if asyncio.iscoroutine(res):
-                    await res
+        self.partitions.start()
+        self.groups.start()
+        self.txn.start()
+        await self.metrics.start()
         for lst in self.config.listeners:
             server = await loop.create_server(
                 lambda name=lst.name: KafkaConnection(self, name),
@@ -97,12 +103,10 @@ class Broker:
         for server in self.servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), 2)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - a listener that will not close must not block shutdown
                 pass
-        for hook in reversed(list(self.services.values())):
-            stop = getattr(hook, "stop", None)
-            if stop is not None:
-                res = stop()
-                if asyncio.iscoroutine(res):
-                    await res
+        await self.metrics.stop()
+        self.txn.stop()
+        self.groups.stop()
+        self.partitions.stop()
         log.info("tidelog stopped cleanly")

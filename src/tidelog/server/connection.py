@@ -173,7 +173,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         ctx = RequestContext(header, self, self.broker)
         try:
-            result = route.handle(ctx, request) if security is None else security.handle(ctx, route, request)
+            result = route.pipeline(ctx, request) if security is None else security.handle(ctx, route, request)
         except Exception:  # noqa: BLE001
             log.exception("handler for api %d v%d failed; closing %s", api_key, version, self.peer)
             self.close_with("handler error")

@@ -26,7 +26,7 @@ import bisect
 import logging
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sized
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -36,7 +36,11 @@ from ..wire.apis import ApiKey
 from .router import NO_RESPONSE
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from ..groups import GroupCoordinator
+    from ..txn.service import TxnService
+    from .config import BrokerConfig
+    from .partitions import Partitions
+    from .topics import TopicRegistry
 
 log = logging.getLogger("tidelog.metrics")
 
@@ -114,11 +118,18 @@ class TopicStats:
 
 
 class Metrics:
-    """The `metrics` broker service."""
+    """Prometheus metrics: a stage of the request pipeline (`stage`: per-API latency, bytes and
+    records per topic from batch headers) and gauges read at scrape time from the parts the
+    composition root gives it."""
 
-    def __init__(self, broker: "Broker") -> None:
-        self.broker = broker
-        self.listener: str | None = broker.config["metrics.listener"]
+    def __init__(self, config: "BrokerConfig", topics: "TopicRegistry", partitions: "Partitions",
+                 groups: "GroupCoordinator", txn: "TxnService", connections: Sized) -> None:
+        self.topic_registry = topics
+        self.partitions = partitions
+        self.groups = groups
+        self.txn = txn
+        self.connections = connections
+        self.listener: str | None = config["metrics.listener"]
         self.requests = RequestStats()
         self.topics = TopicStats()
         self.registry = CollectorRegistry(auto_describe=False)
@@ -134,9 +145,6 @@ class Metrics:
         host, _, port = self.listener.rpartition(":")
         if host.startswith("http://"):
             host = host[len("http://"):]
-        self.instrument()
-        # services started after this one may still add routes: wrap those too before traffic
-        asyncio.get_running_loop().call_soon(self.instrument)
         self.server = await asyncio.start_server(self._serve, host.strip("[]") or None, int(port),
                                                  reuse_address=True)
         self.bound = self.server.sockets[0].getsockname()[:2]
@@ -152,12 +160,9 @@ class Metrics:
             self.server = None
 
     # ---- instrumentation ----------------------------------------------------------------
-    def instrument(self) -> None:
-        """Wrap every route's handler (once) with the request timing and topic counting."""
-        for route in self.broker.router.routes.values():
-            if getattr(route.handle, "_tidelog_metrics", False):
-                continue
-            route.handle = self._timed(route.api_key, route.handle)
+    def stage(self, api_key: int, handle):
+        """The pipeline stage around one route's handler (none without a metrics listener)."""
+        return self._timed(api_key, handle) if self.listener else handle
 
     def _timed(self, api_key: int, handle):
         buckets, total = self.requests.slot(api_key)
@@ -192,7 +197,6 @@ class Metrics:
                 count(request, result)
             return result
 
-        timed._tidelog_metrics = True  # type: ignore[attr-defined]
         return timed
 
     def _count_produce(self, request, response) -> None:
@@ -215,7 +219,7 @@ class Metrics:
                 produced(t.name, nbytes, nrecords)
 
     def _count_fetch(self, request, response) -> None:
-        by_id = self.broker.registry.by_id
+        by_id = self.topic_registry.by_id
         for t in response.responses:
             name = t.topic
             if not name and t.topic_id is not None:
@@ -257,11 +261,10 @@ class BrokerCollector:
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
-        self.broker = metrics.broker
 
     def collect(self) -> Iterable[Any]:
         conns = GaugeMetricFamily("tidelog_connections", "Open client connections")
-        conns.add_metric([], len(self.broker.connections))
+        conns.add_metric([], len(self.metrics.connections))
         yield conns
         for section in (self._requests, self._topics, self._partitions, self._groups, self._transactions):
             try:
@@ -307,7 +310,7 @@ class BrokerCollector:
             "lso": GaugeMetricFamily("tidelog_last_stable_offset", "Last stable offset (LSO)",
                                      labels=["topic", "partition"]),
         }
-        partitions = self.broker.services.get("partitions")
+        partitions = self.metrics.partitions
         if partitions is not None:
             for plog in sorted(partitions.manager.logs(), key=lambda pl: (pl.topic, pl.partition)):
                 labels = [plog.topic, str(plog.partition)]
@@ -325,8 +328,8 @@ class BrokerCollector:
         members = GaugeMetricFamily("tidelog_group_members", "Members of a group", labels=["group"])
         lag = GaugeMetricFamily("tidelog_group_lag", "High watermark minus the committed offset",
                                 labels=["group", "topic", "partition"])
-        coord = self.broker.services.get("groups")
-        partitions = self.broker.services.get("partitions")
+        coord = self.metrics.groups
+        partitions = self.metrics.partitions
         if coord is not None and getattr(coord, "loaded", False):
             for gid, g in sorted(coord.groups.items()):
                 states.add_metric([gid, g.state.value], 1)
@@ -345,7 +348,7 @@ class BrokerCollector:
     def _transactions(self):
         pids = GaugeMetricFamily("tidelog_producer_ids", "Live producer ids (idempotent or transactional)")
         tids = GaugeMetricFamily("tidelog_transactional_ids", "Transactional ids with a transaction ongoing or completing")
-        n_pids, n_tids = txn_counts(self.broker.services.get("txn"))
+        n_pids, n_tids = txn_counts(self.metrics.txn)
         pids.add_metric([], n_pids)
         tids.add_metric([], n_tids)
         yield pids

@@ -14,30 +14,29 @@ import time
 from typing import TYPE_CHECKING
 
 from ..log.config import LogConfig
+from ..log.manager import LogManager
 from .flusher import GroupCommit
 from .topic_config import log_config
 from .waiters import Waiters
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .admin import TopicAdmin
+    from .config import BrokerConfig
 
 log = logging.getLogger("tidelog.server")
 
 
 class Partitions:
-    def __init__(self, broker: "Broker") -> None:
-        from ..log.manager import LogManager
-
-        self.broker = broker
-        self.registry = broker.registry
+    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin") -> None:
+        self.config = config
+        self.registry = admin.registry
+        self.topic_defaults = admin.topic_defaults
         self.waiters = Waiters()
         self.group_commit = GroupCommit()
-        self.manager = LogManager(
-            broker.config.log_dirs[:1], LogConfig(), topic_config=self._topic_config
-        )
+        self.manager = LogManager(config.log_dirs[:1], LogConfig(), topic_config=self._topic_config)
         self.manager.set_append_listener(self.notify)
         self._tasks: list[asyncio.Task] = []
-        broker.admin.listeners.append(self._on_topic_event)
+        admin.listeners.append(self._on_topic_event)
 
     # ---- lookup --------------------------------------------------------------------------
     def _topic_config(self, name: str) -> LogConfig | None:
@@ -45,7 +44,7 @@ class Partitions:
         return None if topic is None else self.config_for(topic)
 
     def config_for(self, topic) -> LogConfig:
-        return log_config(self.broker.topic_defaults, topic.configs)
+        return log_config(self.topic_defaults, topic.configs)
 
     def get(self, topic_name: str, partition: int):
         """The partition's log, or None when the topic or partition does not exist."""
@@ -87,8 +86,8 @@ class Partitions:
         """Retention every `log.retention.check.interval.ms`; time-based flushes (`flush.ms`);
         recovery points checkpointed every `log.flush.offset.checkpoint.interval.ms`, so a crash
         after a long uptime re-checks only what was appended since the last checkpoint."""
-        retention_every = self.broker.config["log.retention.check.interval.ms"] / 1000
-        checkpoint_every = self.broker.config["log.flush.offset.checkpoint.interval.ms"] / 1000
+        retention_every = self.config["log.retention.check.interval.ms"] / 1000
+        checkpoint_every = self.config["log.flush.offset.checkpoint.interval.ms"] / 1000
         next_retention = time.monotonic() + retention_every
         next_checkpoint = time.monotonic() + checkpoint_every
         while True:

@@ -25,6 +25,10 @@ class Route:
     decode: Callable[[bytes, int, int], Any]
     encode: Callable[[Any, int], bytes | list]
     is_flexible: Callable[[int], bool]
+    # the handler behind the router's stages (metrics); set by `Router.seal`, called by the
+    # connection (or by the authorization stage, which runs before it)
+    pipeline: Callable[..., Any] | None = None
+    control: bool = False  # messages are kio schemas (not one of the hot-path codecs)
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -44,6 +48,7 @@ def control_route(api_key: int, min_version: int, max_version: int, handle) -> R
             api_key, version, frame if type(frame) is bytes else bytes(frame), offset),
         encode=lambda data, version: control.encode_response(api_key, version, data),
         is_flexible=lambda version: bool(control.flexible(api_key, version)),
+        control=True,
     )
 
 
@@ -51,7 +56,7 @@ def missing_schemas(router: "Router") -> list[tuple[int, int]]:
     """(api_key, version) pairs routed through kio with no schema (must be empty)."""
     missing = []
     for r in router.routes.values():
-        if r.decode.__qualname__ != "control_route.<locals>.<lambda>":
+        if not r.control:
             continue
         missing += [(r.api_key, v) for v in range(r.min_version, r.max_version + 1)
                     if control.flexible(r.api_key, v) is None]
@@ -65,7 +70,18 @@ class Router:
     def add(self, route: Route) -> None:
         if route.api_key in self.routes:
             raise ValueError(f"api {route.api_key} routed twice")
+        route.pipeline = route.handle
         self.routes[route.api_key] = route
+
+    def seal(self, *stages: Callable[[int, Callable[..., Any]], Callable[..., Any]]) -> None:
+        """Build each route's pipeline: the handler wrapped by `stages`, the first outermost.
+        The request pipeline is: authorization (per connection, `security.rules.apply`), then
+        these stages, then the handler."""
+        for route in self.routes.values():
+            handle = route.handle
+            for stage in reversed(stages):
+                handle = stage(route.api_key, handle)
+            route.pipeline = handle
 
     def get(self, api_key: int) -> Route | None:
         return self.routes.get(api_key)

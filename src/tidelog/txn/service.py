@@ -20,16 +20,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from ..log.errors import LogAppendError, LogError
-from ..log.log import AppendInfo
+from ..log.log import AppendInfo, PartitionLog
 from ..log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, decode_batches
-from ..server.groups import coordinator_of
 from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator
 from .producers import DuplicateBatch, PartitionProducers
 from .snapshots import load_state, write_snapshot
+
+if TYPE_CHECKING:
+    from ..groups import GroupCoordinator
+    from ..server.admin import TopicAdmin
+    from ..server.config import BrokerConfig
+    from ..server.partitions import Partitions
 
 log = logging.getLogger("tidelog.txn")
 
@@ -109,11 +115,20 @@ class _Markers:
 
 
 class TxnService:
-    def __init__(self, broker) -> None:
-        cfg = broker.config
-        self.broker = broker
-        self.partitions = broker.services["partitions"]
-        self.groups = coordinator_of(broker)  # registered first, so it starts (and loads) first
+    """Built by the broker's composition root after the group coordinator (which it completes
+    transactional offset commits on, so that one starts and loads first), with its narrow
+    collaborators: the broker configuration (transaction.* keys), the topic admin (creates
+    `__transaction_state`, tells of topic changes, knows which partitions exist), the
+    partitions (the log engine) and the group coordinator."""
+
+    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin", partitions: "Partitions",
+                 groups: "GroupCoordinator") -> None:
+        cfg = config
+        self.config = config
+        self.admin = admin
+        self.registry = admin.registry
+        self.partitions = partitions
+        self.groups = groups
         self.num_partitions = cfg["transaction.state.log.num.partitions"]
         self.abort_interval_s = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
         self.expire_interval_s = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
@@ -124,26 +139,29 @@ class TxnService:
             self.state_log, _Markers(self), self.pids,
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             expiration_ms=cfg["transactional.id.expiration.ms"],
-            partition_exists=lambda t, p: self.broker.registry.get(t) is not None
-            and 0 <= p < self.broker.registry.get(t).partitions,
+            partition_exists=self._partition_exists,
         )
         self.states: dict[tuple[str, int], PartitionProducers] = {}
         self._active_base: dict[tuple[str, int], int] = {}
         self._tasks: list[asyncio.Task] = []
 
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        t = self.registry.get(topic)
+        return t is not None and 0 <= partition < t.partitions
+
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         t0 = time.monotonic()
-        topic = self.broker.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
+        topic = self.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
             "cleanup.policy": "compact",
-            "segment.bytes": str(self.broker.config["transaction.state.log.segment.bytes"]),
+            "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
         })
         self.num_partitions = topic.partitions
         for plog in list(self.partitions.manager.logs()):
             if plog.topic not in UNTRACKED:
                 self._load(plog)
         self.coordinator.load(self.state_log.read_all())
-        self.broker.admin.listeners.append(self._topic_event)
+        self.admin.listeners.append(self._topic_event)
         open_txns = sum(s.open_txn_count() for s in self.states.values())
         log.info("producer state of %d partitions loaded in %.0f ms (%d open transactions)",
                  len(self.states), (time.monotonic() - t0) * 1000, open_txns)
@@ -207,7 +225,7 @@ class TxnService:
                 log.exception("transaction expiry pass failed")
 
     # ---- produce path --------------------------------------------------------------------------
-    def append(self, ctx, transactional_id, topic: str, partition: int, plog, records, now_ms: int):
+    def append(self, topic: str, partition: int, plog: "PartitionLog", records: bytes | memoryview, now_ms: int) -> AppendInfo:
         """Produce's append with producer-state checks; same AppendInfo as `plog.append`."""
         if topic in UNTRACKED:  # as Kafka: clients never write the coordinators' topics
             raise LogAppendError(INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {topic}")
@@ -269,14 +287,3 @@ class TxnService:
         for s in self.states.values():
             pids.update(s.producers)
         return len(pids), self.coordinator.active_count()
-
-
-def txn_of(broker) -> TxnService | None:
-    """The broker's transaction service, created as `broker.services["txn"]` on first use;
-    None when the broker has no data path."""
-    svc = broker.services.get("txn")
-    if svc is None:
-        if broker.services.get("partitions") is None:
-            return None
-        svc = broker.services["txn"] = TxnService(broker)
-    return svc

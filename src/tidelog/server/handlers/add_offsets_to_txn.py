@@ -1,17 +1,15 @@
 """AddOffsetsToTxn (key 25, v0-3): the `__consumer_offsets` partition of a group joins the
 producer's transaction, so TxnOffsetCommit may stage offsets there. v2+ may answer PRODUCER_FENCED."""
 
-from ...txn.handler_util import fenced_for, guarded
-from ...txn.service import OFFSETS_TOPIC, txn_of
+from ._txn_util import fenced_for, guarded
+from ...txn.service import OFFSETS_TOPIC
 from ..router import control_route
 
 API_KEY = 25
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     async def handle(ctx, request):
         store = txn.groups.store

@@ -3,17 +3,15 @@ v4 batches several transactions and may only verify (`verify_only`, KIP-890): th
 not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_FENCED."""
 
 from ...txn.coordinator import INVALID_TXN_STATE, NONE
-from ...txn.handler_util import fenced_for, guarded
-from ...txn.service import txn_of
+from ._txn_util import fenced_for, guarded
+
 from ..router import control_route
 
 API_KEY = 24
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
     coordinator = txn.coordinator
 
     async def one(txn_id, pid, epoch, topics, version, verify_only=False) -> list[dict]:

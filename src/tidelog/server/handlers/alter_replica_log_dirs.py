@@ -20,7 +20,7 @@ API_KEY = 34
 
 
 def register(broker) -> None:
-    partitions = broker.services["partitions"]
+    partitions = broker.partitions
 
     def handle(ctx, request):
         current = log_dir_path(broker)

@@ -1,13 +1,12 @@
 """DeleteGroups (key 42, v0-2): remove empty groups and their committed offsets (tombstones)."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 42
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     async def handle(ctx, request):
         results = []

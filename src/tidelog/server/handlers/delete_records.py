@@ -10,9 +10,7 @@ HIGH_WATERMARK = -1
 
 
 def register(broker) -> None:
-    partitions = broker.services.get("partitions")
-    if partitions is None:
-        return
+    partitions = broker.partitions
 
     def handle(ctx, request):
         topics = []

@@ -1,13 +1,12 @@
 """DescribeGroups (key 15, v0-5): state, protocol and members; an unknown group is reported Dead."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 15
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     def handle(ctx, request):
         return {"throttle_time": 0, "groups": [coordinator.describe(g) for g in request.groups]}

@@ -22,7 +22,7 @@ def log_dir_path(broker) -> str:
 
 
 def register(broker) -> None:
-    partitions = broker.services["partitions"]
+    partitions = broker.partitions
 
     def handle(ctx, request):
         wanted = None

@@ -3,16 +3,14 @@ last timestamp, coordinator epoch, first offset of the open transaction or -1)."
 
 from kio.schema.errors import ErrorCode as E
 
-from ...txn.service import UNTRACKED, txn_of
+from ...txn.service import UNTRACKED
 from ..router import control_route
 
 API_KEY = 61
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     def partition(topic: str, index: int) -> dict:
         plog = txn.partitions.get(topic, index)

@@ -4,16 +4,14 @@ that has not started reports start time 0 (Kafka sends -1, which kio-based reade
 as a timestamp; clients show both as "not started")."""
 
 from ...txn.coordinator import TRANSACTIONAL_ID_NOT_FOUND
-from ...txn.service import txn_of
+
 from ..router import control_route
 
 API_KEY = 65
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     def describe(txn_id: str) -> dict:
         meta = txn.coordinator.txns.get(txn_id)

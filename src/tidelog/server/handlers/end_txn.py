@@ -1,17 +1,15 @@
 """EndTxn (key 26, v0-4): commit or abort the producer's transaction. Answered once the markers
 are written to every partition of the transaction. v2+ may answer PRODUCER_FENCED."""
 
-from ...txn.handler_util import fenced_for, guarded
-from ...txn.service import txn_of
+from ._txn_util import fenced_for, guarded
+
 from ..router import control_route
 
 API_KEY = 26
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     async def handle(ctx, request):
         code = await guarded(

@@ -24,9 +24,7 @@ READ_COMMITTED = 1
 
 
 def register(broker) -> None:
-    partitions = broker.services.get("partitions")
-    if partitions is None:
-        return
+    partitions = broker.partitions
     registry = broker.registry
     waiters = partitions.waiters
 

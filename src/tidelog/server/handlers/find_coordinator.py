@@ -3,7 +3,6 @@ transactional id (key type 1). v4 answers a batch of keys."""
 
 from kio.schema.errors import ErrorCode as E
 
-from ..groups import coordinator_of
 from ..router import control_route
 from .metadata import broker_entries
 
@@ -12,7 +11,7 @@ KEY_TYPES = (0, 1)  # group, transaction
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     def answer(ctx, key: str, key_type: int) -> dict:
         node = broker_entries(broker, ctx.connection.listener_name)[0]

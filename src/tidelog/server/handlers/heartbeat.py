@@ -1,13 +1,12 @@
 """Heartbeat (key 12, v0-4): keeps a member's session alive; REBALANCE_IN_PROGRESS asks it to rejoin."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 12
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     def handle(ctx, request):
         err = coordinator.heartbeat(request.group_id, request.member_id,

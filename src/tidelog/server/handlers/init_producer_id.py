@@ -2,17 +2,15 @@
 previous instance (epoch bump, its open transaction aborted). v3+ carry the producer's current
 id and epoch (KIP-360); v4+ may answer PRODUCER_FENCED."""
 
-from ...txn.handler_util import fenced_for, guarded, millis
-from ...txn.service import txn_of
+from ._txn_util import fenced_for, guarded, millis
+
 from ..router import control_route
 
 API_KEY = 22
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     async def handle(ctx, request):
         def answer(code: int, pid: int = -1, epoch: int = -1) -> dict:

@@ -3,7 +3,6 @@
 v4+ first answers MEMBER_ID_REQUIRED with the member id to use (KIP-394); v5+ carries
 group_instance_id for static membership (KIP-345)."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 11
@@ -14,7 +13,7 @@ def _ms(value) -> int:
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     async def handle(ctx, request):
         version = ctx.api_version

@@ -1,13 +1,12 @@
 """LeaveGroup (key 13, v0-5): one member (v0-2) or a batch of members, by id or instance id (v3+)."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 13
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     def handle(ctx, request):
         if ctx.api_version < 3:

@@ -1,13 +1,12 @@
 """ListGroups (key 16, v0-5): every group this node coordinates; v4 filters by state, v5 by type."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 16
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     def handle(ctx, request):
         err, groups = coordinator.list_groups(getattr(request, "states_filter", ()),

@@ -17,9 +17,7 @@ LATEST, EARLIEST, LAST_STABLE_OR_MAX_TS, EARLIEST_LOCAL = -1, -2, -3, -4
 
 
 def register(broker) -> None:
-    partitions = broker.services.get("partitions")
-    if partitions is None:
-        return
+    partitions = broker.partitions
 
     def lookup(plog, ts: int, version: int, committed: bool) -> tuple[int, int]:
         """(timestamp, offset) answered for one partition."""

@@ -1,16 +1,14 @@
 """ListTransactions (key 66, v0-1): transactional ids known to the coordinator, filtered by
 state names, producer ids and (v1) a minimum running time of Ongoing transactions."""
 
-from ...txn.service import txn_of
+
 from ..router import control_route
 
 API_KEY = 66
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     def handle(ctx, request):
         duration = getattr(request, "duration_filter", -1)

@@ -3,16 +3,15 @@
 v1 carries a per-partition commit timestamp, v2-4 a request-level retention time (kept as the
 record's expire timestamp), v6+ the leader epoch, v7+ group_instance_id."""
 
-from ..groups import coordinator_of
-from ..groups.group import now_ms
-from ..groups.records import OffsetValue
+from ...groups.group import now_ms
+from ...groups.records import OffsetValue
 from ..router import control_route
 
 API_KEY = 8
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     async def handle(ctx, request):
         version = ctx.api_version

@@ -1,13 +1,12 @@
 """OffsetDelete (key 47, v0): drop committed offsets of partitions the group does not consume."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 47
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     async def handle(ctx, request):
         tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]

@@ -4,7 +4,6 @@ Null topics (v2+) means every partition the group has committed; a partition wit
 answers offset -1. v7+ require_stable turns partitions with pending transactional offsets into
 UNSTABLE_OFFSET_COMMIT."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 9
@@ -17,7 +16,7 @@ def _topics(topics):
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     def handle(ctx, request):
         version = ctx.api_version

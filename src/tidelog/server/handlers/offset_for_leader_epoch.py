@@ -12,9 +12,7 @@ API_KEY = 23
 
 
 def register(broker) -> None:
-    partitions = broker.services.get("partitions")
-    if partitions is None:
-        return
+    partitions = broker.partitions
 
     def handle(ctx, request):
         topics = []

@@ -20,17 +20,15 @@ from ..router_hot import hot_route
 
 
 def register(broker) -> None:
-    partitions = broker.services.get("partitions")
-    if partitions is None:
-        return
+    partitions = broker.partitions
     group_commit = partitions.group_commit
+    txn = broker.txn
 
     def partition_error(index: int, code: int, message: str | None = None):
         return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
 
     def handle(ctx, req: codec.ProduceRequest):
         acks = req.acks
-        txn = broker.services.get("txn")
         results = []
         to_flush = []
         now_ms = int(time.time() * 1000)
@@ -48,10 +46,7 @@ def register(broker) -> None:
                     parts.append(partition_error(p.index, E.corrupt_message.value, "empty record set"))
                     continue
                 try:
-                    if txn is not None:
-                        info = txn.append(ctx, req.transactional_id, t.name, p.index, plog, p.records, now_ms)
-                    else:
-                        info = plog.append(p.records, now_ms=now_ms)
+                    info = txn.append(t.name, p.index, plog, p.records, now_ms)
                 except LogError as e:
                     parts.append(partition_error(p.index, e.error_code, e.message))
                     continue

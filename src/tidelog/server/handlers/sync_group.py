@@ -1,13 +1,12 @@
 """SyncGroup (key 14, v0-5): the leader hands in the assignment; every member gets its own."""
 
-from ..groups import coordinator_of
 from ..router import control_route
 
 API_KEY = 14
 
 
 def register(broker) -> None:
-    coordinator = coordinator_of(broker)
+    coordinator = broker.groups
 
     async def handle(ctx, request):
         result = await coordinator.sync(

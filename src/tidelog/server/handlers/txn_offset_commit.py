@@ -10,18 +10,16 @@ import time
 from kio.schema.errors import ErrorCode as E
 
 from ...txn.coordinator import NONE
-from ...txn.handler_util import fenced_for
-from ...txn.service import OFFSETS_TOPIC, txn_of
-from ..groups.records import OffsetValue
+from ._txn_util import fenced_for
+from ...txn.service import OFFSETS_TOPIC
+from ...groups.records import OffsetValue
 from ..router import control_route
 
 API_KEY = 28
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
     groups = txn.groups
 
     async def handle(ctx, request):

@@ -6,16 +6,14 @@ producer are completed when `__consumer_offsets` is named."""
 
 from kio.schema.errors import ErrorCode as E
 
-from ...txn.service import OFFSETS_TOPIC, txn_of
+from ...txn.service import OFFSETS_TOPIC
 from ..router import control_route
 
 API_KEY = 27
 
 
 def register(broker) -> None:
-    txn = txn_of(broker)
-    if txn is None:
-        return
+    txn = broker.txn
 
     async def handle(ctx, request):
         out = []

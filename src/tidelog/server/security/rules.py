@@ -14,57 +14,34 @@ transactions and cluster APIs in `rules_coord`.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from inspect import isawaitable
-from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode as E
 
 from ..router import NO_RESPONSE
-from .acls import CLUSTER_NAME, Operation as Op, ResourceType as R
+from .acls import Operation as Op, ResourceType as R
+from .rule_kit import (CLUSTER_DENIED, CLUSTER_OPS, GROUP_DENIED, GROUP_OPS, RULES, TOPIC_DENIED, TOPIC_OPS,
+                       TXN_DENIED, Partial, Reply, authorized_operations, by_parts, cluster, cluster_operations,
+                       extend, plain, rule, split, topic_allowed, topic_name)
+from . import rules_coord  # registers the group, transaction and cluster rules
 
-TOPIC_DENIED = E.topic_authorization_failed.value
-GROUP_DENIED = E.group_authorization_failed.value
-CLUSTER_DENIED = E.cluster_authorization_failed.value
-TXN_DENIED = E.transactional_id_authorization_failed.value
-
-
-@dataclass(slots=True)
-class Reply:
-    response: Any
-
-
-@dataclass(slots=True)
-class Partial:
-    request: Any
-    merge: Callable[[Any], Any]
-
-
-RULES: dict[int, Callable] = {}
-
-
-def rule(*api_keys: int):
-    def add(fn):
-        for k in api_keys:
-            RULES[k] = fn
-        return fn
-
-    return add
+__all__ = ["apply", "CLUSTER_DENIED", "CLUSTER_OPS", "GROUP_DENIED", "GROUP_OPS", "RULES", "TOPIC_DENIED",
+           "TOPIC_OPS", "TXN_DENIED", "Partial", "Reply", "authorized_operations", "cluster_operations", "rules_coord"]
 
 
 def apply(session, authorizer, ctx, route, request):
     fn = RULES.get(route.api_key)
     if fn is None:
         if session.principal in authorizer.super_users:
-            return route.handle(ctx, request)
+            return route.pipeline(ctx, request)
         session.conn.close_with(f"api {route.api_key} has no authorization rule; super users only")
         return NO_RESPONSE
     verdict = fn(session, ctx, request)
     if verdict is None:
-        return route.handle(ctx, request)
+        return route.pipeline(ctx, request)
     if isinstance(verdict, Reply):
         return verdict.response
-    result = route.handle(ctx, verdict.request)
+    result = route.pipeline(ctx, verdict.request)
     if isawaitable(result):
         return _merge_later(result, verdict.merge)
     return result if result is NO_RESPONSE else verdict.merge(result)
@@ -73,87 +50,6 @@ def apply(session, authorizer, ctx, route, request):
 async def _merge_later(result, merge):
     value = await result
     return value if value is NO_RESPONSE else merge(value)
-
-
-# ---- helpers ---------------------------------------------------------------------------------
-def plain(resp) -> dict:
-    """A handler's response as a dict that refused items can be appended to."""
-    if isinstance(resp, dict):
-        return resp
-    from ...wire.control import to_plain
-
-    return to_plain(resp)
-
-
-def extend(field: str, items: list) -> Callable[[Any], Any]:
-    def merge(resp):
-        current = getattr(resp, field, None)
-        if isinstance(current, list):  # tidelog's own (mutable) hot-path responses
-            current.extend(items)
-            return resp
-        d = plain(resp)
-        d[field] = list(d.get(field) or ()) + items
-        return d
-
-    return merge
-
-
-def split(items, allowed: Callable[[Any], bool]) -> tuple[list, list]:
-    ok, denied = [], []
-    for item in items or ():
-        (ok if allowed(item) else denied).append(item)
-    return ok, denied
-
-
-def cluster(session, op: int) -> bool:
-    return session.allowed(R.CLUSTER, CLUSTER_NAME, op)
-
-
-TOPIC_OPS = (Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS)
-GROUP_OPS = (Op.READ, Op.DESCRIBE, Op.DELETE)
-CLUSTER_OPS = (Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
-               Op.IDEMPOTENT_WRITE)
-
-
-def authorized_operations(session, resource_type: int, name: str, ops) -> int:
-    """Kafka's authorized-operations bit field (bit n = operation n) for this principal."""
-    return sum(1 << int(op) for op in ops if session.allowed(resource_type, name, op))
-
-
-def cluster_operations(session) -> int:
-    """Kafka's answer to include_cluster_authorized_operations: 0 without Describe on the cluster."""
-    if not cluster(session, Op.DESCRIBE):
-        return 0
-    return authorized_operations(session, R.CLUSTER, CLUSTER_NAME, CLUSTER_OPS)
-
-
-def topic_name(ctx, t) -> str | None:
-    name = getattr(t, "name", None) or getattr(t, "topic", None)
-    if not name:
-        tid = getattr(t, "topic_id", None)
-        topic = ctx.broker.registry.by_id.get(tid) if tid is not None else None
-        name = topic.name if topic is not None else None
-    return name
-
-
-def topic_allowed(session, ctx, op: int):
-    def check(t) -> bool:
-        name = topic_name(ctx, t)
-        return name is None or session.allowed(R.TOPIC, name, op)  # unknown ids: the handler says so
-
-    return check
-
-
-def by_parts(session, ctx, request, field: str, op: int, reply_of: Callable[[list], Any], out_field: str,
-             refused: Callable[[list], list]):
-    """The common per-topic shape: refuse denied topics, run the rest."""
-    ok, denied = split(getattr(request, field), topic_allowed(session, ctx, op))
-    if not denied:
-        return None
-    if not ok:
-        return Reply(reply_of(refused(denied)))
-    return Partial(dataclasses.replace(request, **{field: tuple(ok) if isinstance(getattr(request, field), tuple) else ok}),
-                   extend(out_field, refused(denied)))
 
 
 # ---- data path (tidelog's own codecs) ---------------------------------------------------------
@@ -318,4 +214,3 @@ def describe_producers(session, ctx, req):
                         for p in t.partition_indexes]} for t in ts])
 
 
-from . import rules_coord  # noqa: E402,F401  (registers the group, transaction and cluster rules)

@@ -13,8 +13,8 @@ import dataclasses
 
 from kio.schema.errors import ErrorCode as E
 
-from .acls import CLUSTER_NAME, Operation as Op, ResourceType as R
-from .rules import (CLUSTER_DENIED, CLUSTER_OPS, GROUP_DENIED, GROUP_OPS, TOPIC_DENIED, TXN_DENIED, Partial, Reply,
+from .acls import Operation as Op, ResourceType as R
+from .rule_kit import (CLUSTER_DENIED, GROUP_DENIED, GROUP_OPS, TOPIC_DENIED, TXN_DENIED, Partial, Reply,
                     authorized_operations, cluster, cluster_operations, extend, plain, rule, split, topic_allowed, topic_name)
 
 OP_NOT_ATTEMPTED = E.operation_not_attempted.value

@@ -63,7 +63,7 @@ class Session:
     def handle(self, ctx, route, request):
         key = route.api_key
         if key in _PRE_AUTH:
-            return route.handle(ctx, request)
+            return route.pipeline(ctx, request)
         if not self.authenticated:
             self.conn.close_with(f"api {key} before SASL authentication completed")
             return NO_RESPONSE
@@ -72,7 +72,7 @@ class Session:
             return NO_RESPONSE
         authorizer = self.security.authorizer
         if authorizer is None:
-            return route.handle(ctx, request)
+            return route.pipeline(ctx, request)
         return apply(self, authorizer, ctx, route, request)
 
     def allowed(self, resource_type: int, name: str, op: int) -> bool:

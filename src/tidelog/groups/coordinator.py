@@ -19,10 +19,11 @@ from .membership import Membership
 from .offsets import GroupOffsets
 from .records import OffsetValue
 from .state import Event, GroupState as S
-from .store import GroupLog, MemoryGroupLog, OffsetStore
+from .store import GroupLog, OffsetStore
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..server.admin import TopicAdmin
+    from ..server.config import BrokerConfig
 
 log = logging.getLogger("tidelog.groups")
 
@@ -31,10 +32,17 @@ NONE = 0
 
 
 class GroupCoordinator:
-    def __init__(self, broker: "Broker", backend: GroupLog | None = None) -> None:
-        self.broker = broker
-        self.num_partitions = broker.config["offsets.topic.num.partitions"]
-        self._backend = backend
+    """Built by the broker's composition root with its narrow collaborators: the broker
+    configuration (group.* and offsets.* keys), the topic admin (creates `__consumer_offsets`,
+    tells of topic changes, knows which topics exist) and the `GroupLog` the offsets are
+    written to (the log engine's `EngineGroupLog`; tests may give a `MemoryGroupLog`)."""
+
+    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin", group_log: GroupLog) -> None:
+        self.config = config
+        self.admin = admin
+        self.registry = admin.registry
+        self.num_partitions = config["offsets.topic.num.partitions"]
+        self._group_log = group_log
         self.store: OffsetStore | None = None
         self.groups: dict[str, Group] = {}
         self.loaded = False
@@ -44,27 +52,17 @@ class GroupCoordinator:
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        topic = self.broker.admin.ensure_internal(OFFSETS_TOPIC, self.num_partitions, {
+        topic = self.admin.ensure_internal(OFFSETS_TOPIC, self.num_partitions, {
             "cleanup.policy": "compact",
-            "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"]),
+            "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
         })
         self.num_partitions = topic.partitions
-        backend = self._backend or self._engine_backend() or MemoryGroupLog()
-        if isinstance(backend, MemoryGroupLog) and self._backend is None:
-            log.warning("no log engine available: group offsets are kept in memory only")
-        self.store = OffsetStore(backend, self.num_partitions)
+        self.store = OffsetStore(self._group_log, self.num_partitions)
         self.store.load()
         self._restore()
-        self.broker.admin.listeners.append(self.offsets.topic_event)
+        self.admin.listeners.append(self.offsets.topic_event)
         self.loaded = True
         self.offsets.schedule_expiry()
-
-    def _engine_backend(self) -> GroupLog | None:
-        try:
-            from .store import engine_backend
-        except ImportError:
-            return None
-        return engine_backend(self.broker, OFFSETS_TOPIC)
 
     def stop(self) -> None:
         self.loaded = False
@@ -192,11 +190,3 @@ class GroupCoordinator:
         assert self.store is not None
         await self.store.delete_group(g.group_id)
         log.info("group %s deleted", g.group_id)
-
-
-def coordinator_of(broker) -> GroupCoordinator:
-    """The broker's coordinator, created and registered as `broker.services["groups"]` on first use."""
-    coord = broker.services.get("groups")
-    if coord is None:
-        coord = broker.services["groups"] = GroupCoordinator(broker)
-    return coord

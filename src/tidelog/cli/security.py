@@ -19,7 +19,7 @@ MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 def _client_config(args) -> dict:
     conf = {"bootstrap.servers": args.bootstrap_server}
     if args.command_config:
-        from .config import read_properties
+        from ..server.config import read_properties
 
         conf.update(read_properties(args.command_config))
     return conf
@@ -176,7 +176,7 @@ def cmd_users(args) -> int:
 
 
 def _users_offline(args) -> int:
-    from .security.scram import CredentialStore, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
+    from ..server.security.scram import CredentialStore, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 
     store = CredentialStore(args.data_dir)
     if args.users_command == "add":

@@ -29,8 +29,8 @@ import signal
 import sys
 import time
 
-from .cli_groups import UsageError, format_ms, parse_instant, reporting_usage_errors
-from .cli_produce import add_client_options, client_properties
+from .groups import UsageError, format_ms, parse_instant, reporting_usage_errors
+from .produce import add_client_options, client_properties
 
 TS_TYPES = {0: "none", 1: "CreateTime", 2: "LogAppendTime"}
 PARTITION_EOF = -191  # librdkafka's _PARTITION_EOF

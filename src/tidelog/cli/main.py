@@ -18,7 +18,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
 def _setup_logging(level: str = "INFO", fmt: str = "text") -> None:
-    from .logformat import formatter
+    from ..server.logformat import formatter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter(fmt))
@@ -26,14 +26,14 @@ def _setup_logging(level: str = "INFO", fmt: str = "text") -> None:
 
 
 def cmd_serve(args) -> int:
-    from .config import ConfigError, load_config
+    from ..server.config import ConfigError, load_config
 
     try:
         env = []
         if args.env_prefix:
             import os
 
-            from .envconfig import env_overrides
+            from ..server.envconfig import env_overrides
 
             env = env_overrides(os.environ, args.env_prefix)
         config = load_config(args.config, env + args.override)
@@ -49,8 +49,8 @@ def cmd_serve(args) -> int:
         uvloop.install()
     except ImportError:  # pragma: no cover - uvloop is a dependency; the fallback keeps asyncio
         pass
-    from .admin import raise_open_file_limit
-    from .broker import Broker
+    from ..server.admin import raise_open_file_limit
+    from ..server.broker import Broker
 
     before, after = raise_open_file_limit()
     if after != before:
@@ -90,16 +90,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="read properties from PREFIX* variables (KAFKA_LOG_DIRS -> log.dirs)")
     p.set_defaults(func=cmd_serve)
 
-    from . import cli_topics
+    from . import topics as cli_topics
 
     cli_topics.add_parser(sub, DEFAULT_BOOTSTRAP)
-    from . import cli_groups
+    from . import groups as cli_groups
     cli_groups.add_parser(sub, DEFAULT_BOOTSTRAP)
-    from . import cli_consume, cli_dump, cli_produce
+    from . import consume as cli_consume, dump_log as cli_dump, produce as cli_produce
     cli_dump.add_parser(sub)
     cli_produce.add_parser(sub, DEFAULT_BOOTSTRAP)
     cli_consume.add_parser(sub, DEFAULT_BOOTSTRAP)
-    from . import cli_security
+    from . import security as cli_security
     cli_security.add_parser(sub, DEFAULT_BOOTSTRAP)
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
     cli_export.add_parser(sub)

@@ -46,7 +46,7 @@ class GroupOffsets:
     def __init__(self, coord: "GroupCoordinator") -> None:
         self.coord = coord
         self.groups = coord.groups
-        cfg = coord.broker.config
+        cfg = coord.config
         self.retention_ms = cfg["offsets.retention.minutes"] * 60_000
         self.check_interval_ms = cfg["offsets.retention.check.interval.ms"]
         self._expiry_timer: asyncio.TimerHandle | None = None
@@ -61,7 +61,7 @@ class GroupOffsets:
 
     # ---- commits -----------------------------------------------------------------------------
     def _partition_error(self, topic: str, partition: int) -> int:
-        t = self.coord.broker.registry.get(topic)
+        t = self.coord.registry.get(topic)
         if t is None or not 0 <= partition < t.partitions:
             return E.unknown_topic_or_partition.value
         return NONE
@@ -199,7 +199,7 @@ class GroupOffsets:
         for topic, partition in tps:
             if topic in subscribed:  # type: ignore[operator]
                 results[(topic, partition)] = E.group_subscribed_to_topic.value
-            elif self.coord.broker.registry.get(topic) is None:
+            elif self.coord.registry.get(topic) is None:
                 results[(topic, partition)] = E.unknown_topic_or_partition.value
             else:
                 results[(topic, partition)] = NONE

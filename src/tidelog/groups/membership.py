@@ -51,7 +51,7 @@ class Membership:
     def __init__(self, coord: "GroupCoordinator") -> None:
         self.coord = coord
         self.groups = coord.groups
-        cfg = coord.broker.config
+        cfg = coord.config
         self.min_session_ms = cfg["group.min.session.timeout.ms"]
         self.max_session_ms = cfg["group.max.session.timeout.ms"]
         self.initial_delay_ms = cfg["group.initial.rebalance.delay.ms"]

@@ -210,7 +210,7 @@ class EngineGroupLog:
             await self.partitions.group_commit.flush(plog)
 
     async def append(self, partition, records, producer_id=-1, producer_epoch=-1, transactional=False):
-        from ...log.records import Record
+        from ..log.records import Record
 
         plog = self._log(partition)
         now = int(time.time() * 1000)
@@ -219,14 +219,14 @@ class EngineGroupLog:
         await self._written(plog, info)
 
     async def append_marker(self, partition, producer_id, producer_epoch, commit):
-        from ...log.records import CONTROL_ABORT, CONTROL_COMMIT
+        from ..log.records import CONTROL_ABORT, CONTROL_COMMIT
 
         plog = self._log(partition)
         info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch, 0)
         await self._written(plog, info)
 
     def replay(self, partition):
-        from ...log import records as LR
+        from ..log import records as LR
 
         plog = self._log(partition)
         offset, end = plog.log_start_offset, plog.log_end_offset
@@ -247,11 +247,3 @@ class EngineGroupLog:
                     else:
                         yield LogEntry(r.key, r.value, pid, txn)
                 offset = max(offset, h[LR.H_BASE_OFFSET] + h[LR.H_LAST_OFFSET_DELTA] + 1)
-
-
-def engine_backend(broker, topic: str) -> GroupLog | None:
-    """The log engine's GroupLog when the broker runs a data path, else None."""
-    partitions = broker.services.get("partitions")
-    if partitions is None or not hasattr(partitions, "get"):
-        return None
-    return EngineGroupLog(partitions, topic)

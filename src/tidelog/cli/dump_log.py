@@ -31,7 +31,7 @@ from typing import Iterator
 from ..log.compression import CODEC_NAMES
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.txnindex import ENTRY as TXN_ENTRY
-from .cli_consume import show
+from .consume import show
 from ..log.errors import CorruptRecordError
 from ..log.records import (CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD,
                            TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, batch_crc_ok, decode_records,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import logging
 
-from .coordinator import COORDINATOR_NOT_AVAILABLE, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+from ...txn.coordinator import COORDINATOR_NOT_AVAILABLE, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 
 log = logging.getLogger("tidelog.txn")
 

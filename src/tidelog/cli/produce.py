@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .cli_groups import UsageError, reporting_usage_errors  # one usage error for every client command
+from .groups import UsageError, reporting_usage_errors  # one usage error for every client command
 
 
 @dataclass
@@ -39,7 +39,7 @@ def parse_timestamp(text: str) -> int:
     s = text.strip()
     if s.lstrip("-").isdigit():
         return int(s)
-    from .cli_groups import parse_instant
+    from .groups import parse_instant
 
     return parse_instant(s)
 
@@ -189,7 +189,7 @@ def client_properties(args) -> dict[str, str]:
     for secured listeners (`security.protocol`, `sasl.mechanism`, `sasl.username`, ...)."""
     out: dict[str, str] = {}
     if getattr(args, "command_config", None):
-        from .config import read_properties
+        from ..server.config import read_properties
 
         out.update(read_properties(args.command_config))
     for item in getattr(args, "property", None) or []:
