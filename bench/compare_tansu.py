@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import BENCH, PRODUCE_CONSUME, Tansu, Tidelog  # noqa: E402
+from brokers import BENCH, PRODUCE_CONSUME, Tansu, Tidelog
 
 CASES = [(1_000_000, 100, "none"), (1_000_000, 100, "lz4"), (200_000, 1024, "none"), (200_000, 1024, "lz4")]
 

@@ -27,7 +27,7 @@ from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import Tansu, Tidelog  # noqa: E402
+from brokers import Tansu, Tidelog
 
 _Q = struct.Struct(">q")
 

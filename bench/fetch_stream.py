@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import Tidelog  # noqa: E402
-from rawclient import RawClient  # noqa: E402
+from brokers import Tidelog
+from rawclient import RawClient
 
-from tidelog.log import LogConfig, PartitionLog  # noqa: E402
-from tidelog.log.records import Record, build_batch  # noqa: E402
+from tidelog.log import LogConfig, PartitionLog
+from tidelog.log.records import Record, build_batch
 
 _I32 = struct.Struct(">i")
 CHUNK = 1 << 20

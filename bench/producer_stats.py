@@ -30,10 +30,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import SHARED, Tansu, Tidelog  # noqa: E402
+from brokers import SHARED, Tansu, Tidelog
 
 sys.path.insert(0, str(SHARED))
-from produce_consume import jsonish, pct  # noqa: E402
+from produce_consume import jsonish, pct
 
 
 def one_run(bootstrap: str, pool: list[bytes], n: int, compression: str, rate: float) -> dict:

@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from brokers import Tidelog  # noqa: E402
-from rawclient import RawClient  # noqa: E402
+from brokers import Tidelog
+from rawclient import RawClient
 
-from tidelog.log import LogConfig, PartitionLog  # noqa: E402
-from tidelog.log.records import CRC_OFFSET, FIRST_TIMESTAMP_OFFSET, MAX_TIMESTAMP_OFFSET, Record, build_batch, compute_crc  # noqa: E402
+from tidelog.log import LogConfig, PartitionLog
+from tidelog.log.records import CRC_OFFSET, FIRST_TIMESTAMP_OFFSET, MAX_TIMESTAMP_OFFSET, Record, build_batch, compute_crc
 
 T0 = 1_700_000_000_000
 

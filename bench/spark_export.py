@@ -44,7 +44,7 @@ def build_topic(log_dir: Path, topic: str, records: int, partitions: int, seed: 
     ts = T0
     for b in range(0, records, per_batch):
         recs = []
-        for i in range(min(per_batch, records - b)):
+        for _i in range(min(per_batch, records - b)):
             ts += step
             k = rng.randrange(10_000)
             recs.append(Record(b"key-%05d" % k, rng.randbytes(100), ts, []))

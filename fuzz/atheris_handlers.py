@@ -101,8 +101,8 @@ with atheris.instrument_imports(include=["tidelog", "kio"]):
                 pass
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
-from corpus import CAPTURES, load_seeds  # noqa: E402
-from schema_seeds import schema_seeds  # noqa: E402
+from corpus import CAPTURES, load_seeds
+from schema_seeds import schema_seeds
 
 RESET_EVERY = 1000
 MAX_FRAMES = 16

@@ -22,7 +22,7 @@ with atheris.instrument_imports():
     from tidelog.wire.header import parse_request_header, peek_key_version
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
-from corpus import load_seeds  # noqa: E402
+from corpus import load_seeds
 
 ROUTER = Broker(load_config(None, [f"log.dirs={tempfile.mkdtemp(prefix='atheris-')}"])).router
 

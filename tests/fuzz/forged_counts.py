@@ -9,9 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from corpus import load_seeds  # noqa: E402
-from tidelog.wire import control  # noqa: E402
-from tidelog.wire.header import parse_request_header, peek_key_version  # noqa: E402
+from corpus import load_seeds
+from tidelog.wire import control
+from tidelog.wire.header import parse_request_header, peek_key_version
 
 PATCHES = (b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff\x0f", b"\x7f\xff", b"\xff\xff\xff\x7f")
 

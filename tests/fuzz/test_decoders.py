@@ -29,7 +29,7 @@ EXAMPLES = int(os.environ.get("TIDELOG_FUZZ_EXAMPLES", "600"))
 MAX_FRAME = 1 << 20
 # Decoding a frame of n bytes may allocate objects for what it holds; a forged count or length
 # must not make it allocate more than this.
-ALLOC_BUDGET = lambda n: 64 * n + (1 << 20)  # noqa: E731
+ALLOC_BUDGET = lambda n: 64 * n + (1 << 20)
 
 
 @pytest.fixture(scope="module")

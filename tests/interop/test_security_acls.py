@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
 
-from rawclient import connect, sasl_plain  # noqa: E402
-from secure_broker import ADMIN, ALICE, BOB, start_secure_broker  # noqa: E402
+from rawclient import connect, sasl_plain
+from secure_broker import ADMIN, ALICE, BOB, start_secure_broker
 
 pytestmark = pytest.mark.interop
 

@@ -14,9 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
 
-from broker_process import BrokerProcess, free_port  # noqa: E402
-from rawclient import ClientError, closed_without_answer, connect, sasl_plain  # noqa: E402
-from secure_broker import ALICE, JAAS  # noqa: E402
+from broker_process import BrokerProcess, free_port
+from rawclient import ClientError, closed_without_answer, connect, sasl_plain
+from secure_broker import ALICE, JAAS
 
 pytestmark = pytest.mark.interop
 LIFETIME_MS = 1500

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tidelog.log.records import Record, build_batch
 from tidelog.cli.client import KafkaClient
 
-from broker_process import free_port  # noqa: E402
+from broker_process import free_port
 
 METRICS_PORT = free_port()
 BROKER_OVERRIDES = {

@@ -52,7 +52,7 @@ def test_compaction_matches_brute_force(tmp_path_factory, seed):
 
 def test_dirty_ratio_and_lag(open_log, clock):
     log = open_log(LogConfig(cleanup_policy="compact", segment_bytes=300, min_compaction_lag_ms=1000))
-    for i in range(20):
+    for _i in range(20):
         log.append(build_batch([Record(b"same", b"x" * 50, T0)]))
     assert log.compact().skipped  # lag not reached
     clock.advance(2000)
@@ -63,7 +63,7 @@ def test_dirty_ratio_and_lag(open_log, clock):
 
 def test_interrupted_swap_is_completed(tmp_path):
     log = PartitionLog.open(tmp_path, "t", 0, LogConfig(segment_bytes=300), lambda: T0)
-    for i in range(10):
+    for _i in range(10):
         log.append(build_batch([Record(b"k", b"x" * 60, T0)]))
     first = log.segments[0]
     log.close()

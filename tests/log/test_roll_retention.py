@@ -2,6 +2,8 @@
 
 import pytest
 
+from tidelog.log.errors import OffsetOutOfRangeError
+
 from tidelog.log import LogConfig
 from tidelog.log.records import Record, build_batch
 
@@ -85,7 +87,7 @@ def test_retention_ms_by_largest_record_timestamp(open_log, clock):
 
 def test_retention_bytes(open_log, clock):
     log = open_log(LogConfig(retention_bytes=1500, segment_bytes=500, retention_ms=-1))
-    for i in range(30):
+    for _i in range(30):
         log.append(batch_of(2, T0))
     log.apply_retention()
     total = sum(s.size for s in log.segments)
@@ -96,15 +98,15 @@ def test_retention_bytes(open_log, clock):
 
 def test_delete_records_moves_log_start(open_log):
     log = open_log(LogConfig(segment_bytes=500))
-    for i in range(20):
+    for _i in range(20):
         log.append(batch_of(2, T0))
     n = len(log.segments)
     assert log.delete_records(17) == 17
     assert log.log_start_offset == 17 and len(log.segments) < n
     assert all_records(log)[0].offset == 17
-    with pytest.raises(Exception):
+    with pytest.raises(OffsetOutOfRangeError):
         log.read(16, 100)
-    with pytest.raises(Exception):
+    with pytest.raises(OffsetOutOfRangeError):
         log.delete_records(41)
     assert log.delete_records(-1) == 40
 
@@ -113,7 +115,7 @@ def test_deleted_segment_fd_stays_readable_until_delay(open_log, clock):
     import os
 
     log = open_log(LogConfig(segment_bytes=300, file_delete_delay_ms=1000))
-    for i in range(6):
+    for _i in range(6):
         log.append(batch_of(2, T0))
     f = log.read(0, 1000, load=False)
     log.delete_records(log.segments[-1].base_offset)

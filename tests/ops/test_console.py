@@ -111,7 +111,7 @@ def test_transactional_produce_and_isolation(broker):
     read = ("consume", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--from-beginning")
     committed = tidelog(*read, "--isolation", "read_committed")
     everything = tidelog(*read, "--isolation", "read_uncommitted")
-    values = lambda r: [line.split("\t")[6] for line in r.stdout.splitlines()]  # noqa: E731
+    values = lambda r: [line.split("\t")[6] for line in r.stdout.splitlines()]
     assert values(committed) == ["1", "2", "4", "5"], committed.stderr
     assert values(everything) == ["1", "2", "3", "4", "5"], everything.stderr
 
@@ -137,7 +137,7 @@ def test_isolation_over_transactions_written_by_the_log_engine(broker):
     log.close()
     broker.start()
     read = ("consume", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--from-beginning")
-    values = lambda r: [line.split("\t")[6] for line in r.stdout.splitlines()]  # noqa: E731
+    values = lambda r: [line.split("\t")[6] for line in r.stdout.splitlines()]
     committed = tidelog(*read)  # read_committed is the default
     assert committed.returncode == 0, committed.stderr
     assert values(committed) == ["committed-1", "plain"]

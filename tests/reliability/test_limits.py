@@ -46,7 +46,7 @@ def test_a_client_that_never_reads_cannot_grow_broker_memory(broker_factory):
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(20)
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 20, "compression.type": "none"})
-    for i in range(800):
+    for _i in range(800):
         p.produce(TOPIC, os.urandom(10_000), partition=0)
         p.poll(0)
     assert p.flush(30) == 0  # ~8 MB: each Fetch answer is ~8 MB

@@ -135,12 +135,12 @@ def test_sigkill_torture(broker_factory, tmp_path):
             comm = committed(b.bootstrap)
             marks = watermarks(b.bootstrap)
             behind += [(k, p, o, marks[p]) for p, o in comm.items() if o > marks[p]]
-            for role, (proc, _out) in procs.items():
+            for proc, _out in procs.values():
                 assert proc.poll() is None, f"{role} client died: {(tmp_path / f'{role}.log').read_text()[-3000:]}"
         time.sleep(3)
     finally:
         stop.touch()
-        for role, (proc, _out) in procs.items():
+        for proc, _out in procs.values():
             try:
                 proc.wait(180)
             except subprocess.TimeoutExpired:

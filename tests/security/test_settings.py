@@ -13,7 +13,7 @@ from tidelog.server.security import Security
 from tidelog.server.security.settings import jaas_options, lookup, plain_users
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pki import make_pki  # noqa: E402
+from pki import make_pki
 
 
 def cfg(tmp_path, *items):

@@ -83,7 +83,7 @@ def test_garbage_and_mutated_frames_never_crash(broker, captures_path):
     rng = random.Random(1234)
     frames = [base64.b64decode(json.loads(line)["frame_b64"]) for line in captures_path.read_text().splitlines()]
     frames = [f for f in frames if f[:2] not in (b"\x00\x00", b"\x00\x01", b"\x00\x02")]
-    for i in range(300):
+    for _i in range(300):
         f = bytearray(rng.choice(frames))
         for _ in range(rng.randint(1, 6)):
             pos = rng.randrange(len(f))

@@ -14,10 +14,10 @@ from collections import Counter
 import pytest
 
 pytest.importorskip("pyspark")
-from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tidelog.cli.client import KafkaClient  # noqa: E402
+from tidelog.cli.client import KafkaClient
 
 BROKER_OVERRIDES = {
     "transaction.state.log.num.partitions": "1",

@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from spark_logdata import LogWriter, Model  # noqa: E402
+from spark_logdata import LogWriter, Model
 
-from tidelog.spark_export import segments as seg  # noqa: E402
+from tidelog.spark_export import segments as seg
 
 
 def read_all(log_dir, topic, partition, **kw):

@@ -82,7 +82,7 @@ def test_unknown_producer_ids():
 
 def test_transactions_move_the_first_unstable_offset_and_aborts_give_index_entries():
     st = PartitionProducers("t", 0)
-    ok = lambda pid, epoch: 0  # noqa: E731
+    ok = lambda pid, epoch: 0
     append(st, batch(1, 0, 0, 0, 2, txn=True), verify=ok)
     append(st, batch(2, 0, 0, 2, 1, txn=True), verify=ok)
     assert st.first_unstable_offset() == 0

@@ -98,7 +98,7 @@ def record_lines(buf: bytes, b: Batch, print_data: bool) -> Iterator[str]:
     h = b.header
     ts_type = "LogAppendTime" if b.attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
     control = b.attributes & CONTROL_FLAG_MASK
-    for i, r in enumerate(decode_records(buf)):
+    for _i, r in enumerate(decode_records(buf)):
         seq = -1 if h[11] < 0 else h[11] + (r.offset - h[0])
         line = (f"| offset: {r.offset} {ts_type}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
                 f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {seq} "

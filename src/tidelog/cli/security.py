@@ -29,7 +29,7 @@ def _admin(args):
     try:
         from confluent_kafka.admin import AdminClient
     except ImportError:  # pragma: no cover
-        raise SystemExit("tidelog: this command needs confluent-kafka: pip install 'tidelog[tools]'")
+        raise SystemExit("tidelog: this command needs confluent-kafka: pip install 'tidelog[tools]'") from None
     return AdminClient(_client_config(args))
 
 
@@ -135,7 +135,7 @@ def cmd_acls(args) -> int:
         return rc
     results = admin.delete_acls(_filters(args), request_timeout=30)
     rc = 0
-    for flt, fut in results.items():
+    for _filter, fut in results.items():
         try:
             for b in fut.result():
                 print(f"Removed {b.restype.name}:{b.resource_pattern_type.name}:{b.name} {_show(b)}")

@@ -398,7 +398,7 @@ class Membership:
         assert self.store is not None
         try:
             await self.store.store_group(group.group_id, value)
-        except Exception:  # noqa: BLE001 - the log refused: members retry with a new rebalance
+        except Exception:
             log.exception("group %s: could not persist the assignment", group.group_id)
             if group.is_(S.COMPLETING_REBALANCE) and group.generation == gen:
                 for m in group.members.values():

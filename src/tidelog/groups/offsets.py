@@ -114,7 +114,7 @@ class GroupOffsets:
         results, accepted = self._validate(offsets)
         try:
             await self.store.commit(group_id, accepted)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("group %s: offset commit could not be written", group_id)
             for tp in accepted:
                 results[tp] = E.coordinator_not_available.value
@@ -147,7 +147,7 @@ class GroupOffsets:
         if accepted:
             try:
                 await self.store.stage(producer_id, producer_epoch, group_id, accepted)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("group %s: transactional offsets could not be written", group_id)
                 for tp in accepted:
                     results[tp] = E.coordinator_not_available.value

@@ -66,7 +66,7 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
             return _zstd_d.decompressobj().decompress(bytes(data))
     except LogError:
         raise
-    except Exception as e:  # every library has its own exception type
+    except Exception as e:  # noqa: BLE001 - every codec library has its own exception types
         raise CorruptRecordError(f"cannot decompress {CODEC_NAMES.get(codec)} data: {e}") from None
     raise CorruptRecordError(f"unknown compression codec {codec}")
 

@@ -8,8 +8,9 @@ high watermark is the log end offset; `last_stable_offset` is lowered by the tra
 through `set_first_unstable_offset`.
 
 Appends accept v2 batches or magic 0/1 message sets (told apart by the magic byte, at byte 16 in
-both), validate them (`validation`), assign offsets on a copy, and write the whole record set to
-the active segment with one write: a refused record set leaves nothing behind. Segments roll
+both), validate them (`validation`), assign offsets in place when given a writable memoryview
+(the server's request frame) and on a copy otherwise, and write the whole record set to the
+active segment with one write: a refused record set leaves nothing behind. Segments roll
 before an append on segment.bytes, segment.ms (measured on record time from the first batch's
 maxTimestamp), a full index, or a relative offset that would overflow int32.
 
@@ -264,11 +265,13 @@ class PartitionLog:
             seg = self._roll(now, why)
         seg.append(buf, v)
         self._next_offset = v.last_offset + 1
-        self._unflushed_messages += v.num_records
+        with self._lock:  # flush() (a worker thread) subtracts what it flushed under this lock
+            self._unflushed_messages += v.num_records
+            unflushed = self._unflushed_messages
         info = AppendInfo(
             v.first_offset, v.last_offset, v.log_append_time, self._log_start_offset, v.max_timestamp,
             v.offset_of_max_timestamp, v.num_records, v.size, v.batches,
-            self._unflushed_messages >= self.config.flush_messages,
+            unflushed >= self.config.flush_messages,
         )
         if self.on_append is not None:
             self.on_append(self)

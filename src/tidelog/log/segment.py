@@ -373,7 +373,7 @@ class LogSegment:
         start, h0 = found
         length, last = 0, -1
         window = max(HEADER_WINDOW, min(max_bytes, 1 << 20))
-        for p, h in self.log.headers(start, window=window):
+        for _p, h in self.log.headers(start, window=window):
             batch_last = h[0] + h[6]
             if batch_last >= max_offset:
                 break

@@ -1,7 +1,7 @@
 """Append validation: v2 batches in, a `ValidatedAppend` out, or `LogAppendError(code, message)`.
 
-Pure (no I/O). It reads batch headers only, never records, and works in place on the caller's
-`bytearray` copy: base offsets are assigned, and for LogAppendTime topics the timestamp type bit
+Pure (no I/O). It reads batch headers only, never records, and works in place on the buffer the
+caller gives it (a `bytearray` copy, or the writable request frame itself): base offsets are assigned, and for LogAppendTime topics the timestamp type bit
 and maxTimestamp are set (CRC recomputed; records are not recompressed).
 
 | check                                                          | error                      |

@@ -171,7 +171,7 @@ class BrokerConfig:
         self.raw = dict(raw)
         self.values: dict[str, object] = {}
         errors = []
-        for key, value in raw.items():
+        for key, _value in raw.items():
             if key not in BROKER_KEYS and not is_listener_key(key):
                 log.warning("unknown config key %r ignored", key)
                 continue

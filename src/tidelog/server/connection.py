@@ -174,7 +174,7 @@ class KafkaConnection(asyncio.Protocol):
         ctx = RequestContext(header, self, self.broker)
         try:
             result = route.pipeline(ctx, request) if security is None else security.handle(ctx, route, request)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("handler for api %d v%d failed; closing %s", api_key, version, self.peer)
             self.close_with("handler error")
             return
@@ -192,7 +192,14 @@ class KafkaConnection(asyncio.Protocol):
                 self._flush()
 
     def _fill(self, slot: _Slot, route, header: RequestHeader, result) -> None:
-        body = route.encode(result, header.api_version)
+        try:
+            body = route.encode(result, header.api_version)
+        except Exception:  # a response that cannot be encoded closes this connection only
+            log.exception("cannot encode the answer to api %d v%d; closing %s", header.api_key,
+                          header.api_version, self.peer)
+            self.close_with("response encoding error")
+            slot.chunks, slot.done = [], True
+            return
         head = response_header(header.correlation_id, header.api_key, route.is_flexible(header.api_version))
         if isinstance(body, (bytes, bytearray)):
             slot.chunks = [_I32.pack(len(head) + len(body)) + head, body]
@@ -229,7 +236,7 @@ class KafkaConnection(asyncio.Protocol):
                 slot.done = True
             else:
                 self._fill(slot, route, header, result)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("encoding the response to api %d failed", header.api_key)
             self.close_with("encode error")
             return

@@ -173,7 +173,7 @@ class Metrics:
         def count(request, result) -> None:
             try:
                 after(request, result)  # type: ignore[misc]
-            except Exception:  # noqa: BLE001 - counting must never fail a request
+            except Exception:
                 log.exception("metrics: counting api %d failed", api_key)
 
         def done(t0: float, request, fut: asyncio.Future) -> None:
@@ -250,7 +250,7 @@ class Metrics:
             await writer.drain()
         except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, ValueError):
             pass
-        except Exception:  # noqa: BLE001 - a failed scrape must not hurt the broker
+        except Exception:
             log.exception("metrics scrape failed")
         finally:
             writer.close()
@@ -269,7 +269,7 @@ class BrokerCollector:
         for section in (self._requests, self._topics, self._partitions, self._groups, self._transactions):
             try:
                 families = list(section())  # a section that fails is left out, the others still served
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("metrics: %s failed", section.__name__)
                 continue
             yield from families
@@ -366,6 +366,6 @@ def txn_counts(txn) -> tuple[int, int]:
     try:
         pids, tids = fn()
         return int(pids), int(tids)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("txn service metrics failed")
         return 0, 0

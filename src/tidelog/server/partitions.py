@@ -103,7 +103,7 @@ class Partitions:
                     self.run_retention()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - housekeeping must never stop the broker
+            except Exception:
                 log.exception("housekeeping pass failed")
 
     def run_retention(self) -> int:

@@ -63,7 +63,7 @@ class Progress:
                 ", ".join(f"p{p}:[{a},{b})" for p, a, b in t.gaps) or "-", f"{t.seconds:.1f}",
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         lines = [f"export run {run_id}: {sum(t.rows for t in topics):,} rows in {elapsed:.1f}s", fmt(rows[0]),
                  fmt(tuple("-" * w for w in widths))]
         lines += [fmt(r) for r in rows[1:]]
@@ -122,7 +122,7 @@ class _TopicProgress:
         while not self._stop.wait(self.parent.interval):
             try:
                 self._draw(min(self._done(), self.total))
-            except Exception:  # the tracker is best effort; progress must never fail a run
+            except Exception:  # noqa: BLE001 - the tracker is best effort; progress must never fail a run
                 pass
 
     def _draw(self, done: int, final: bool = False) -> None:

@@ -127,7 +127,7 @@ class TxnCoordinator:
             if meta.state in PREPARING and not meta.busy:
                 try:
                     await self._finish(meta)
-                except Exception:  # noqa: BLE001 - retried by the next pass
+                except Exception:
                     log.exception("transactional id %s: completing %s failed", meta.transactional_id,
                                   meta.state.kafka_name)
 
@@ -293,7 +293,7 @@ class TxnCoordinator:
                 try:
                     await self._fence_and_abort(meta, f"transaction.timeout.ms {meta.timeout_ms} expired")
                     n += 1
-                except Exception:  # noqa: BLE001
+                except Exception:
                     log.exception("transactional id %s: timeout abort failed", meta.transactional_id)
         return n
 

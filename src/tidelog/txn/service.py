@@ -207,7 +207,7 @@ class TxnService:
                 await self.coordinator.resume()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - timers must never stop the broker
+            except Exception:
                 log.exception("transaction timeout pass failed")
 
     async def _expire_loop(self) -> None:
@@ -221,7 +221,7 @@ class TxnService:
                     log.info("expired %d idle producer ids", n)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("transaction expiry pass failed")
 
     # ---- produce path --------------------------------------------------------------------------

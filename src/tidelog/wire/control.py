@@ -9,6 +9,9 @@ the shape of its answer, only for semantics.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
+import pkgutil
 import datetime
 import io
 import typing
@@ -141,10 +144,45 @@ def _convert(kafka_type: str | None, value):
     return value
 
 
+class UnknownFieldError(ValueError):
+    """A response (or request) was built with a field no version of its message has."""
+
+
+@functools.lru_cache(maxsize=None)
+def _known_names(cls: type) -> frozenset[str]:
+    """Field names of `cls` in every version of its message: a handler may build one mapping
+    for several versions (fields a version lacks are left out), but not a name none has."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    base = getattr(cls, "__derived_from__", None)  # an old version derived from kio's oldest (`schemas`)
+    if base is not None:
+        return frozenset(names | _known_names(base))
+    parts = cls.__module__.split(".")
+    if len(parts) == 5 and parts[:2] == ["kio", "schema"] and parts[3].startswith("v"):
+        package = importlib.import_module(".".join(parts[:3]))
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("v"):
+                continue
+            try:
+                module = importlib.import_module(f"{'.'.join(parts[:3])}.{info.name}.{parts[4]}")
+            except ImportError:
+                continue
+            other = getattr(module, cls.__name__, None)
+            if other is not None and dataclasses.is_dataclass(other):
+                names.update(f.name for f in dataclasses.fields(other))
+    return frozenset(names)
+
+
 def build(cls: type, data):
-    """Instantiate `cls` (a kio entity) from a mapping or object with attribute names."""
+    """Instantiate `cls` (a kio entity) from a mapping or object with attribute names.
+
+    A mapping with a key that no version of the message defines raises `UnknownFieldError`
+    (a misspelt field would otherwise silently become its default)."""
     if data is None:
         return None
+    if isinstance(data, dict):
+        unknown = data.keys() - _known_names(cls)
+        if unknown:
+            raise UnknownFieldError(f"{cls.__module__}.{cls.__name__} has no field {', '.join(sorted(unknown))}")
     get = data.get if isinstance(data, dict) else (lambda k, d=None: getattr(data, k, d))
     kwargs = {}
     missing = object()

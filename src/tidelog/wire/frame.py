@@ -3,8 +3,11 @@
 Kafka frames are an int32 big-endian size followed by that many bytes (request header + body).
 `FrameDecoder.feed(data)` returns the whole frames completed by `data`; a frame announced larger
 than `max_frame_bytes` raises `FrameTooLarge` before any buffer for it is allocated, and a
-negative size raises `InvalidFrame`. Frames are returned as `bytes` objects the caller owns, or,
-from `FrameDecoder.BIG_FRAME` bytes on, as the `bytearray` they were assembled in.
+negative size raises `InvalidFrame`. Frames are returned as writable `bytearray`s the caller
+owns: a frame under `FrameDecoder.BIG_FRAME` bytes is copied once out of the bytes read; a larger
+one is the buffer it was assembled in (no copy). Either way the caller may patch it in place (the
+log assigns a Produce's offsets in the request frame, so a produced record set is copied once,
+or not at all, between the socket and the page cache).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class FrameDecoder:
 
     A frame of `BIG_FRAME` bytes or more is assembled in a `bytearray` of its exact size as its
     reads arrive and returned as that bytearray (no copy out): the caller owns it and may work
-    in it in place (the log assigns a Produce's offsets there). Smaller frames are `bytes`."""
+    in it in place (the log assigns a Produce's offsets there). Smaller frames are copied once
+    into a `bytearray` of their own."""
 
     BIG_FRAME = 64 * 1024
 
@@ -48,8 +52,8 @@ class FrameDecoder:
         self._fill = 0
         self.max_frame_bytes = max_frame_bytes
 
-    def feed(self, data: bytes) -> list[bytes | bytearray]:
-        frames: list[bytes | bytearray] = []
+    def feed(self, data: bytes) -> list[bytearray]:
+        frames: list[bytearray] = []
         big = self._big
         if big is not None:
             fill = self._fill
@@ -101,8 +105,8 @@ class FrameDecoder:
             self._need = 4
         self._buf += rest
 
-    def _split(self, data: bytes | memoryview) -> tuple[list[bytes], bytes | memoryview]:
-        frames: list[bytes] = []
+    def _split(self, data: bytes | memoryview) -> tuple[list[bytearray], bytes | memoryview]:
+        frames: list[bytearray] = []
         pos = 0
         end = len(data)
         unpack = _SIZE.unpack_from
@@ -115,7 +119,7 @@ class FrameDecoder:
                 raise FrameTooLarge(f"frame of {size} bytes exceeds socket.request.max.bytes={limit}")
             if end - pos - 4 < size:
                 break
-            frames.append(bytes(data[pos + 4 : pos + 4 + size]))
+            frames.append(bytearray(data[pos + 4 : pos + 4 + size]))
             pos += 4 + size
         return frames, data[pos:]
 

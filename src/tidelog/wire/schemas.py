@@ -164,6 +164,7 @@ def _derive_class(base: type, version: int, flexible: bool, drop: set[str], repl
     for k, v in ns.items():  # ClassVars, not fields
         setattr(cls, k, v)
     cls.__module__ = __name__
+    cls.__derived_from__ = base  # type: ignore[attr-defined]  # control.build names fields of all versions
     return cls
 
 

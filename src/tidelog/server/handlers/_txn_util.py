@@ -30,6 +30,6 @@ async def guarded(what: str, coro, failure):
     (retriable) through `failure(code)` instead of closing the connection."""
     try:
         return await coro
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("%s failed", what)
         return failure(COORDINATOR_NOT_AVAILABLE)

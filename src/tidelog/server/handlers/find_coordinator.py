@@ -29,6 +29,8 @@ def register(broker) -> None:
         if ctx.api_version >= 4:
             return {"throttle_time": 0,
                     "coordinators": [answer(ctx, k, key_type) for k in request.coordinator_keys]}
-        return {"throttle_time": 0, **answer(ctx, request.key, key_type)}
+        one = answer(ctx, request.key, key_type)
+        del one["key"]  # v0-3 answer one key, at the top level, without naming it
+        return {"throttle_time": 0, **one}
 
     broker.router.add(control_route(API_KEY, 0, 4, handle))

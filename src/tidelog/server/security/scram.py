@@ -58,7 +58,7 @@ class ScramCredential:
         return cls.from_salted(mechanism, salt, iterations, salted_password(mechanism, password, salt, iterations))
 
     def to_json(self) -> dict:
-        b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        b64 = lambda b: base64.b64encode(b).decode()
         return {"salt": b64(self.salt), "iterations": self.iterations,
                 "stored_key": b64(self.stored_key), "server_key": b64(self.server_key)}
 

@@ -19,7 +19,7 @@ _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_
 
 
 def server_context(config, listener: str) -> ssl.SSLContext:
-    get = lambda key: lookup(config, listener, key)  # noqa: E731
+    get = lambda key: lookup(config, listener, key)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     protocols = [p.strip() for p in (get("ssl.enabled.protocols") or "").split(",") if p.strip()]
     versions = [_VERSIONS[p] for p in protocols if p in _VERSIONS]
