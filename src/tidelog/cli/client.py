@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from typing import Any
 
 from ..wire import control
 from ..wire.schemas import request_schema, response_schema
@@ -54,6 +55,8 @@ class KafkaClient:
         if version is None:
             version = self.pick_version(api_key, highest)
         cls = request_schema(api_key, version)
+        if cls is None:
+            raise ClientError(f"no schema for api {api_key} v{version}")
         import io
 
         from kio.serial import entity_writer
@@ -63,7 +66,7 @@ class KafkaClient:
         self.correlation += 1
         cid = self.client_id.encode()
         header = struct.pack(">hhih", api_key, version, self.correlation, len(cid)) + cid
-        flexible = bool(cls.__flexible__) and api_key != 18 or (api_key == 18 and version >= 3)
+        flexible = bool(getattr(cls, "__flexible__")) and api_key != 18 or (api_key == 18 and version >= 3)
         if flexible:
             header += b"\x00"
         payload = header + body.getvalue()
@@ -76,7 +79,11 @@ class KafkaClient:
         offset = 4 + (1 if flexible and api_key != 18 else 0)
         from kio.serial import entity_reader
 
-        value, _ = entity_reader(response_schema(api_key, version))(frame, offset)
+        response_cls = response_schema(api_key, version)
+        if response_cls is None:
+            raise ClientError(f"no response schema for api {api_key} v{version}")
+        value: Any
+        value, _ = entity_reader(response_cls)(frame, offset)
         return value
 
     def _recv(self, n: int) -> bytes:

@@ -254,15 +254,15 @@ def dump_snapshot(path: Path, out) -> int:
         return 1
     print(f"Dumping {path}", file=out)
     print(f"Snapshot offset: {offset}", file=out)
-    for pid, e in sorted(state.producers.items()):
-        line = (f"producerId: {pid} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
-                f"currentTxnFirstOffset: {'None' if e.txn_first_offset is None else e.txn_first_offset} "
-                f"lastTimestamp: {e.last_timestamp}")
-        if e.batches:
-            b = e.batches[-1]
+    for pid, entry in sorted(state.producers.items()):
+        line = (f"producerId: {pid} producerEpoch: {entry.epoch} coordinatorEpoch: {entry.coordinator_epoch} "
+                f"currentTxnFirstOffset: {'None' if entry.txn_first_offset is None else entry.txn_first_offset} "
+                f"lastTimestamp: {entry.last_timestamp}")
+        if entry.batches:
+            b = entry.batches[-1]
             line += (f" firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
                      f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}")
-        print(line + f" batchesKept: {len(e.batches)}", file=out)
+        print(line + f" batchesKept: {len(entry.batches)}", file=out)
     return 0
 
 

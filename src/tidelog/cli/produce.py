@@ -121,7 +121,7 @@ def cmd_produce(args) -> int:
             ts = line.timestamp if line.timestamp is not None else common_ts
             if ts is not None:
                 kw["timestamp"] = ts
-            headers = common_headers + line.headers
+            headers: list[tuple[str, str | bytes | None]] = [*common_headers, *line.headers]
             while True:
                 try:
                     producer.produce(args.topic, value=line.value, key=line.key, headers=headers or None,

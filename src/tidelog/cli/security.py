@@ -103,7 +103,8 @@ def _filters(args) -> list:
     ops = [_op(o) for o in args.operation] if args.operation else [AclOperation.ANY]
     principals = [(AclPermissionType.ALLOW, p) for p in args.allow_principal] + \
                  [(AclPermissionType.DENY, p) for p in args.deny_principal] or [(AclPermissionType.ANY, None)]
-    return [AclBindingFilter(rt, name, pattern, principal, None, op, perm)
+    # host None matches every host (confluent-kafka's stubs say str)
+    return [AclBindingFilter(rt, name, pattern, principal, None, op, perm)  # type: ignore[arg-type]
             for rt, name in resources for op in ops for perm, principal in principals]
 
 

@@ -194,7 +194,7 @@ class GroupOffsets:
             subscribed = group.subscribed_topics()
             if subscribed is None:
                 return E.non_empty_group.value, {}
-        results = {}
+        results: dict[TopicPartition, int] = {}
         doomed = []
         for topic, partition in tps:
             if topic in subscribed:  # type: ignore[operator]

@@ -24,7 +24,7 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Iterable, Protocol, Sequence
 
 from . import records as R
 from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
@@ -43,7 +43,7 @@ class LogEntry:
 
 
 class GroupLog(Protocol):
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
                producer_epoch: int = -1, transactional: bool = False): ...
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool): ...
@@ -116,10 +116,10 @@ class OffsetStore:
                         R.decode_offset_value(entry.value)
                 return
             if entry.value is None:
-                offs = self.offsets.get(key.group)
-                if offs is not None:
-                    offs.pop(tp, None)
-                    if not offs:
+                current = self.offsets.get(key.group)
+                if current is not None:
+                    current.pop(tp, None)
+                    if not current:
                         del self.offsets[key.group]
             else:
                 self.offsets.setdefault(key.group, {})[tp] = R.decode_offset_value(entry.value)

@@ -40,7 +40,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Iterator, TYPE_CHECKING
 
 from .records import (
     ATTRIBUTES_OFFSET,
@@ -113,7 +113,7 @@ def _cleanable(log: "PartitionLog", now: int, first_unstable: int) -> list[LogSe
     return out
 
 
-def _records(seg: LogSegment):
+def _records(seg: LogSegment) -> Iterator[tuple[bytes, tuple[Any, ...]]]:
     for pos, h in seg.batches():
         raw = seg.log.pread(pos, LOG_OVERHEAD + h[1])
         yield raw, h
@@ -144,14 +144,14 @@ class _TxnTracker:
     def __init__(self) -> None:
         self.open: dict[int, int] = {}
 
-    def data(self, h) -> TxnKey | None:
+    def data(self, h: tuple[Any, ...]) -> TxnKey | None:
         if not h[5] & TRANSACTIONAL_FLAG_MASK:
             return None
         pid = h[H_PRODUCER_ID]
         first = self.open.setdefault(pid, h[H_BASE_OFFSET])
         return pid, first
 
-    def marker(self, h) -> TxnKey | None:
+    def marker(self, h: tuple[Any, ...]) -> TxnKey | None:
         pid = h[H_PRODUCER_ID]
         first = self.open.pop(pid, None)
         return None if first is None else (pid, first)

@@ -37,7 +37,7 @@ _zstd_c = zstandard.ZstdCompressor(level=3)
 _zstd_d = zstandard.ZstdDecompressor()
 
 
-def compress(codec: int, data: bytes | memoryview) -> bytes:
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec == NONE:
         return bytes(data)
     if codec == GZIP:
@@ -46,7 +46,8 @@ def compress(codec: int, data: bytes | memoryview) -> bytes:
     if codec == SNAPPY:
         return _xerial_compress(data)
     if codec == LZ4:
-        return lz4.frame.compress(bytes(data))
+        out: bytes = lz4.frame.compress(bytes(data))
+        return out
     if codec == ZSTD:
         return _zstd_c.compress(data)
     raise LogError(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
@@ -61,7 +62,8 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
         if codec == SNAPPY:
             return _snappy_decompress(data)
         if codec == LZ4:
-            return lz4.frame.decompress(bytes(data))
+            plain: bytes = lz4.frame.decompress(bytes(data))
+            return plain
         if codec == ZSTD:
             return _zstd_d.decompressobj().decompress(bytes(data))
     except LogError:
@@ -82,7 +84,7 @@ def _gunzip(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _xerial_compress(data: bytes | memoryview) -> bytes:
+def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
     mv = memoryview(data)
     parts = [_XERIAL_HEADER]
     for i in range(0, len(mv), _XERIAL_BLOCK):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from typing import Any
 from pathlib import Path
 
 from .errors import CorruptIndexError
@@ -37,7 +38,9 @@ class AbstractIndex:
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self._fd: int | None = None
-        self._mm: mmap.mmap | None = None
+        # the mapping (None while closed or empty); typed Any so the hot lookups (`_key`, `entry`),
+        # only ever called with entries mapped, pay no None check
+        self._mm: Any = None
         self._entries = 0
         self._max_entries = 0
         self._prealloc = False
@@ -75,6 +78,7 @@ class AbstractIndex:
             length = max(self.max_index_size // self.ENTRY_SIZE * self.ENTRY_SIZE, used, self.ENTRY_SIZE)
         else:
             length = used
+        assert self._fd is not None
         os.ftruncate(self._fd, length)
         self._reserved = used  # bytes below this are backed by disk blocks (see _reserve)
         self._prealloc = preallocate
@@ -150,6 +154,7 @@ class AbstractIndex:
         start = self._reserved - self._reserved % mmap.PAGESIZE
         upto = min(max(end, start + mmap.PAGESIZE), len(self._mm)) if self._mm is not None else end
         try:
+            assert self._fd is not None
             os.posix_fallocate(self._fd, start, upto - start)
         except OSError:
             return False
@@ -217,7 +222,8 @@ class OffsetIndex(AbstractIndex):
     _REL = struct.Struct(">i")
 
     def _key(self, slot: int) -> int:
-        return self._REL.unpack_from(self._mm, slot * 8)[0]
+        value: int = self._REL.unpack_from(self._mm, slot * 8)[0]
+        return value
 
     def entry(self, slot: int) -> tuple[int, int]:
         rel, pos = self.ENTRY.unpack_from(self._mm, slot * 8)
@@ -276,7 +282,8 @@ class TimeIndex(AbstractIndex):
     _TS = struct.Struct(">q")
 
     def _key(self, slot: int) -> int:
-        return self._TS.unpack_from(self._mm, slot * 12)[0]
+        value: int = self._TS.unpack_from(self._mm, slot * 12)[0]
+        return value
 
     @property
     def is_full(self) -> bool:

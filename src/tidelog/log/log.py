@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import cleaner as _cleaner
 from . import legacy
@@ -115,7 +115,7 @@ class PartitionLog:
     @classmethod
     def open(
         cls,
-        log_dir: str | os.PathLike,
+        log_dir: str | os.PathLike[str],
         topic: str,
         partition: int,
         config: LogConfig | None = None,
@@ -248,6 +248,7 @@ class PartitionLog:
         checks); raising from it refuses the append."""
         now = self.clock_ms() if now_ms is None else now_ms
         mv = memoryview(data)
+        buf: bytearray | memoryview
         if len(mv) > 16 and mv[16] < 2:
             buf = bytearray(legacy.to_v2(mv))
         elif not mv.readonly and mv.format == "B":
@@ -281,7 +282,7 @@ class PartitionLog:
         """Coordinator writes (control batches allowed)."""
         return self.append(data, now_ms=now_ms, origin_client=False)
 
-    def append_records(self, records: list[Record], *, now_ms: int | None = None, **batch_kw) -> AppendInfo:
+    def append_records(self, records: list[Record], *, now_ms: int | None = None, **batch_kw: Any) -> AppendInfo:
         """Build one batch from `records` (see records.build_batch) and append it as a coordinator."""
         return self.append_raw(build_batch(records, **batch_kw), now_ms=now_ms)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from crc32c import crc32c
 
@@ -64,7 +64,7 @@ class LogFile:
     def pread(self, pos: int, n: int) -> bytes:
         return os.pread(self.fd, n, pos)
 
-    def headers(self, start: int, end: int | None = None, window: int = HEADER_WINDOW) -> Iterator[tuple[int, tuple]]:
+    def headers(self, start: int, end: int | None = None, window: int = HEADER_WINDOW) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """(position, HEADER fields) of each whole batch from `start` (a batch boundary)."""
         end = self.size if end is None else end
         fd = self.fd
@@ -84,7 +84,7 @@ class LogFile:
             yield pos, h
             pos += LOG_OVERHEAD + length
 
-    def scan_valid(self, start: int, next_offset: int) -> Iterator[tuple[int, tuple]]:
+    def scan_valid(self, start: int, next_offset: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """Like `headers`, but checks every batch (length, magic, offsets, CRC32C) and stops at
         the first bad one. After the generator is exhausted `valid_end` is the end of the last
         good batch."""

@@ -93,7 +93,7 @@ def write_checkpoint(path: Path, entries: dict[TopicPartition, int]) -> None:
 class LogManager:
     def __init__(
         self,
-        log_dirs: Iterable[str | os.PathLike],
+        log_dirs: Iterable[str | os.PathLike[str]],
         default_config: LogConfig | None = None,
         *,
         clock_ms: Callable[[], int] | None = None,

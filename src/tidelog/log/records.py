@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from crc32c import crc32c
 
@@ -138,7 +138,8 @@ class BatchHeader:
         self.pos = pos
 
     def _get(self, s: struct.Struct, off: int) -> int:
-        return s.unpack_from(self.buf, self.pos + off)[0]
+        value: int = s.unpack_from(self.buf, self.pos + off)[0]
+        return value
 
     base_offset = property(lambda self: self._get(_I64, BASE_OFFSET_OFFSET))
     batch_length = property(lambda self: self._get(_I32, LENGTH_OFFSET))
@@ -157,15 +158,19 @@ class BatchHeader:
     @property
     def size(self) -> int:
         """Whole batch in bytes, including baseOffset and batchLength."""
-        return LOG_OVERHEAD + self.batch_length
+        length: int = self.batch_length
+        return LOG_OVERHEAD + length
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
+        base: int = self.base_offset
+        delta: int = self.last_offset_delta
+        return base + delta
 
     @property
     def compression(self) -> int:
-        return self.attributes & COMPRESSION_CODEC_MASK
+        attributes: int = self.attributes
+        return attributes & COMPRESSION_CODEC_MASK
 
     @property
     def timestamp_type(self) -> int:
@@ -179,7 +184,7 @@ class BatchHeader:
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_FLAG_MASK)
 
-    def fields(self) -> tuple:
+    def fields(self) -> tuple[Any, ...]:
         """All header fields at once (see the H_* indices)."""
         return HEADER.unpack_from(self.buf, self.pos)
 
@@ -209,7 +214,8 @@ def batch_crc_ok(buf: bytes | bytearray | memoryview, pos: int = 0) -> bool:
     length = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0]
     stored = _U32.unpack_from(buf, pos + CRC_OFFSET)[0]
     mv = memoryview(buf)
-    return crc32c(mv[pos + ATTRIBUTES_OFFSET : pos + LOG_OVERHEAD + length]) == stored
+    ok: bool = crc32c(mv[pos + ATTRIBUTES_OFFSET : pos + LOG_OVERHEAD + length]) == stored
+    return ok
 
 
 def compute_crc(buf: bytearray | memoryview, pos: int = 0) -> int:
@@ -255,19 +261,21 @@ class Record:
 
 @dataclass(slots=True)
 class DecodedBatch:
-    header: tuple  # HEADER fields
+    header: tuple[Any, ...]  # HEADER fields
     records: list[Record]
 
     @property
     def base_offset(self) -> int:
-        return self.header[H_BASE_OFFSET]
+        value: int = self.header[H_BASE_OFFSET]
+        return value
 
     @property
     def attributes(self) -> int:
-        return self.header[H_ATTRIBUTES]
+        value: int = self.header[H_ATTRIBUTES]
+        return value
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def _read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Zigzag varint (varlong) at pos -> (value, next pos)."""
     b = buf[pos]
     if b < 0x80:
@@ -365,6 +373,7 @@ def record_timestamps(batch: bytes | bytearray | memoryview, pos: int = 0) -> It
     end = pos + LOG_OVERHEAD + h[H_LENGTH]
     attrs = h[H_ATTRIBUTES]
     codec = attrs & COMPRESSION_CODEC_MASK
+    body: bytes | bytearray | memoryview
     if codec:
         body = compression.decompress(codec, memoryview(batch)[pos + RECORDS_OFFSET : end])
         p, n = 0, len(body)
@@ -442,7 +451,7 @@ def build_batch(
         first_ts = timestamps[0] if timestamps else NO_TIMESTAMP
     if max_timestamp is None:
         max_timestamp = max(timestamps) if timestamps else NO_TIMESTAMP
-    body = bytearray()
+    raw = bytearray()
     last_delta = 0
     for i, r in enumerate(records):
         delta = r.offset - base_offset if r.offset >= 0 else i
@@ -450,13 +459,14 @@ def build_batch(
             raise ValueError("record offsets must increase")
         last_delta = delta
         ts_delta = 0 if r.timestamp == NO_TIMESTAMP or first_ts == NO_TIMESTAMP else r.timestamp - first_ts
-        _encode_record(body, r, delta, ts_delta)
+        _encode_record(raw, r, delta, ts_delta)
     if last_offset_delta is None:
         last_offset_delta = last_delta
     elif records and last_offset_delta < last_delta:
         raise ValueError("last_offset_delta is below the last record's delta")
+    body: bytes | bytearray = raw
     if codec != compression.NONE:
-        body = compression.compress(codec, body)
+        body = compression.compress(codec, raw)
     attrs = codec & COMPRESSION_CODEC_MASK
     if timestamp_type == LOG_APPEND_TIME:
         attrs |= TIMESTAMP_TYPE_MASK

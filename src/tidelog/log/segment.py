@@ -24,6 +24,8 @@ the first torn or corrupt batch and both indexes are rebuilt.
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 import logging
 import os
 import random
@@ -160,6 +162,7 @@ class LogSegment:
     def max_timestamp(self) -> int:
         """Largest record timestamp (-1 when none: empty, or magic 0 data)."""
         self._load_max_ts()
+        assert self._max_ts is not None
         return self._max_ts
 
     @property
@@ -313,12 +316,13 @@ class LogSegment:
             return "relative offset overflow"
         return None
 
-    def append(self, buf: bytes | bytearray, info: ValidatedAppend) -> None:
+    def append(self, buf: bytes | bytearray | memoryview, info: ValidatedAppend) -> None:
         pos0 = self.log.append(buf)
         interval = self.config.index_interval_bytes
         oi, ti = self.offset_index, self.time_index
         since = self._bytes_since_index
         max_ts, off_max = self._max_ts, self._offset_of_max_ts
+        assert max_ts is not None  # the active segment's indexes are loaded before appends
         for b in info.batches:
             if b.max_timestamp > max_ts:
                 max_ts, off_max = b.max_timestamp, b.last_offset
@@ -346,7 +350,7 @@ class LogSegment:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def find_batch(self, offset: int) -> tuple[int, tuple] | None:
+    def find_batch(self, offset: int) -> tuple[int, tuple[Any, ...]] | None:
         """(position, header) of the first batch whose last offset >= offset, or None."""
         for attempt in (0, 1):
             self.ensure_indexes()
@@ -403,7 +407,7 @@ class LogSegment:
                         return off, ts
         return None
 
-    def batches(self, start_position: int = 0):
+    def batches(self, start_position: int = 0) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """(position, header) of every batch from start_position."""
         return self.log.headers(start_position)
 

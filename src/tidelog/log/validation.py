@@ -89,7 +89,7 @@ class ValidatedAppend:
 
 
 def validate_and_assign(
-    buf: bytearray,
+    buf: bytearray | memoryview,
     next_offset: int,
     config: LogConfig,
     now_ms: int,

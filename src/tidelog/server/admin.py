@@ -168,6 +168,7 @@ class TopicAdmin:
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         self.registry.set_configs(name, configs)
         topic = self.registry.get(name)
+        assert topic is not None  # set_configs just stored them
         log.info("topic %s: configs now %s", name, configs)
         self._notify("configs", topic)
 

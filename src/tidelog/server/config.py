@@ -12,7 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 log = logging.getLogger("tidelog.config")
 
@@ -169,7 +169,7 @@ class BrokerConfig:
 
     def __init__(self, raw: dict[str, str]) -> None:
         self.raw = dict(raw)
-        self.values: dict[str, object] = {}
+        self.values: dict[str, Any] = {}  # each value as its key's parser gives it
         errors = []
         for key, _value in raw.items():
             if key not in BROKER_KEYS and not is_listener_key(key):
@@ -186,7 +186,7 @@ class BrokerConfig:
                 errors.append(f"invalid value {s!r} for {key}: {e}")
         if errors:
             raise ConfigError("; ".join(errors))
-        self.listeners = parse_listeners(self.values["listeners"])  # type: ignore[arg-type]
+        self.listeners = parse_listeners(self.values["listeners"])
         adv = self.values["advertised.listeners"]
         self.advertised = parse_listeners(adv) if adv else [
             Listener(lst.name, lst.host if lst.host not in ("", "0.0.0.0", "::") else "127.0.0.1", lst.port)
@@ -197,7 +197,7 @@ class BrokerConfig:
         except ValueError as e:
             raise ConfigError(str(e)) from None
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
     @property
@@ -208,7 +208,7 @@ class BrokerConfig:
     @property
     def node_id(self) -> int:
         b = self.values["broker.id"]
-        return int(b) if b is not None and b >= 0 else int(self.values["node.id"])  # type: ignore[arg-type]
+        return int(b) if b is not None and b >= 0 else int(self.values["node.id"])
 
     def topic_defaults(self) -> dict[str, str]:
         """Topic-level config defaults (Kafka's topic key names) derived from the log.* keys."""

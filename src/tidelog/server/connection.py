@@ -13,6 +13,7 @@ connection with a log line; it never propagates to other connections.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import struct
@@ -74,7 +75,7 @@ class KafkaConnection(asyncio.Protocol):
         self.tasks: set[asyncio.Future] = set()
         self._sock_fd = -1  # the socket's descriptor when sendfile can be used (plain TCP)
         self._stream: FileStream | None = None  # a response being sent with sendfile
-        self._held: deque[bytes] = deque()  # frames read but not dispatched (backpressure)
+        self._held: deque[bytes | bytearray] = deque()  # frames read but not dispatched (backpressure)
         # None unless this listener authenticates or an authorizer is configured (security.Session)
         self.security = broker.security.session(self)
 
@@ -148,7 +149,7 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
 
     # ---- dispatch ------------------------------------------------------------------------
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: bytes | bytearray) -> None:
         security = self.security
         if security is not None and security.raw_frame(frame):
             return
@@ -173,7 +174,9 @@ class KafkaConnection(asyncio.Protocol):
             return
         ctx = RequestContext(header, self, self.broker)
         try:
-            result = route.pipeline(ctx, request) if security is None else security.handle(ctx, route, request)
+            pipeline = route.pipeline
+            assert pipeline is not None  # the router seals every route before traffic
+            result = pipeline(ctx, request) if security is None else security.handle(ctx, route, request)
         except Exception:
             log.exception("handler for api %d v%d failed; closing %s", api_key, version, self.peer)
             self.close_with("handler error")
@@ -185,7 +188,7 @@ class KafkaConnection(asyncio.Protocol):
         if isawaitable(result):
             fut = asyncio.ensure_future(result)
             self.tasks.add(fut)
-            fut.add_done_callback(lambda f, s=slot, r=route, h=header: self._completed(f, s, r, h))
+            fut.add_done_callback(functools.partial(self._completed, slot=slot, route=route, header=header))
         else:
             self._fill(slot, route, header, result)
             if slot.files:

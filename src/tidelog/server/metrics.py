@@ -166,13 +166,14 @@ class Metrics:
 
     def _timed(self, api_key: int, handle):
         buckets, total = self.requests.slot(api_key)
-        after = {ApiKey.PRODUCE: self._count_produce, ApiKey.FETCH: self._count_fetch}.get(api_key)
+        after = {ApiKey.PRODUCE: self._count_produce, ApiKey.FETCH: self._count_fetch}.get(ApiKey(api_key))
         bounds = LATENCY_BUCKETS
         where = bisect.bisect_left
 
         def count(request, result) -> None:
             try:
-                after(request, result)  # type: ignore[misc]
+                if after is not None:
+                    after(request, result)
             except Exception:
                 log.exception("metrics: counting api %d failed", api_key)
 

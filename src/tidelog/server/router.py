@@ -22,7 +22,7 @@ class Route:
     min_version: int
     max_version: int
     handle: Callable[..., Any]
-    decode: Callable[[bytes, int, int], Any]
+    decode: Callable[[bytes | bytearray, int, int], Any]
     encode: Callable[[Any, int], bytes | list]
     is_flexible: Callable[[int], bool]
     # the handler behind the router's stages (metrics); set by `Router.seal`, called by the

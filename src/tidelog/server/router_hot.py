@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .router import Route
 
 
 def hot_route(module, handle) -> Route:
     first_flexible = module.FIRST_FLEXIBLE_VERSION
 
-    def decode(frame: bytes, offset: int, version: int):
+    def decode(frame: bytes | bytearray, offset: int, version: int) -> Any:
         return module.decode_request(memoryview(frame)[offset:], version)
 
     return Route(

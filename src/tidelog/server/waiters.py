@@ -42,7 +42,7 @@ class Waiters:
         keys = list(keys)
         for k in keys:
             self._by_key[k].add(fut)
-        handle = loop.call_later(timeout, lambda: fut.done() or fut.set_result(False))
+        handle = loop.call_later(timeout, _expire, fut)
         try:
             return (await fut) is not False
         finally:
@@ -53,3 +53,8 @@ class Waiters:
                     s.discard(fut)
                     if not s:
                         del self._by_key[k]
+
+
+def _expire(fut: "asyncio.Future[bool]") -> None:
+    if not fut.done():
+        fut.set_result(False)

@@ -41,7 +41,7 @@ import sys
 
 import datetime as _dt
 import json
-from typing import Iterator
+from typing import Any, Iterator
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -78,6 +78,10 @@ def register(spark) -> None:
             sc.pythonExec = sys.executable
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(TidelogDataSource)
+
+
+def _int(v: Any) -> int:
+    return int(v)
 
 
 class TidelogDataSource(DataSource):
@@ -133,7 +137,7 @@ class TidelogReader(DataSourceReader):
         self.log_dirs = [p for p in (o.get("path") or o.get("logdirs") or "").split(",") if p]
         if not self.log_dirs:
             raise ValueError("tidelog: load(<log dir>) or option logDirs is required")
-        self.topic = o.get("topic")
+        self.topic: str = o.get("topic") or ""
         if not self.topic:
             raise ValueError("tidelog: option topic is required")
         parts = o.get("partitions")
@@ -185,7 +189,7 @@ class TidelogReader(DataSourceReader):
             self.partitions_wanted = values if self.partitions_wanted is None else self.partitions_wanted & values
             return True
         if name == "offset":
-            b, floor, ceil = self.offsets, int, int
+            b, floor, ceil = self.offsets, _int, _int
         else:
             b, floor, ceil = self.times, _ms_floor, _ms_ceil
         # Timestamps are whole milliseconds: ts > v <=> ts >= floor(v)+1; ts >= v <=> ts >= ceil(v).

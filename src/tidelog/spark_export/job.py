@@ -240,7 +240,7 @@ class ExportJob:
             if plan.log_start_offset > ps.next_offset:
                 gap = [ps.next_offset, plan.log_start_offset]
                 ps.gaps.append(gap)
-                summary.gaps.append((partition, *gap))
+                summary.gaps.append((partition, gap[0], gap[1]))
             start, end = plan.start_offset, plan.end_offset
             if end > start:
                 offsets[partition] = (start, end)
@@ -304,14 +304,16 @@ class ExportJob:
         )
         # The row count is at most `bound`: it decides how many files the version gets.
         files = max(1, math.ceil(bound / self.o.rows_per_latest_file))
-        latest.repartition(files).sortWithinPartitions("partition", "offset").write.parquet(p.state.latest_location)
-        return parquet_rows(Path(p.state.latest_location))
+        location = p.state.latest_location
+        assert location is not None  # set for compacted topics before staging
+        latest.repartition(files).sortWithinPartitions("partition", "offset").write.parquet(location)
+        return parquet_rows(Path(location))
 
     # -- publishing ---------------------------------------------------------------------------
 
     def _publish(self, staged: Path, table: Path, run_id: str, tag: str = "") -> list[Path]:
         """Move staged Parquet files into `table`, keeping their partition directories."""
-        moved = []
+        moved: list[Path] = []
         if not staged.exists():
             return moved
         files = sorted(f for f in staged.rglob("*.parquet") if not f.name.startswith((".", "_")))

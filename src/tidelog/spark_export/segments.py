@@ -35,7 +35,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from tidelog.log import records as rb
 from tidelog.spark_export.columns import Columns, append_batch
@@ -66,7 +66,7 @@ class SegmentFile:
         return self.path[: -len(SEGMENT_SUFFIX)] + suffix
 
 
-def log_start_offsets(log_dirs: list[str | Path]) -> dict[tuple[str, int], int]:
+def log_start_offsets(log_dirs: Sequence[str | Path]) -> dict[tuple[str, int], int]:
     """The broker's `log-start-offset-checkpoint` of each log directory (written at shutdown and
     at every checkpoint interval; older than the segments when the broker is running)."""
     from tidelog.log.manager import LOG_START_OFFSET_CHECKPOINT, read_checkpoint
@@ -77,7 +77,7 @@ def log_start_offsets(log_dirs: list[str | Path]) -> dict[tuple[str, int], int]:
     return out
 
 
-def partition_dirs(log_dirs: list[str | Path], topic: str) -> dict[int, Path]:
+def partition_dirs(log_dirs: Sequence[str | Path], topic: str) -> dict[int, Path]:
     """{partition: directory} of `topic` across the log directories (Kafka's `<topic>-<n>`)."""
     out: dict[int, Path] = {}
     prefix = topic + "-"
@@ -95,7 +95,7 @@ def partition_dirs(log_dirs: list[str | Path], topic: str) -> dict[int, Path]:
     return dict(sorted(out.items()))
 
 
-def topics_on_disk(log_dirs: list[str | Path]) -> list[str]:
+def topics_on_disk(log_dirs: Sequence[str | Path]) -> list[str]:
     """Topic names that have at least one partition directory."""
     names = set()
     for d in log_dirs:

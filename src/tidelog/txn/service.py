@@ -283,7 +283,7 @@ class TxnService:
 
     # ---- observability -------------------------------------------------------------------------------
     def metrics_counts(self) -> tuple[int, int]:
-        pids = set()
+        pids: set[int] = set()
         for s in self.states.values():
             pids.update(s.producers)
         return len(pids), self.coordinator.active_count()

@@ -18,6 +18,7 @@ import typing
 import uuid
 from functools import cache
 from types import NoneType, UnionType
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -33,13 +34,13 @@ class ControlDecodeError(ValueError):
 
 
 @cache
-def _reader(api_key: int, version: int):
+def _reader(api_key: int, version: int) -> Callable[[bytes, int], tuple[Any, int]] | None:
     cls = request_schema(api_key, version)
     return None if cls is None else entity_reader(cls)
 
 
 @cache
-def _writer(cls: type):
+def _writer(cls: type) -> Callable[[io.BytesIO, Any], None]:
     return entity_writer(cls)
 
 
@@ -47,10 +48,10 @@ def _writer(cls: type):
 def flexible(api_key: int, version: int) -> bool | None:
     """Whether (api_key, version) uses flexible encoding; None when no schema is known."""
     cls = request_schema(api_key, version)
-    return None if cls is None else bool(cls.__flexible__)
+    return None if cls is None else bool(getattr(cls, "__flexible__"))
 
 
-def decode_request(api_key: int, version: int, frame: bytes, offset: int, strict: bool = False):
+def decode_request(api_key: int, version: int, frame: bytes, offset: int, strict: bool = False) -> Any:
     """Decode the request body starting at `offset`.
 
     Like Kafka's own parser, bytes left after the body are ignored unless `strict` (librdkafka 2.16
@@ -62,7 +63,7 @@ def decode_request(api_key: int, version: int, frame: bytes, offset: int, strict
         raise ControlDecodeError(f"no schema for api {api_key} v{version}")
     try:
         # kio's native reader preallocates from forged counts and aborts the process: walk first.
-        check_body(request_schema(api_key, version), frame, offset)
+        check_body(request_schema(api_key, version) or type(None), frame, offset)
     except GuardError as e:
         raise ControlDecodeError(f"api {api_key} v{version}: {e}") from None
     try:
@@ -76,11 +77,11 @@ def decode_request(api_key: int, version: int, frame: bytes, offset: int, strict
     return value
 
 
-def encode_response(api_key: int, version: int, data) -> bytes:
+def encode_response(api_key: int, version: int, data: Any) -> bytes:
     cls = response_schema(api_key, version)
     if cls is None:
         raise ValueError(f"no response schema for api {api_key} v{version}")
-    obj = data if isinstance(data, cls) else build(cls, data)
+    obj = data if isinstance(data, cls) else build(cls, data, strict=True)
     buf = io.BytesIO()
     _writer(cls)(buf, obj)
     return buf.getvalue()
@@ -102,9 +103,9 @@ _ZERO = {
 
 
 @cache
-def _plan(cls: type):
+def _plan(cls: type) -> list[tuple[str, str | None, bool, type | None, Any]]:
     hints = typing.get_type_hints(cls)
-    plan = []
+    plan: list[tuple[str, str | None, bool, type | None, Any]] = []
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         optional = False
@@ -116,7 +117,7 @@ def _plan(cls: type):
             origin = typing.get_origin(tp)
         is_array = origin is tuple
         inner = typing.get_args(tp)[0] if is_array else tp
-        entity = inner if dataclasses.is_dataclass(inner) else None
+        entity = inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
         kafka_type = f.metadata.get("kafka_type")
         if f.default is not dataclasses.MISSING:
             default = f.default
@@ -125,12 +126,12 @@ def _plan(cls: type):
         elif is_array:
             default = ()
         else:
-            default = _ZERO.get(kafka_type, 0)
+            default = _ZERO.get(kafka_type or "", 0)
         plan.append((f.name, kafka_type, is_array, entity, default))
     return plan
 
 
-def _convert(kafka_type: str | None, value):
+def _convert(kafka_type: str | None, value: Any) -> Any:
     if kafka_type == "error_code":
         return value if isinstance(value, ErrorCode) else ErrorCode(int(value))
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
@@ -172,14 +173,15 @@ def _known_names(cls: type) -> frozenset[str]:
     return frozenset(names)
 
 
-def build(cls: type, data):
+def build(cls: type, data: Any, strict: bool = False) -> Any:
     """Instantiate `cls` (a kio entity) from a mapping or object with attribute names.
 
-    A mapping with a key that no version of the message defines raises `UnknownFieldError`
-    (a misspelt field would otherwise silently become its default)."""
+    With `strict` (every response the broker encodes), a mapping with a key that no version of
+    the message defines raises `UnknownFieldError`: a misspelt field would otherwise silently
+    become its default."""
     if data is None:
         return None
-    if isinstance(data, dict):
+    if strict and isinstance(data, dict):
         unknown = data.keys() - _known_names(cls)
         if unknown:
             raise UnknownFieldError(f"{cls.__module__}.{cls.__name__} has no field {', '.join(sorted(unknown))}")
@@ -194,7 +196,8 @@ def build(cls: type, data):
         if value is None:
             kwargs[name] = None
         elif entity is not None:
-            kwargs[name] = tuple(build(entity, v) for v in value) if is_array else build(entity, value)
+            kwargs[name] = (tuple(build(entity, v, strict) for v in value) if is_array
+                            else build(entity, value, strict))
         elif is_array:
             kwargs[name] = tuple(_convert(kafka_type, v) for v in value)
         else:
@@ -202,9 +205,9 @@ def build(cls: type, data):
     return cls(**kwargs)
 
 
-def to_plain(obj):
+def to_plain(obj: Any) -> Any:
     """A kio entity as nested dicts (for logging and tests)."""
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, tuple):
         return [to_plain(x) for x in obj]

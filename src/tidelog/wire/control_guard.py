@@ -43,7 +43,7 @@ class GuardError(ValueError):
 class _Cursor:
     __slots__ = ("buf", "pos", "end")
 
-    def __init__(self, buf, pos: int, end: int) -> None:
+    def __init__(self, buf: bytes | bytearray | memoryview, pos: int, end: int) -> None:
         self.buf, self.pos, self.end = buf, pos, end
 
     def take(self, n: int) -> int:
@@ -56,7 +56,7 @@ class _Cursor:
     def uvarint(self) -> int:
         value = shift = 0
         while True:
-            b = self.buf[self.take(1)]
+            b: int = self.buf[self.take(1)]
             value |= (b & 0x7F) << shift
             if not b & 0x80:
                 return value
@@ -69,10 +69,14 @@ class _Cursor:
             raise GuardError(f"array of {n} items announced with {self.end - self.pos} bytes left")
 
 
+_Entry = tuple[str, "str | None", bool, "type | None"]  # (kind, kafka type, optional, item type)
+
+
 @cache
-def _plan(cls: type) -> tuple[list, dict]:
+def _plan(cls: type) -> tuple[list[_Entry], dict[int, _Entry]]:
     """(untagged fields, {tag: field}) of a schema class, each as (kind, kafka_type, optional, item)."""
-    plain, tagged = [], {}
+    plain: list[_Entry] = []
+    tagged: dict[int, _Entry] = {}
     for f in fields(cls):
         c = classify_field(f)
         kafka_type = f.metadata.get("kafka_type")
@@ -80,6 +84,7 @@ def _plan(cls: type) -> tuple[list, dict]:
         # Tagged fields are optional by their presence; be lenient about nulls inside them
         # (except a struct, whose encoding has no null marker there).
         optional = (not isinstance(c, EntityField)) if tag is not None else is_optional(f)
+        entry: _Entry
         if isinstance(c, EntityTupleField):
             entry = ("entity_array", None, optional, c.type_)
         elif isinstance(c, EntityField):
@@ -113,14 +118,14 @@ def _value(cur: _Cursor, kafka_type: str, flexible: bool, nullable: bool = True)
     cur.take(max(n, 0))
 
 
-def _field(cur: _Cursor, entry, flexible: bool) -> None:
+def _field(cur: _Cursor, entry: _Entry, flexible: bool) -> None:
     kind, kafka_type, optional, item = entry
     if kind == "value":
-        _value(cur, kafka_type, flexible, optional or kafka_type == "records")
+        _value(cur, kafka_type or "", flexible, optional or kafka_type == "records")
     elif kind == "entity":
         if optional and cur.buf[cur.take(1)] == 0xFF:
             return
-        _entity(cur, item)
+        _entity(cur, item or type(None))
     else:
         n = cur.uvarint() - 1 if flexible else _I32(cur.buf, cur.take(4))[0]
         if n < 0:
@@ -130,9 +135,9 @@ def _field(cur: _Cursor, entry, flexible: bool) -> None:
         cur.count(n)
         for _ in range(n):
             if kind == "array":
-                _value(cur, kafka_type, flexible)
+                _value(cur, kafka_type or "", flexible)
             else:
-                _entity(cur, item)
+                _entity(cur, item or type(None))
 
 
 def _entity(cur: _Cursor, cls: type) -> None:
@@ -147,13 +152,13 @@ def _entity(cur: _Cursor, cls: type) -> None:
             tag = cur.uvarint()
             size = cur.uvarint()
             start = cur.take(size)
-            entry = tagged.get(tag)
-            if entry is not None:
+            tagged_entry = tagged.get(tag)
+            if tagged_entry is not None:
                 sub = _Cursor(cur.buf, start, start + size)
-                _field(sub, entry, flexible)
+                _field(sub, tagged_entry, flexible)
 
 
-def check_body(cls: type, buf, offset: int) -> None:
+def check_body(cls: type, buf: bytes | bytearray | memoryview, offset: int) -> None:
     """Raise GuardError when the body of `cls` at `offset` forges a count or is truncated."""
     if not is_dataclass(cls):
         return

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Any
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -212,9 +213,9 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
         string, count, tags = r.string, r.array_len, None
     by_id = version >= FIRST_TOPIC_ID_VERSION
 
-    head = r.fixed(_req_head(version))
+    head: tuple[Any, ...] = r.fixed(_req_head(version))
     if version < 15:
-        replica_id, *head = head
+        replica_id, head = head[0], head[1:]
     else:
         replica_id = -1
     req = FetchRequest(head[0], head[1], [], replica_id=replica_id)
@@ -237,6 +238,7 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
         if version >= 12:
             for _ in range(count()):
                 p, cle, fo, lfe, lso, mb = fixed(ps)
+                assert tags is not None  # v12+ is flexible
                 parts.append(FetchRequestPartition(p, fo, mb, cle, lfe, lso, tags()))
         elif version >= 9:
             for _ in range(count()):
@@ -332,6 +334,7 @@ def encode_request(req: FetchRequest, version: int) -> list[Chunk]:
             if version >= 12:
                 fixed(ps, p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
                       p.log_start_offset, p.partition_max_bytes)
+                assert tags is not None  # v12+ is flexible
                 tags(p.tagged_fields)
             elif version >= 9:
                 fixed(ps, p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset,
@@ -467,8 +470,11 @@ def decode_response(body: bytes | memoryview, version: int) -> FetchResponse:
             if version >= 4:
                 n = ncount()
                 if n >= 0:
-                    p.aborted_transactions = [
-                        FetchAbortedTransaction(*r.fixed(_ABORTED), tags() if tags else None) for _ in range(n)]
+                    aborted = []
+                    for _ in range(n):
+                        pid, first = r.fixed(_ABORTED)
+                        aborted.append(FetchAbortedTransaction(pid, first, tags() if tags else None))
+                    p.aborted_transactions = aborted
             if version >= 11:
                 p.preferred_read_replica = r.int32()
             records = nbytes()

@@ -90,7 +90,7 @@ class FrameDecoder:
             self._keep(rest)
         return frames
 
-    def _keep(self, rest) -> None:
+    def _keep(self, rest: bytes | bytearray | memoryview) -> None:
         """Hold the start of an incomplete frame (`_split` has checked its size when present)."""
         if len(rest) >= 4:
             size = _SIZE.unpack_from(rest)[0]

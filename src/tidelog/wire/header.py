@@ -33,14 +33,14 @@ class RequestHeader:
     flexible: bool = False
 
 
-def peek_key_version(frame: bytes) -> tuple[int, int, int]:
+def peek_key_version(frame: bytes | bytearray) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) from the first 8 bytes of a frame."""
     if len(frame) < 8:
         raise HeaderError("frame shorter than a request header")
     return _KEY_VER_CORR.unpack_from(frame, 0)
 
 
-def _skip_uvarint(frame: bytes, pos: int) -> tuple[int, int]:
+def _skip_uvarint(frame: bytes | bytearray, pos: int) -> tuple[int, int]:
     value = 0
     shift = 0
     while True:
@@ -56,7 +56,7 @@ def _skip_uvarint(frame: bytes, pos: int) -> tuple[int, int]:
             raise HeaderError("varint too long in request header")
 
 
-def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
+def parse_request_header(frame: bytes | bytearray, flexible: bool) -> tuple[RequestHeader, int]:
     """Parse the header; returns it and the offset where the body starts."""
     api_key, api_version, correlation_id = peek_key_version(frame)
     pos = 8

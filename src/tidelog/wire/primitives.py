@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "DecodeError", "Reader", "Writer", "Chunk",
@@ -127,6 +127,7 @@ class Reader:
 
     # -- fixed width
     def int8(self) -> int:
+        v: int
         try:
             (v,) = _i8(self.buf, self.pos)
         except struct.error:
@@ -135,6 +136,7 @@ class Reader:
         return v
 
     def int16(self) -> int:
+        v: int
         try:
             (v,) = _i16(self.buf, self.pos)
         except struct.error:
@@ -143,6 +145,7 @@ class Reader:
         return v
 
     def int32(self) -> int:
+        v: int
         try:
             (v,) = _i32(self.buf, self.pos)
         except struct.error:
@@ -151,6 +154,7 @@ class Reader:
         return v
 
     def int64(self) -> int:
+        v: int
         try:
             (v,) = _i64(self.buf, self.pos)
         except struct.error:
@@ -159,6 +163,7 @@ class Reader:
         return v
 
     def uint32(self) -> int:
+        v: int
         try:
             (v,) = _u32(self.buf, self.pos)
         except struct.error:
@@ -166,7 +171,7 @@ class Reader:
         self.pos += 4
         return v
 
-    def fixed(self, s: struct.Struct) -> tuple:
+    def fixed(self, s: struct.Struct) -> tuple[Any, ...]:
         """Several fixed-width fields at once, with a precompiled struct (the hot-path form)."""
         try:
             v = s.unpack_from(self.buf, self.pos)

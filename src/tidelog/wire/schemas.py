@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import typing
+from typing import Any
 from dataclasses import dataclass, field, fields
 from functools import cache
 from types import EllipsisType, NoneType, UnionType
@@ -35,7 +36,7 @@ class Derivation:
 
     base: int
     drop: tuple[str, ...] = ()
-    replace: tuple[tuple[str, tuple[tuple[str, str, type, object], ...]], ...] = ()
+    replace: tuple[tuple[str, tuple[tuple[str, str, object, object], ...]], ...] = ()
 
 
 _NO_DEFAULT = dataclasses.MISSING
@@ -101,14 +102,14 @@ def _inner_entity(tp: object) -> type | None:
     """The dataclass inside `X`, `X | None`, `tuple[X, ...]` or `tuple[X, ...] | None`."""
     origin = typing.get_origin(tp)
     if origin in (UnionType, typing.Union):
-        args = [a for a in typing.get_args(tp) if a is not NoneType]
-        return _inner_entity(args[0]) if len(args) == 1 else None
+        members = [a for a in typing.get_args(tp) if a is not NoneType]
+        return _inner_entity(members[0]) if len(members) == 1 else None
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is EllipsisType or (len(args) == 2 and args[1] is Ellipsis):
             return _inner_entity(args[0])
         return None
-    return tp if dataclasses.is_dataclass(tp) else None
+    return tp if isinstance(tp, type) and dataclasses.is_dataclass(tp) else None
 
 
 def _retype(tp: object, old: type, new: type) -> object:
@@ -126,15 +127,16 @@ def _retype(tp: object, old: type, new: type) -> object:
     return tp
 
 
-def _derive_class(base: type, version: int, flexible: bool, drop: set[str], replace: dict[str, tuple]) -> type:
-    new_fields = []
+def _derive_class(base: type, version: int, flexible: bool, drop: set[str],
+                  replace: dict[str, tuple[tuple[str, str, object, object], ...]]) -> type:
+    new_fields: list[tuple[str, object, Any]] = []
     for f in fields(base):
         if f.name in drop:
             continue
         if f.name in replace:
             for name, kafka_type, py_type, default in replace[f.name]:
-                kw = {} if default is _NO_DEFAULT else {"default": default}
-                new_fields.append((name, py_type, field(metadata={"kafka_type": kafka_type}, **kw)))
+                extra: dict[str, object] = {} if default is _NO_DEFAULT else {"default": default}
+                new_fields.append((name, py_type, field(metadata={"kafka_type": kafka_type}, **extra)))  # type: ignore[call-overload]
             continue
         tp = f.type
         inner = _inner_entity(tp)
@@ -145,18 +147,19 @@ def _derive_class(base: type, version: int, flexible: bool, drop: set[str], repl
         if inner is not None:
             new_inner = _derive_class(inner, version, flexible, sub_drop, sub_replace)
             tp = _retype(tp, inner, new_inner)
-        kw: dict = {"metadata": f.metadata}
+        kw: dict[str, Any] = {"metadata": f.metadata}
         if f.default is not dataclasses.MISSING:
             kw["default"] = f.default
         elif f.default_factory is not dataclasses.MISSING:  # pragma: no cover - kio uses defaults
             kw["default_factory"] = f.default_factory
         new_fields.append((f.name, tp, field(**kw)))
+    base_type: Any = getattr(base, "__type__")
     ns = {
-        "__type__": base.__type__,
+        "__type__": base_type,
         "__version__": version,
         "__flexible__": flexible,
-        "__api_key__": base.__api_key__,
-        "__header_schema__": _ReqHeaderV1 if base.__type__.name == "request" else _RespHeaderV0,
+        "__api_key__": getattr(base, "__api_key__"),
+        "__header_schema__": _ReqHeaderV1 if base_type.name == "request" else _RespHeaderV0,
     }
     cls = dataclasses.make_dataclass(
         base.__name__, new_fields, namespace=ns, frozen=True, slots=True, kw_only=True
@@ -168,7 +171,7 @@ def _derive_class(base: type, version: int, flexible: bool, drop: set[str], repl
     return cls
 
 
-def _split_paths(paths) -> tuple[set[str], dict]:
+def _split_paths(paths: Any) -> tuple[set[str], dict[str, Any]]:
     return set(paths), dict(paths) if paths and isinstance(next(iter(paths)), tuple) else {}
 
 

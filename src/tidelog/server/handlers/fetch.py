@@ -36,7 +36,7 @@ def register(broker) -> None:
         topics = []
         committed = version >= 4 and req.isolation_level == READ_COMMITTED
         for t in req.topics:
-            name = t.topic
+            name: str | None = t.topic
             if version >= 13:
                 topic = registry.by_id.get(t.topic_id) if t.topic_id is not None else None
                 name = topic.name if topic is not None else None

@@ -36,7 +36,7 @@ class Authorizer:
         bindings = self.store.applying_to(resource_type, name)
         if not bindings:
             return self.allow_if_no_acl
-        allowing = _IMPLIES.get(op, (op, Op.ALL))
+        allowing = _IMPLIES.get(Op(op), (op, Op.ALL))
         allowed = False
         for b in bindings:
             if b.principal != principal and b.principal != "User:*":

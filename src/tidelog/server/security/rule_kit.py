@@ -65,7 +65,8 @@ def extend(field: str, items: list) -> Callable[[Any], Any]:
 
 
 def split(items, allowed: Callable[[Any], bool]) -> tuple[list, list]:
-    ok, denied = [], []
+    ok: list[Any] = []
+    denied: list[Any] = []
     for item in items or ():
         (ok if allowed(item) else denied).append(item)
     return ok, denied

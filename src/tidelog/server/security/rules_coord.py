@@ -108,8 +108,14 @@ def find_coordinator(session, ctx, req):
 def membership(session, ctx, req):
     if _group(session, req.group_id, Op.READ):
         return None
-    return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "generation_id": -1,
-                  "member_id": getattr(req, "member_id", ""), "leader": "", "members": []})
+    refusal = {"throttle_time": 0, "error_code": GROUP_DENIED}
+    if hasattr(req, "protocols"):  # JoinGroup
+        refusal.update(generation_id=-1, member_id=getattr(req, "member_id", ""), leader="", members=[])
+    elif hasattr(req, "assignments"):  # SyncGroup
+        refusal["assignment"] = b""
+    elif hasattr(req, "members") and not hasattr(req, "member_id"):  # LeaveGroup v3+
+        refusal["members"] = []
+    return Reply(refusal)
 
 
 @rule(15)

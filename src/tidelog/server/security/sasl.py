@@ -63,7 +63,7 @@ class _ScramState(enum.Enum):
 
 
 def _attrs(msg: str) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for item in msg.split(","):
         if len(item) < 2 or item[1] != "=":
             raise SaslFailure(f"invalid SCRAM attribute {item[:16]!r}")
@@ -137,6 +137,7 @@ class ScramServer:
             raise SaslFailure("SCRAM channel binding mismatch")
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         cred = self._cred
+        assert cred is not None  # set by the client-first message
         signature = hmac_(self.digest, cred.stored_key, auth_message)
         proof = base64.b64decode(proof_b64, validate=True)
         client_key = bytes(x ^ y for x, y in zip(proof, signature))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -37,7 +38,7 @@ class Session:
         self.authenticated = not listener.sasl
         self._principal: str | None = None if listener.sasl else ("" if listener.tls else "User:ANONYMOUS")
         self.mechanism: str | None = None
-        self.exchange = None  # the running mechanism (PlainServer / ScramServer)
+        self.exchange: Any = None  # the running mechanism (PlainServer / ScramServer)
         self.raw = False  # SaslHandshake v0: the next frames are bare SASL tokens
         self.expires_at: float | None = None
         self._max_frame = conn.decoder.max_frame_bytes
