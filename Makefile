@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test setup kcat java clean bench
+.PHONY: serve test setup kcat java clean bench check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,12 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
-test: $(STAMP) kcat java
+# Lint (ruff) and type check (mypy: strict on wire/ and log/), then the whole suite.
+check: $(STAMP)
+	$(VENV)/bin/ruff check src tests fuzz bench
+	$(VENV)/bin/mypy
+
+test: $(STAMP) kcat java check
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.
