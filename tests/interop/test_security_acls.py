@@ -198,8 +198,7 @@ def test_transactional_id_needs_write(secure, tmp_path):
 
     probe = connect(secure.sasl_port, str(secure.pki.ca))
     versions = {k.api_key for k in probe.request(18, {}, version=0).api_keys}
-    if 22 not in versions:
-        pytest.skip("InitProducerId is not routed yet (transactions land separately); rules are unit-tested")
+    assert 22 in versions, "InitProducerId must be routed"
     _grant(secure, tmp_path, "--allow-principal", "User:alice", "--operation", "All", "--topic", "acl-txn")
     conf = {**secure.confluent(ALICE), "transactional.id": "alice-txn"}
     with pytest.raises(KafkaException) as info:

@@ -100,8 +100,7 @@ def _has_transactions(b) -> bool:
 
 
 def test_transactional_produce_and_isolation(broker):
-    if not _has_transactions(broker):
-        pytest.skip("the broker does not route InitProducerId/EndTxn yet (transactions not landed)")
+    assert _has_transactions(broker), "InitProducerId and EndTxn must be routed"
     topic = make_topic(broker, "txns", 1)
     base = ("produce", "--bootstrap-server", broker.bootstrap, "--topic", topic)
     assert tidelog(*base, "--transactional-id", "t-commit", stdin="a\t1\nb\t2\n").returncode == 0

@@ -162,8 +162,7 @@ def test_producer_snapshot_of_a_real_broker(tmp_path):
     b = BrokerProcess(tmp_path / "data").start()
     try:
         with KafkaClient(b.bootstrap) as c:
-            if 22 not in c.versions:
-                pytest.skip("the broker does not route InitProducerId yet (transactions not landed)")
+            assert 22 in c.versions, "InitProducerId must be routed"
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic("snap", num_partitions=1, replication_factor=1)])["snap"].result(10)
         p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 20})

@@ -131,8 +131,7 @@ def test_producer_ids_transactional_ids_and_lso(broker_factory):
     mport = free_port()
     b = broker_factory({"metrics.listener": f"127.0.0.1:{mport}"})
     with KafkaClient(b.bootstrap) as c:
-        if not {22, 24, 26} <= set(c.versions):
-            pytest.skip("the broker does not route InitProducerId/AddPartitionsToTxn/EndTxn yet")
+        assert {22, 24, 26} <= set(c.versions), "InitProducerId, AddPartitionsToTxn and EndTxn must be routed"
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic("txmeter", num_partitions=1, replication_factor=1)])["txmeter"].result(10)
     assert value(scrape(mport), "tidelog_producer_ids") == 0
