@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test setup kcat java clean bench check
+.PHONY: serve test setup kcat java clean bench check kafka kafka-jars
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,12 +30,25 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
+# Resolves Apache Kafka 4.1.1 (broker and tools) from Maven Central into ~/.m2 (java/kafka/pom.xml);
+# installs Maven when missing (Debian/Ubuntu). The difference tests and `make bench` use it.
+kafka-jars: java
+	@command -v mvn >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq maven >/dev/null; }
+	@test -s java/kafka/target/classpath.txt -a java/kafka/target/classpath.txt -nt java/kafka/pom.xml || \
+	  mvn -B -q -f java/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
+
+# Apache Kafka itself (KRaft single node) on 127.0.0.1:9092 with data in a temporary directory, until Ctrl-C.
+kafka: $(STAMP) kafka-jars
+	$(PY) tests/kafka_process.py --port 9092
+
 # Lint (ruff) and type check (mypy: strict on wire/ and log/), then the whole suite.
 check: $(STAMP)
 	$(VENV)/bin/ruff check src tests fuzz bench
 	$(VENV)/bin/mypy
 
-test: $(STAMP) kcat java check
+test: $(STAMP) kcat java kafka-jars check
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.

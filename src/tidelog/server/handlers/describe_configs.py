@@ -22,20 +22,23 @@ def register(broker) -> None:
     raw = broker.config.raw
     defaults_only = None
 
-    def entry(name, value, source, ctype, synonyms, want_synonyms):
+    def entry(version, name, value, source, ctype, synonyms, want_synonyms):
         sensitive = ctype == ConfigType.PASSWORD
-        return {
+        out = {
             "name": name,
             "value": None if sensitive else value,
             "read_only": source == STATIC_BROKER,
-            "config_source": source,
-            "is_default": source == DEFAULT,
             "is_sensitive": sensitive,
-            "synonyms": [{"name": n, "value": None if sensitive else v, "source": src}
-                         for n, v, src in synonyms] if want_synonyms else [],
-            "config_type": int(ctype),
-            "documentation": None,
         }
+        if version == 0:  # v0 says is_default where later versions give the source
+            out["is_default"] = source == DEFAULT
+            return out
+        out["config_source"] = source
+        out["synonyms"] = [{"name": n, "value": None if sensitive else v, "source": src}
+                           for n, v, src in synonyms] if want_synonyms else []
+        if version >= 3:
+            out.update(config_type=int(ctype), documentation=None)
+        return out
 
     def topic_synonyms(topic, name, default_value):
         out = []
@@ -76,7 +79,7 @@ def register(broker) -> None:
                         if keys is not None and name not in keys:
                             continue
                         syn = topic_synonyms(topic, name, defaults_only.get(name, values[name]))
-                        res["configs"].append(entry(name, values[name], syn[0][2], topic_type(name), syn, synonyms))
+                        res["configs"].append(entry(ctx.api_version, name, values[name], syn[0][2], topic_type(name), syn, synonyms))
             elif r.resource_type == BROKER:
                 if r.resource_name not in ("", str(broker.node_id)):
                     res.update(error_code=E.invalid_request.value,
@@ -91,7 +94,7 @@ def register(broker) -> None:
                             value = str(cfg.values[name]).lower()
                         source = STATIC_BROKER if name in raw else DEFAULT
                         syn = [(name, value, source)]
-                        res["configs"].append(entry(name, value, source, broker_type(name), syn, synonyms))
+                        res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms))
             else:
                 res.update(error_code=E.invalid_request.value,
                            error_message=f"Unsupported resource type {r.resource_type}.")

@@ -7,7 +7,7 @@ next, and a request's Cursor resumes there (a cursor naming a topic outside the 
 INVALID_REQUEST, as Kafka). A named topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION,
 one the principal may not Describe TOPIC_AUTHORIZATION_FAILED; each topic carries its authorized
 operations (all of them without an authorizer). This node leads every partition with epoch 0;
-eligible-leader fields (ELR) are null, as on a cluster without ELR.
+eligible-leader fields (ELR) are empty, as Kafka 4.1 answers for a healthy partition.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def register(broker) -> None:
                 "error_code": 0, "name": name, "topic_id": topic.topic_id, "is_internal": topic.internal,
                 "partitions": [
                     {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": 0,
-                     "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": None,
-                     "last_known_elr": None, "offline_replicas": []}
+                     "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
+                     "last_known_elr": [], "offline_replicas": []}
                     for p in range(start, end)
                 ],
                 "topic_authorized_operations": operations(name),

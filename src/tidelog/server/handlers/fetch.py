@@ -45,7 +45,9 @@ def register(broker) -> None:
                 plog = partitions.get(name, p.partition) if name is not None else None
                 if plog is None:
                     code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
-                    parts.append(codec.FetchResponsePartition(partition_index=p.partition, error_code=code))
+                    parts.append(codec.FetchResponsePartition(
+                        partition_index=p.partition, error_code=code,
+                        aborted_transactions=[] if version >= 13 else None))
                     errors = True
                     continue
                 keys.append((name, p.partition))
@@ -64,7 +66,10 @@ def register(broker) -> None:
                     info = plog.read(p.fetch_offset, max(limit, 0), lso if committed else hw, min_one=(total == 0),
                                      load=version <= 3)
                 except OffsetOutOfRangeError:
+                    # as Kafka: an out-of-range partition carries no offsets (-1), no aborted list
                     out.error_code = E.offset_out_of_range.value
+                    out.high_watermark = out.last_stable_offset = out.log_start_offset = -1
+                    out.aborted_transactions = None
                     errors = True
                     parts.append(out)
                     continue
