@@ -69,12 +69,12 @@ KAFKA_BROKER_TYPES = {
 TYPE_NAMES = ["UNKNOWN", "BOOLEAN", "STRING", "INT", "SHORT", "LONG", "DOUBLE", "LIST", "CLASS", "PASSWORD"]
 
 
-def _describe(broker, resource_type: int, name: str):
+def _describe(broker, resource_type: int, name: str, docs: bool = True):
     client = KafkaClient(broker.bootstrap)
     try:
         resp = client.request(32, {"resources": [{"resource_type": resource_type, "resource_name": name,
                                                   "configuration_keys": None}],
-                                   "include_synonyms": True, "include_documentation": True}, version=4)
+                                   "include_synonyms": True, "include_documentation": docs}, version=4)
     finally:
         client.close()
     assert resp.results[0].error_code.value == 0
@@ -124,3 +124,11 @@ def test_every_broker_key_has_kafkas_type_and_passwords_are_hidden(module_broker
     assert key_password.is_sensitive and key_password.value is None
     assert all(s.value is None for s in key_password.synonyms)
     assert configs["auto.create.topics.enable"].value == "true"
+
+
+def test_documentation_when_asked(module_broker, topic):
+    for resource_type, name in ((2, topic), (4, "")):
+        with_docs = _describe(module_broker, resource_type, name)
+        assert all(c.documentation for c in with_docs.values()), [k for k, c in with_docs.items() if not c.documentation]
+        without = _describe(module_broker, resource_type, name, docs=False)
+        assert all(c.documentation is None for c in without.values())

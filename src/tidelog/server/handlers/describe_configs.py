@@ -1,6 +1,6 @@
 """DescribeConfigs (key 32, v0-4): topic configs (override or default) and broker configs.
 
-Each entry carries Kafka's config type (`config_types`); PASSWORD keys are sensitive and their
+Each entry carries Kafka's config type and, when asked (v3+), a line of documentation (`config_types`); PASSWORD keys are sensitive and their
 values are never returned. A topic key's source is its override (DYNAMIC_TOPIC_CONFIG), else a
 broker key set in the configuration (STATIC_BROKER_CONFIG), else the default; synonyms list them
 in that order, as Kafka does.
@@ -9,7 +9,7 @@ in that order, as Kafka does.
 from kio.schema.errors import ErrorCode as E
 
 from ..config import BROKER_KEYS
-from ..config_types import TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
+from ..config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ..router import control_route
 
 API_KEY = 32
@@ -22,7 +22,7 @@ def register(broker) -> None:
     raw = broker.config.raw
     defaults_only = None
 
-    def entry(version, name, value, source, ctype, synonyms, want_synonyms):
+    def entry(version, name, value, source, ctype, synonyms, want_synonyms, want_docs=False):
         sensitive = ctype == ConfigType.PASSWORD
         out = {
             "name": name,
@@ -37,7 +37,7 @@ def register(broker) -> None:
         out["synonyms"] = [{"name": n, "value": None if sensitive else v, "source": src}
                            for n, v, src in synonyms] if want_synonyms else []
         if version >= 3:
-            out.update(config_type=int(ctype), documentation=None)
+            out.update(config_type=int(ctype), documentation=DOCS.get(name) if want_docs else None)
         return out
 
     def topic_synonyms(topic, name, default_value):
@@ -59,6 +59,7 @@ def register(broker) -> None:
     def handle(ctx, request):
         nonlocal defaults_only
         synonyms = getattr(request, "include_synonyms", False)
+        docs = getattr(request, "include_documentation", False)
         results = []
         for r in request.resources:
             res = {"error_code": 0, "error_message": None, "resource_type": r.resource_type,
@@ -79,7 +80,7 @@ def register(broker) -> None:
                         if keys is not None and name not in keys:
                             continue
                         syn = topic_synonyms(topic, name, defaults_only.get(name, values[name]))
-                        res["configs"].append(entry(ctx.api_version, name, values[name], syn[0][2], topic_type(name), syn, synonyms))
+                        res["configs"].append(entry(ctx.api_version, name, values[name], syn[0][2], topic_type(name), syn, synonyms, docs))
             elif r.resource_type == BROKER:
                 if r.resource_name not in ("", str(broker.node_id)):
                     res.update(error_code=E.invalid_request.value,
@@ -94,7 +95,7 @@ def register(broker) -> None:
                             value = str(cfg.values[name]).lower()
                         source = STATIC_BROKER if name in raw else DEFAULT
                         syn = [(name, value, source)]
-                        res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms))
+                        res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms, docs))
             else:
                 res.update(error_code=E.invalid_request.value,
                            error_message=f"Unsupported resource type {r.resource_type}.")
