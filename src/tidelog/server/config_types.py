@@ -159,7 +159,6 @@ DOCS: dict[str, str] = {
     "log.segment.delete.delay.ms": "Default file.delete.delay.ms of topics.",
     "log.index.size.max.bytes": "Default segment.index.bytes of topics.",
     "log.index.interval.bytes": "Default index.interval.bytes of topics.",
-    "index.interval.bytes": "Default index.interval.bytes of topics (tidelog's alias of log.index.interval.bytes).",
     "log.message.timestamp.type": "Default message.timestamp.type of topics.",
     "log.message.timestamp.difference.max.ms": "Default message.timestamp.difference.max.ms of topics.",
     "log.cleanup.policy": "Default cleanup.policy of topics.",
