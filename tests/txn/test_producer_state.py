@@ -7,9 +7,9 @@ from tidelog.log.errors import LogAppendError
 from tidelog.log.log import PartitionLog
 from tidelog.log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch
 from tidelog.log.validation import BatchInfo
-from tidelog.txn.producers import (
+from tidelog.txn.producers import DuplicateBatch, PartitionProducers
+from tidelog.wire.errors import (
     INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID,
-    DuplicateBatch, PartitionProducers,
 )
 from tidelog.txn.snapshots import load_state, snapshot_files, write_snapshot
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..log.compression import CODEC_NAMES
+from ..log.records import H_ATTRIBUTES, H_BASE_OFFSET, H_BASE_SEQUENCE, H_CRC, H_LAST_OFFSET_DELTA, H_LEADER_EPOCH, H_LENGTH, H_MAGIC, H_MAX_TS, H_PRODUCER_EPOCH, H_PRODUCER_ID, H_RECORDS_COUNT
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.txnindex import ENTRY as TXN_ENTRY
 from .consume import show
@@ -72,26 +73,26 @@ def scan(path: Path) -> tuple[list[Batch], int, int]:
         while pos + RECORD_BATCH_OVERHEAD <= size:
             f.seek(pos)
             h = HEADER.unpack(f.read(RECORD_BATCH_OVERHEAD))
-            if h[1] < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or pos + LOG_OVERHEAD + h[1] > size:
+            if h[H_LENGTH] < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or pos + LOG_OVERHEAD + h[H_LENGTH] > size:
                 break
             out.append(Batch(pos, h))
-            pos += LOG_OVERHEAD + h[1]
+            pos += LOG_OVERHEAD + h[H_LENGTH]
     return out, pos, size
 
 
 def batch_line(b: Batch, valid: bool) -> str:
     h = b.header
-    attrs = h[5]
-    count = h[12]
-    seq = h[11]
-    last_seq = -1 if seq < 0 else seq + h[6]
+    attrs = h[H_ATTRIBUTES]
+    count = h[H_RECORDS_COUNT]
+    seq = h[H_BASE_SEQUENCE]
+    last_seq = -1 if seq < 0 else seq + h[H_LAST_OFFSET_DELTA]
     ts_type = "LogAppendTime" if attrs & TIMESTAMP_TYPE_MASK else "CreateTime"
-    return (f"baseOffset: {h[0]} lastOffset: {b.last_offset} count: {count} baseSequence: {seq} "
-            f"lastSequence: {last_seq} producerId: {h[9]} producerEpoch: {h[10]} partitionLeaderEpoch: {h[2]} "
+    return (f"baseOffset: {h[H_BASE_OFFSET]} lastOffset: {b.last_offset} count: {count} baseSequence: {seq} "
+            f"lastSequence: {last_seq} producerId: {h[H_PRODUCER_ID]} producerEpoch: {h[H_PRODUCER_EPOCH]} partitionLeaderEpoch: {h[H_LEADER_EPOCH]} "
             f"isTransactional: {str(bool(attrs & TRANSACTIONAL_FLAG_MASK)).lower()} "
             f"isControl: {str(bool(attrs & CONTROL_FLAG_MASK)).lower()} position: {b.position} "
-            f"{ts_type}: {h[8]} size: {b.size} magic: {h[3]} compresscodec: {CODEC_NAMES.get(attrs & 7, attrs & 7)} "
-            f"crc: {h[4]} isvalid: {str(valid).lower()}")
+            f"{ts_type}: {h[H_MAX_TS]} size: {b.size} magic: {h[H_MAGIC]} compresscodec: {CODEC_NAMES.get(attrs & 7, attrs & 7)} "
+            f"crc: {h[H_CRC]} isvalid: {str(valid).lower()}")
 
 
 def record_lines(buf: bytes, b: Batch, print_data: bool) -> Iterator[str]:
@@ -99,7 +100,7 @@ def record_lines(buf: bytes, b: Batch, print_data: bool) -> Iterator[str]:
     ts_type = "LogAppendTime" if b.attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
     control = b.attributes & CONTROL_FLAG_MASK
     for _i, r in enumerate(decode_records(buf)):
-        seq = -1 if h[11] < 0 else h[11] + (r.offset - h[0])
+        seq = -1 if h[H_BASE_SEQUENCE] < 0 else h[H_BASE_SEQUENCE] + (r.offset - h[H_BASE_OFFSET])
         line = (f"| offset: {r.offset} {ts_type}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
                 f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {seq} "
                 f"headerKeys: [{','.join(k for k, _ in r.headers)}]")

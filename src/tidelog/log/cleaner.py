@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, TYPE_CHECKING
 
+from .records import H_ATTRIBUTES, H_BASE_SEQUENCE, H_LAST_OFFSET_DELTA, H_LEADER_EPOCH, H_LENGTH, H_MAX_TS, H_PRODUCER_EPOCH
 from .records import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -115,7 +116,7 @@ def _cleanable(log: "PartitionLog", now: int, first_unstable: int) -> list[LogSe
 
 def _records(seg: LogSegment) -> Iterator[tuple[bytes, tuple[Any, ...]]]:
     for pos, h in seg.batches():
-        raw = seg.log.pread(pos, LOG_OVERHEAD + h[1])
+        raw = seg.log.pread(pos, LOG_OVERHEAD + h[H_LENGTH])
         yield raw, h
 
 
@@ -145,7 +146,7 @@ class _TxnTracker:
         self.open: dict[int, int] = {}
 
     def data(self, h: tuple[Any, ...]) -> TxnKey | None:
-        if not h[5] & TRANSACTIONAL_FLAG_MASK:
+        if not h[H_ATTRIBUTES] & TRANSACTIONAL_FLAG_MASK:
             return None
         pid = h[H_PRODUCER_ID]
         first = self.open.setdefault(pid, h[H_BASE_OFFSET])
@@ -165,9 +166,9 @@ def _transactions(log: "PartitionLog") -> tuple[set[TxnKey], int]:
     aborted: set[TxnKey] = set()
     for seg in log.segments:
         for pos, h in seg.batches():
-            if h[5] & CONTROL_FLAG_MASK:
+            if h[H_ATTRIBUTES] & CONTROL_FLAG_MASK:
                 key = tracker.marker(h)
-                if key is not None and _control_type(seg.log.pread(pos, LOG_OVERHEAD + h[1])) == CONTROL_ABORT:
+                if key is not None and _control_type(seg.log.pread(pos, LOG_OVERHEAD + h[H_LENGTH])) == CONTROL_ABORT:
                     aborted.add(key)
             else:
                 tracker.data(h)
@@ -196,7 +197,7 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
     tracker = _TxnTracker()
     for seg in segs:
         for raw, h in _records(seg):
-            if h[5] & CONTROL_FLAG_MASK:
+            if h[H_ATTRIBUTES] & CONTROL_FLAG_MASK:
                 tracker.marker(h)
                 continue
             if tracker.data(h) in aborted:
@@ -212,7 +213,7 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
         parts: list[bytes] = []
         removed = changed = 0
         for raw, h in _records(seg):
-            attrs = h[5]
+            attrs = h[H_ATTRIBUTES]
             if attrs & CONTROL_FLAG_MASK:
                 key = tracker.marker(h)
                 if key is not None and key in with_data:
@@ -245,11 +246,11 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
                 lat = attrs & TIMESTAMP_TYPE_MASK
                 parts.append(
                     build_batch(
-                        keep, base_offset=h[0], codec=attrs & COMPRESSION_CODEC_MASK,
+                        keep, base_offset=h[H_BASE_OFFSET], codec=attrs & COMPRESSION_CODEC_MASK,
                         timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
-                        producer_id=h[9], producer_epoch=h[10], base_sequence=h[11],
-                        transactional=bool(attrs & TRANSACTIONAL_FLAG_MASK), partition_leader_epoch=h[2],
-                        max_timestamp=h[8] if lat else None, last_offset_delta=h[6],
+                        producer_id=h[H_PRODUCER_ID], producer_epoch=h[H_PRODUCER_EPOCH], base_sequence=h[H_BASE_SEQUENCE],
+                        transactional=bool(attrs & TRANSACTIONAL_FLAG_MASK), partition_leader_epoch=h[H_LEADER_EPOCH],
+                        max_timestamp=h[H_MAX_TS] if lat else None, last_offset_delta=h[H_LAST_OFFSET_DELTA],
                     )
                 )
         if not removed and not changed:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import cleaner as _cleaner
+from .records import H_LENGTH
 from . import legacy
 from .config import LogConfig
 from .errors import OffsetOutOfRangeError
@@ -394,7 +395,7 @@ class PartitionLog:
         found = best.find_batch(shallow)
         if found is not None:
             pos, h = found
-            for off, rts in record_timestamps(best.log.pread(pos, 12 + h[1])):
+            for off, rts in record_timestamps(best.log.pread(pos, 12 + h[H_LENGTH])):
                 if rts == ts and off >= self._log_start_offset:
                     return off, ts
         return max(shallow, self._log_start_offset), ts

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from crc32c import crc32c
 
 from .errors import KAFKA_STORAGE_ERROR, LogError
+from .records import H_BASE_OFFSET, H_CRC, H_LAST_OFFSET_DELTA, H_LENGTH, H_MAGIC
 from .records import ATTRIBUTES_OFFSET, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD
 
 logger = logging.getLogger("tidelog.log")
@@ -78,7 +79,7 @@ class LogFile:
                 if len(buf) < RECORD_BATCH_OVERHEAD:
                     return
             h = unpack(buf, off)
-            length = h[1]
+            length = h[H_LENGTH]
             if length < _MIN_LENGTH or pos + LOG_OVERHEAD + length > end:
                 return
             yield pos, h
@@ -100,19 +101,19 @@ class LogFile:
                 if len(buf) < RECORD_BATCH_OVERHEAD:
                     return
             h = HEADER.unpack_from(buf, off)
-            length = h[1]
+            length = h[H_LENGTH]
             size = LOG_OVERHEAD + length
-            if length < _MIN_LENGTH or h[3] != MAGIC_V2 or pos + size > end or h[0] < next_offset or h[6] < 0:
+            if length < _MIN_LENGTH or h[H_MAGIC] != MAGIC_V2 or pos + size > end or h[H_BASE_OFFSET] < next_offset or h[H_LAST_OFFSET_DELTA] < 0:
                 return
             if off + size > len(buf):
                 buf = os.pread(fd, max(SCAN_WINDOW, size), pos)
                 bstart, off = pos, 0
                 if len(buf) < size:
                     return
-            if crc32c(memoryview(buf)[off + ATTRIBUTES_OFFSET : off + size]) != h[4]:
+            if crc32c(memoryview(buf)[off + ATTRIBUTES_OFFSET : off + size]) != h[H_CRC]:
                 return
             yield pos, h
-            next_offset = h[0] + h[6] + 1
+            next_offset = h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] + 1
             pos += size
             self.valid_end = pos
 

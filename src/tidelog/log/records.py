@@ -278,16 +278,23 @@ class DecodedBatch:
 def _read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Zigzag varint (varlong) at pos -> (value, next pos)."""
     b = buf[pos]
-    if b < 0x80:
+    if b < 0x80:  # the common one-byte case without a call
         return (b >> 1) ^ -(b & 1), pos + 1
-    result, shift = b & 0x7F, 7
-    pos += 1
+    raw, pos = read_raw_varint(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def read_raw_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """A record varint before unzigzagging at pos -> (raw value, next pos): the one reader of
+    the record format's varints (the export's columnar decoder inlines its one- and two-byte
+    cases and calls this for the rest)."""
+    result = shift = 0
     while True:
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
+            return result, pos
         shift += 7
         if shift > 63:
             raise CorruptRecordError("varint too long")

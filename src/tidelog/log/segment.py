@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import LogConfig
+from .records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA, H_LENGTH, H_MAGIC, H_MAX_TS
 from .errors import CorruptIndexError
 from .index import OffsetIndex, TimeIndex
 from .logfile import HEADER_WINDOW, LogFile
@@ -146,9 +147,9 @@ class LogSegment:
         _, pos = self.offset_index.last_entry()
         nxt, max_ts = self.base_offset, NO_TIMESTAMP
         for _p, h in self.log.headers(pos):
-            nxt = h[0] + h[6] + 1
-            if h[8] > max_ts:
-                max_ts = h[8]
+            nxt = h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] + 1
+            if h[H_MAX_TS] > max_ts:
+                max_ts = h[H_MAX_TS]
         return max(nxt, self.base_offset), max_ts
 
     def _load_max_ts(self) -> None:
@@ -183,7 +184,7 @@ class LogSegment:
             self._rolling_ts_loaded = True
             if self.log.size >= RECORD_BATCH_OVERHEAD:
                 h = HEADER.unpack_from(self.log.pread(0, RECORD_BATCH_OVERHEAD))
-                self._rolling_ts = h[8] if h[3] == MAGIC_V2 else None
+                self._rolling_ts = h[H_MAX_TS] if h[H_MAGIC] == MAGIC_V2 else None
         return self._rolling_ts
 
     # -- indexes ----------------------------------------------------------------------------
@@ -201,7 +202,7 @@ class LogSegment:
             if self.offset_index.entries:
                 off, pos = self.offset_index.last_entry()
                 h = HEADER.unpack_from(self.log.pread(pos, RECORD_BATCH_OVERHEAD).ljust(RECORD_BATCH_OVERHEAD, b"\0"))
-                if h[3] != MAGIC_V2 or h[0] + h[6] != off:
+                if h[H_MAGIC] != MAGIC_V2 or h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] != off:
                     raise CorruptIndexError(f"{self.offset_index.path}: last entry does not match the log")
             self._check_time_index()
             self.txn_index.sanity_check()
@@ -221,14 +222,14 @@ class LogSegment:
             return
         if not self.time_index.entries:
             h = HEADER.unpack_from(self.log.pread(0, RECORD_BATCH_OVERHEAD).ljust(RECORD_BATCH_OVERHEAD, b"\0"))
-            if h[8] >= 0 and not self.active:
+            if h[H_MAX_TS] >= 0 and not self.active:
                 raise CorruptIndexError(f"{self.time_index.path}: empty for a log with timestamps")
             return
         ts, off = self.time_index.last_entry()
         _o, pos = self.offset_index.lookup(off)
         for _p, h in self.log.headers(pos):
-            if h[0] + h[6] >= off:
-                if h[0] + h[6] != off or h[8] != ts:
+            if h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] >= off:
+                if h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] != off or h[H_MAX_TS] != ts:
                     raise CorruptIndexError(f"{self.time_index.path}: last entry does not match the log")
                 break
         else:
@@ -256,9 +257,9 @@ class LogSegment:
         next_off, rolling, end = self.base_offset, None, 0
         it = self.log.scan_valid(0, self.base_offset) if validate else self.log.headers(0)
         for pos, h in it:
-            last = h[0] + h[6]
-            bmax = h[8]
-            size = LOG_OVERHEAD + h[1]
+            last = h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA]
+            bmax = h[H_MAX_TS]
+            size = LOG_OVERHEAD + h[H_LENGTH]
             if rolling is None:
                 rolling = bmax
             if bmax > max_ts:
@@ -356,12 +357,12 @@ class LogSegment:
             self.ensure_indexes()
             idx_off, pos = self.offset_index.lookup(offset)
             for p, h in self.log.headers(pos):
-                if p == pos and pos and (h[3] != MAGIC_V2 or h[0] + h[6] != idx_off):
+                if p == pos and pos and (h[H_MAGIC] != MAGIC_V2 or h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] != idx_off):
                     if attempt == 0:
                         logger.warning("segment %s: index entry does not match the log; rebuilding", self.log.path)
                         self.rebuild()
                         break
-                if h[0] + h[6] >= offset:
+                if h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] >= offset:
                     return p, h
             else:
                 return None
@@ -378,10 +379,10 @@ class LogSegment:
         length, last = 0, -1
         window = max(HEADER_WINDOW, min(max_bytes, 1 << 20))
         for _p, h in self.log.headers(start, window=window):
-            batch_last = h[0] + h[6]
+            batch_last = h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA]
             if batch_last >= max_offset:
                 break
-            size = LOG_OVERHEAD + h[1]
+            size = LOG_OVERHEAD + h[H_LENGTH]
             if length + size > max_bytes and not (length == 0 and min_one):
                 break
             length += size
@@ -400,8 +401,8 @@ class LogSegment:
         _ts, t_off = self.time_index.lookup(timestamp)
         _o, pos = self.offset_index.lookup(max(t_off, starting_offset))
         for p, h in self.log.headers(pos):
-            if h[8] >= timestamp and h[0] + h[6] >= starting_offset:
-                batch = self.log.pread(p, LOG_OVERHEAD + h[1])
+            if h[H_MAX_TS] >= timestamp and h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] >= starting_offset:
+                batch = self.log.pread(p, LOG_OVERHEAD + h[H_LENGTH])
                 for off, ts in record_timestamps(batch):
                     if ts >= timestamp and off >= starting_offset:
                         return off, ts

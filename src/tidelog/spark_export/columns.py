@@ -69,18 +69,7 @@ class Columns:
         )
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned (not yet unzigzagged) varint at pos -> (raw value, next pos)."""
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint too long")
+_uvarint = rb.read_raw_varint  # the log's record-varint reader (multi-byte cases)
 
 
 def append_batch(cols: Columns, buf, pos: int, header: tuple, start_offset: int, end_offset: int,

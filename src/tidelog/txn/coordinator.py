@@ -28,23 +28,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
+from ..wire.errors import (
+    CONCURRENT_TRANSACTIONS,
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_PRODUCER_EPOCH,
+    INVALID_PRODUCER_ID_MAPPING,
+    INVALID_TRANSACTION_TIMEOUT,
+    INVALID_TXN_STATE,
+    NONE,
+    OPERATION_NOT_ATTEMPTED,
+    PRODUCER_FENCED,
+    UNKNOWN_TOPIC_OR_PARTITION,
+)
 from .pids import ProducerIdAllocator
 from .records import TxnLogValue
 from .state import COMPLETED, PREPARING, TxnState as S, check_transition
 
 log = logging.getLogger("tidelog.txn")
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-INVALID_PRODUCER_ID_MAPPING = 49
-INVALID_TRANSACTION_TIMEOUT = 50
-CONCURRENT_TRANSACTIONS = 51
-OPERATION_NOT_ATTEMPTED = 55
-PRODUCER_FENCED = 90
-TRANSACTIONAL_ID_NOT_FOUND = 105
 MAX_EPOCH = 32767
 
 TopicPartition = tuple[str, int]

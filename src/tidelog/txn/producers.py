@@ -35,6 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from ..wire.errors import INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID
 from ..log.errors import LogAppendError
 from ..log.txnindex import AbortedTxn
 
@@ -42,10 +43,6 @@ BATCHES_KEPT = 5
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
 
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-UNKNOWN_PRODUCER_ID = 59
 SNAPSHOT_VERSION = 1
 
 

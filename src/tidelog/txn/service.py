@@ -22,6 +22,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from ..wire.errors import INVALID_TOPIC_EXCEPTION
+from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
 from ..log.errors import LogAppendError, LogError
 from ..log.log import AppendInfo, PartitionLog
 from ..log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, decode_batches
@@ -42,7 +44,6 @@ log = logging.getLogger("tidelog.txn")
 STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 UNTRACKED = (STATE_TOPIC, OFFSETS_TOPIC)  # written by coordinators, never through Produce
-INVALID_TOPIC_EXCEPTION = 17
 
 
 def _now() -> int:
@@ -86,7 +87,7 @@ class _StateLog:
                         except TR.RecordFormatError as e:
                             log.warning("%s-%d: skipping unreadable record at %d: %s", STATE_TOPIC, p, r.offset, e)
                     h = batch.header
-                    offset = max(offset, h[0] + h[6] + 1)
+                    offset = max(offset, h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] + 1)
 
 
 class _Markers:

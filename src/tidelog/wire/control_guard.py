@@ -23,6 +23,7 @@ import struct
 from dataclasses import fields, is_dataclass
 from functools import cache
 
+from .primitives import DecodeError, read_uvarint
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
 
 __all__ = ["GuardError", "check_body"]
@@ -54,15 +55,14 @@ class _Cursor:
         return p
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            b: int = self.buf[self.take(1)]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                raise GuardError("varint too long")
+        try:
+            value, pos = read_uvarint(self.buf, self.pos, 10)
+        except DecodeError as e:
+            raise GuardError(str(e)) from None
+        if pos > self.end:
+            raise GuardError(f"truncated at byte {self.pos}: a varint runs past the body")
+        self.pos = pos
+        return value
 
     def count(self, n: int) -> None:
         if n > self.end - self.pos:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from .primitives import DecodeError, read_uvarint
+
 __all__ = ["RequestHeader", "HeaderError", "parse_request_header", "response_header"]
 
 _KEY_VER_CORR = struct.Struct(">hhi")
@@ -41,19 +43,10 @@ def peek_key_version(frame: bytes | bytearray) -> tuple[int, int, int]:
 
 
 def _skip_uvarint(frame: bytes | bytearray, pos: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(frame):
-            raise HeaderError("truncated varint in request header")
-        b = frame[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise HeaderError("varint too long in request header")
+    try:
+        return read_uvarint(frame, pos)
+    except DecodeError as e:
+        raise HeaderError(f"{e} in request header") from None
 
 
 def parse_request_header(frame: bytes | bytearray, flexible: bool) -> tuple[RequestHeader, int]:

@@ -62,6 +62,23 @@ class DecodeError(ValueError):
     """The bytes are truncated or are not a valid encoding of the expected message."""
 
 
+def read_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """The protocol's unsigned varint at `pos` -> (value, next pos); the one reader the wire code
+    uses (`Reader.uvarint`, request headers, the control-plane guard). Raises DecodeError when
+    truncated or longer than `max_bytes`."""
+    value = shift = 0
+    for i in range(max_bytes):
+        try:
+            b = buf[pos + i]
+        except IndexError:
+            raise DecodeError(f"truncated varint at offset {pos + i}") from None
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos + i + 1
+        shift += 7
+    raise DecodeError(f"varint longer than {max_bytes} bytes at offset {pos}")
+
+
 # ---- variable-length integers (module functions: also used by the record codecs) ------------
 
 _SMALL_UVARINTS = [bytes((i,)) for i in range(128)]
@@ -199,27 +216,15 @@ class Reader:
     # -- variable length integers
     def uvarint(self, max_bytes: int = 5) -> int:
         pos = self.pos
-        buf = self.buf
         try:
-            b = buf[pos]
+            b = self.buf[pos]
         except IndexError:
             raise self._truncated("uvarint") from None
-        if b < 0x80:
+        if b < 0x80:  # the common one-byte case without a call
             self.pos = pos + 1
-            return b
-        value = b & 0x7F
-        shift = 7
-        for i in range(1, max_bytes):
-            try:
-                b = buf[pos + i]
-            except IndexError:
-                raise self._truncated("uvarint") from None
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                self.pos = pos + i + 1
-                return value
-            shift += 7
-        raise DecodeError(f"varint longer than {max_bytes} bytes at offset {pos}")
+            return int(b)
+        value, self.pos = read_uvarint(self.buf, pos, max_bytes)
+        return value
 
     def uvarlong(self) -> int:
         return self.uvarint(10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import logging
 
-from ...txn.coordinator import COORDINATOR_NOT_AVAILABLE, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+from ...wire.errors import COORDINATOR_NOT_AVAILABLE, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 
 log = logging.getLogger("tidelog.txn")
 

@@ -2,7 +2,7 @@
 v4 batches several transactions and may only verify (`verify_only`, KIP-890): then a partition
 not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_FENCED."""
 
-from ...txn.coordinator import INVALID_TXN_STATE, NONE
+from ...wire.errors import INVALID_TXN_STATE, NONE
 from ._txn_util import fenced_for, guarded
 
 from ..router import control_route

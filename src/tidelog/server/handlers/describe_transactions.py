@@ -3,7 +3,7 @@ partitions of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ids.
 that has not started reports start time 0 (Kafka sends -1, which kio-based readers cannot parse
 as a timestamp; clients show both as "not started")."""
 
-from ...txn.coordinator import TRANSACTIONAL_ID_NOT_FOUND
+from ...wire.errors import TRANSACTIONAL_ID_NOT_FOUND
 
 from ..router import control_route
 

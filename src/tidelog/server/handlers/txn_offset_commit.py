@@ -9,7 +9,7 @@ import time
 
 from kio.schema.errors import ErrorCode as E
 
-from ...txn.coordinator import NONE
+from ...wire.errors import NONE
 from ._txn_util import fenced_for
 from ...txn.service import OFFSETS_TOPIC
 from ...groups.records import OffsetValue
