@@ -1,8 +1,11 @@
 """The group coordinator in process, on a real Broker object (no listeners): rebalance timing,
 session expiry, protocol selection, persistence round trips and offset retention, with timeouts
-of milliseconds."""
+of milliseconds on a virtual clock (tests/virtual_time.py): every sleep and timer lasts exactly
+its loop time, however loaded the machine is."""
 
 import asyncio
+
+import pytest
 
 
 from tidelog.server.broker import Broker
@@ -11,6 +14,17 @@ from tidelog.groups import GroupCoordinator
 from tidelog.groups.records import OffsetValue
 from tidelog.groups.state import GroupState as S
 from tidelog.groups.store import MemoryGroupLog
+from virtual_time import VirtualTimePolicy
+
+# pytest-asyncio 1.x deprecates overriding this fixture for a loop factory hook that applies to
+# every test of a session; this module alone runs on virtual time, so the fixture stays.
+pytestmark = pytest.mark.filterwarnings("ignore:Overriding the \"event_loop_policy\" fixture:DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def event_loop_policy():
+    return VirtualTimePolicy()
+
 
 NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION = 0, 27, 25, 22
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
