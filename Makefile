@@ -43,7 +43,7 @@ kafka-jars: java
 kafka: $(STAMP) kafka-jars
 	$(PY) tests/kafka_process.py --port 9092
 
-# Lint (ruff) and type check (mypy: strict on wire/ and log/), then the whole suite.
+# Lint (ruff) and type check (mypy: strict on wire/, log/, txn/, groups/), then the whole suite.
 check: $(STAMP)
 	$(VENV)/bin/ruff check src tests fuzz bench
 	$(VENV)/bin/mypy

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Iterable
+from typing import Any, Coroutine, Iterable, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -46,7 +46,7 @@ class GroupCoordinator:
         self.store: OffsetStore | None = None
         self.groups: dict[str, Group] = {}
         self.loaded = False
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
         self.offsets = GroupOffsets(self)
 
@@ -94,12 +94,12 @@ class GroupCoordinator:
         active = sum(1 for g in self.groups.values() if g.members)
         log.info("restored %d groups (%d with members)", len(self.groups), active)
 
-    def spawn(self, coro) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: asyncio.Task) -> None:
+    def _task_done(self, task: "asyncio.Task[Any]") -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("group coordinator task failed", exc_info=task.exception())
@@ -107,19 +107,19 @@ class GroupCoordinator:
     # ---- the protocol, as the handlers call it -----------------------------------------------
     async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, client_host: str,
                    session_ms: int, rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
-                   require_known_member_id: bool) -> dict:
+                   require_known_member_id: bool) -> dict[str, Any]:
         return await self.membership.join(group_id, member_id, instance_id, client_id, client_host, session_ms,
                                           rebalance_ms, protocol_type, protocols, require_known_member_id)
 
     async def sync(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
-                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict:
+                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict[str, Any]:
         return await self.membership.sync(group_id, member_id, instance_id, generation, protocol_type,
                                           protocol_name, assignments)
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
         return self.membership.heartbeat(group_id, member_id, instance_id, generation)
 
-    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict]]:
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
         return self.membership.leave(group_id, leaving)
 
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
@@ -127,7 +127,7 @@ class GroupCoordinator:
         return await self.offsets.commit(group_id, generation, member_id, instance_id, offsets)
 
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
-                      require_stable: bool = False) -> tuple[int, list[dict]]:
+                      require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
         return self.offsets.fetch(group_id, topics, require_stable)
 
     async def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
@@ -137,7 +137,7 @@ class GroupCoordinator:
         return await self.offsets.expire(now)
 
     # ---- listing, describing, deleting -------------------------------------------------------
-    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[int, list[dict]]:
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[int, list[dict[str, Any]]]:
         if not self.loaded:
             return E.coordinator_load_in_progress.value, []
         wanted = {s.lower() for s in states}
@@ -152,7 +152,7 @@ class GroupCoordinator:
                         "group_state": g.state.value, "group_type": "classic"})
         return NONE, out
 
-    def describe(self, group_id: str) -> dict:
+    def describe(self, group_id: str) -> dict[str, Any]:
         base = {"error_code": NONE, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
                 "protocol_data": "", "members": []}
         if not self.loaded:

@@ -9,6 +9,8 @@ the rebalance moves on. Session liveness is a deadline plus one timer handle per
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncio
 import struct
 import time
@@ -33,8 +35,8 @@ class Member:
     protocol_type: str
     protocols: list[tuple[str, bytes]]
     assignment: bytes = b""
-    join_waiter: asyncio.Future | None = None
-    sync_waiter: asyncio.Future | None = None
+    join_waiter: asyncio.Future[Any] | None = None
+    sync_waiter: asyncio.Future[Any] | None = None
     deadline: float = 0.0  # event-loop time after which the session has expired
     timer: asyncio.TimerHandle | None = None
     is_new: bool = True  # joined, but not yet part of a completed join

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -25,22 +25,23 @@ from .state import Event, GroupState as S
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
+    from .store import OffsetStore
 
 log = logging.getLogger("tidelog.groups")
 NONE = 0
 
 
-def resolve(fut: asyncio.Future | None, value: Any) -> None:
+def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:
     if fut is not None and not fut.done():
         fut.set_result(value)
 
 
-def join_error(code: E | int, member_id: str = "", generation: int = -1) -> dict:
+def join_error(code: E | int, member_id: str = "", generation: int = -1) -> dict[str, Any]:
     return {"error_code": code, "generation_id": generation, "protocol_type": None, "protocol_name": None,
             "leader": "", "member_id": member_id, "members": []}
 
 
-def sync_error(code: E | int) -> dict:
+def sync_error(code: E | int) -> dict[str, Any]:
     return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
 
 
@@ -61,7 +62,7 @@ class Membership:
         return self.coord.loaded
 
     @property
-    def store(self):
+    def store(self) -> OffsetStore | None:
         return self.coord.store
 
     def shutdown(self, group: Group) -> None:
@@ -194,7 +195,7 @@ class Membership:
         group.rebalance_timer = loop.call_later(group.max_rebalance_timeout_ms() / 1000, self._sync_expired,
                                                 group, group.generation)
 
-    def _join_answer(self, group: Group, member: Member) -> dict:
+    def _join_answer(self, group: Group, member: Member) -> dict[str, Any]:
         members = []
         if member.member_id == group.leader_id:
             members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
@@ -232,7 +233,7 @@ class Membership:
     # ---- JoinGroup ---------------------------------------------------------------------------
     async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, client_host: str,
                    session_ms: int, rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
-                   require_known_member_id: bool) -> dict:
+                   require_known_member_id: bool) -> dict[str, Any]:
         if not self.loaded:
             return join_error(E.coordinator_load_in_progress, member_id)
         if not group_id:
@@ -267,7 +268,7 @@ class Membership:
             return join_error(E.unknown_member_id, member_id)
         return await self._join_known(group, member, fresh)
 
-    async def _join_unknown(self, group: Group, fresh: Member, require_known_member_id: bool) -> dict:
+    async def _join_unknown(self, group: Group, fresh: Member, require_known_member_id: bool) -> dict[str, Any]:
         fresh.member_id = f"{fresh.group_instance_id or fresh.client_id}-{uuid.uuid4()}"
         if fresh.group_instance_id is not None:
             old_id = group.static_members.get(fresh.group_instance_id)
@@ -287,7 +288,7 @@ class Membership:
         if group.pending_members.pop(member_id, 0) != 0:
             self._try_complete_join(group)
 
-    async def _replace_static(self, group: Group, old: Member, fresh: Member) -> dict:
+    async def _replace_static(self, group: Group, old: Member, fresh: Member) -> dict[str, Any]:
         """A static member came back with a new member id: it takes over the old one's place."""
         log.info("group %s: static member %s replaces %s", group.group_id, fresh.member_id, old.member_id)
         group.members.pop(old.member_id)
@@ -311,12 +312,12 @@ class Membership:
             return answer
         return await self._await_join(group, fresh)
 
-    async def _add_and_rebalance(self, group: Group, member: Member) -> dict:
+    async def _add_and_rebalance(self, group: Group, member: Member) -> dict[str, Any]:
         group.add(member)
         self.touch(member, group)
         return await self._await_join(group, member)
 
-    async def _await_join(self, group: Group, member: Member) -> dict:
+    async def _await_join(self, group: Group, member: Member) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         resolve(member.join_waiter, join_error(E.rebalance_in_progress, member.member_id))
         member.join_waiter = waiter = loop.create_future()
@@ -326,7 +327,7 @@ class Membership:
             self._prepare_rebalance(group, f"member {member.member_id} joined")
         return await asyncio.shield(waiter)
 
-    async def _join_known(self, group: Group, member: Member, fresh: Member) -> dict:
+    async def _join_known(self, group: Group, member: Member, fresh: Member) -> dict[str, Any]:
         same = member.same_protocols(fresh.protocols)
         member.protocols = fresh.protocols
         member.session_timeout_ms = fresh.session_timeout_ms
@@ -359,7 +360,7 @@ class Membership:
         return NONE
 
     async def sync(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
-                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict:
+                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict[str, Any]:
         if not self.loaded:
             return sync_error(E.coordinator_load_in_progress)
         group = self.groups.get(group_id)
@@ -417,7 +418,7 @@ class Membership:
             waiter, m.sync_waiter = m.sync_waiter, None
             resolve(waiter, self._sync_answer(group, m))
 
-    def _sync_answer(self, group: Group, member: Member) -> dict:
+    def _sync_answer(self, group: Group, member: Member) -> dict[str, Any]:
         return {"error_code": NONE, "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
                 "assignment": member.assignment}
 
@@ -435,7 +436,7 @@ class Membership:
             return E.rebalance_in_progress.value
         return NONE
 
-    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict]]:
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
         """(top-level error, per-member results) for members given as (member_id, group_instance_id)."""
         if not self.loaded:
             return E.coordinator_load_in_progress.value, []

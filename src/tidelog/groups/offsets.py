@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -35,6 +35,7 @@ from .state import GroupState as S
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
+    from .store import OffsetStore
 
 log = logging.getLogger("tidelog.groups")
 NONE = 0
@@ -52,7 +53,7 @@ class GroupOffsets:
         self._expiry_timer: asyncio.TimerHandle | None = None
 
     @property
-    def store(self):
+    def store(self) -> OffsetStore:
         assert self.coord.store is not None
         return self.coord.store
 
@@ -66,7 +67,7 @@ class GroupOffsets:
             return E.unknown_topic_or_partition.value
         return NONE
 
-    def _validate(self, offsets: dict[TopicPartition, OffsetValue]) -> tuple[dict, dict]:
+    def _validate(self, offsets: dict[TopicPartition, OffsetValue]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetValue]]:
         """(per-partition error codes, the offsets that may be written)."""
         results: dict[TopicPartition, int] = {}
         accepted: dict[TopicPartition, OffsetValue] = {}
@@ -158,7 +159,7 @@ class GroupOffsets:
 
     # ---- fetch and delete --------------------------------------------------------------------
     def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
-              require_stable: bool = False) -> tuple[int, list[dict]]:
+              require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
         """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
         if not self.coord.loaded:
             return E.coordinator_load_in_progress.value, []
@@ -259,7 +260,7 @@ class GroupOffsets:
                 await self.coord.drop_group(g)
         return removed
 
-    def topic_event(self, event: str, topic) -> None:
+    def topic_event(self, event: str, topic: Any) -> None:
         if event != "deleted" or self.coord.store is None:
             return
         for group_id, offs in list(self.store.offsets.items()):

@@ -137,7 +137,7 @@ class _Reader:
     def _take(self, st: struct.Struct) -> int:
         if self.pos + st.size > len(self.buf):
             raise RecordFormatError("record truncated")
-        (v,) = st.unpack_from(self.buf, self.pos)
+        v: int = st.unpack_from(self.buf, self.pos)[0]
         self.pos += st.size
         return v
 

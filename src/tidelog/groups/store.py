@@ -24,8 +24,9 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Any, Awaitable, Iterable, Iterator, Protocol, Sequence
 
+from ..log.log import AppendInfo, PartitionLog
 from . import records as R
 from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
 
@@ -44,9 +45,10 @@ class LogEntry:
 
 class GroupLog(Protocol):
     def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
-               producer_epoch: int = -1, transactional: bool = False): ...
+               producer_epoch: int = -1, transactional: bool = False) -> Awaitable[None] | None: ...
 
-    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool): ...
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
+                      commit: bool) -> Awaitable[None] | None: ...
 
     def replay(self, partition: int) -> Iterable[LogEntry]: ...
 
@@ -57,18 +59,19 @@ class MemoryGroupLog:
     def __init__(self) -> None:
         self.partitions: dict[int, list[LogEntry]] = {}
 
-    def append(self, partition, records, producer_id=-1, producer_epoch=-1, transactional=False):
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
+               producer_epoch: int = -1, transactional: bool = False) -> None:
         self.partitions.setdefault(partition, []).extend(
             LogEntry(k, v, producer_id, transactional) for k, v in records)
 
-    def append_marker(self, partition, producer_id, producer_epoch, commit):
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:
         self.partitions.setdefault(partition, []).append(LogEntry(None, None, producer_id, True, commit))
 
-    def replay(self, partition):
+    def replay(self, partition: int) -> list[LogEntry]:
         return list(self.partitions.get(partition, ()))
 
 
-async def _maybe_await(res) -> None:
+async def _maybe_await(res: Any) -> None:
     if inspect.isawaitable(res):
         await res
 
@@ -194,22 +197,23 @@ class EngineGroupLog:
 
     READ_BYTES = 1 << 20
 
-    def __init__(self, partitions, topic: str) -> None:
+    def __init__(self, partitions: Any, topic: str) -> None:
         self.partitions = partitions  # the broker's Partitions service
         self.topic = topic
 
-    def _log(self, partition: int):
-        plog = self.partitions.get(self.topic, partition)
+    def _log(self, partition: int) -> PartitionLog:
+        plog: PartitionLog | None = self.partitions.get(self.topic, partition)
         if plog is None:
             raise RuntimeError(f"{self.topic}-{partition} does not exist")
         return plog
 
-    async def _written(self, plog, info) -> None:
+    async def _written(self, plog: PartitionLog, info: AppendInfo) -> None:
         self.partitions.notify(self.topic, plog.partition)
         if info.flush_needed:
             await self.partitions.group_commit.flush(plog)
 
-    async def append(self, partition, records, producer_id=-1, producer_epoch=-1, transactional=False):
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
+                     producer_epoch: int = -1, transactional: bool = False) -> None:
         from ..log.records import Record
 
         plog = self._log(partition)
@@ -218,14 +222,14 @@ class EngineGroupLog:
                                    producer_epoch=producer_epoch, transactional=transactional)
         await self._written(plog, info)
 
-    async def append_marker(self, partition, producer_id, producer_epoch, commit):
+    async def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:
         from ..log.records import CONTROL_ABORT, CONTROL_COMMIT
 
         plog = self._log(partition)
         info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch, 0)
         await self._written(plog, info)
 
-    def replay(self, partition):
+    def replay(self, partition: int) -> Iterator[LogEntry]:
         from ..log import records as LR
 
         plog = self._log(partition)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from ..wire.errors import (
     CONCURRENT_TRANSACTIONS,
@@ -77,7 +77,7 @@ class TxnMetadata:
     last_producer_epoch: int = -1  # the epoch before the last bump (a retried InitProducerId)
     busy: bool = False
 
-    def value(self, **changes) -> TxnLogValue:
+    def value(self, **changes: Any) -> TxnLogValue:
         parts: dict[str, list[int]] = {}
         for t, p in changes.get("partitions", self.partitions):
             parts.setdefault(t, []).append(p)
@@ -133,7 +133,7 @@ class TxnCoordinator:
                                   meta.state.kafka_name)
 
     # ---- state writes -----------------------------------------------------------------------------
-    async def _persist(self, meta: TxnMetadata, **changes) -> None:
+    async def _persist(self, meta: TxnMetadata, **changes: Any) -> None:
         target = changes.get("state", meta.state)
         check_transition(meta.state, target)
         changes.setdefault("last_update_ms", self.clock())

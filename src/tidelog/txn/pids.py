@@ -17,7 +17,7 @@ FILE = "producer-id-block"
 
 
 class ProducerIdAllocator:
-    def __init__(self, data_dir: str | os.PathLike) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         self.path = Path(data_dir) / FILE
         try:
             self._reserved_end = int(self.path.read_text().strip() or 0)

@@ -38,6 +38,7 @@ from typing import Callable, Iterable
 from ..wire.errors import INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID
 from ..log.errors import LogAppendError
 from ..log.txnindex import AbortedTxn
+from ..log.validation import BatchInfo
 
 BATCHES_KEPT = 5
 NO_SEQUENCE = -1
@@ -68,7 +69,7 @@ class BatchMeta:
 class ProducerEntry:
     producer_id: int
     epoch: int = -1
-    batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+    batches: deque["BatchMeta"] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
     last_timestamp: int = -1
     coordinator_epoch: int = -1
     txn_first_offset: int | None = None
@@ -97,7 +98,7 @@ class PartitionProducers:
         self.producers: dict[int, ProducerEntry] = {}
 
     # ---- append path -------------------------------------------------------------------------
-    def check(self, batches: Iterable, verify: Verifier | None = None,
+    def check(self, batches: Iterable[BatchInfo], verify: Verifier | None = None,
               known: Callable[[int], bool] | None = None) -> dict[int, ProducerEntry]:
         """Staged entries for the batches (validation.BatchInfo), or LogAppendError /
         DuplicateBatch. Nothing is changed until `apply`."""

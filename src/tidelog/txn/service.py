@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..wire.errors import INVALID_TOPIC_EXCEPTION
 from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
@@ -67,7 +67,7 @@ class _StateLog:
         plog.append_records([rec])
         await s.partitions.group_commit.flush(plog)
 
-    def read_all(self):
+    def read_all(self) -> Iterator[tuple[str, TR.TxnLogValue | None]]:
         s = self.service
         for p in range(s.num_partitions):
             plog = s.partitions.get(STATE_TOPIC, p)
@@ -96,7 +96,8 @@ class _Markers:
     def __init__(self, service: "TxnService") -> None:
         self.service = service
 
-    async def write(self, producer_id, producer_epoch, commit, partitions) -> None:
+    async def write(self, producer_id: int, producer_epoch: int, commit: bool,
+                    partitions: Iterable[tuple[str, int]]) -> None:
         s = self.service
         to_flush = []
         offsets_done = False
@@ -144,7 +145,7 @@ class TxnService:
         )
         self.states: dict[tuple[str, int], PartitionProducers] = {}
         self._active_base: dict[tuple[str, int], int] = {}
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
 
     def _partition_exists(self, topic: str, partition: int) -> bool:
         t = self.registry.get(topic)
@@ -181,7 +182,7 @@ class TxnService:
                 except OSError as e:
                     log.warning("%s-%d: producer snapshot not written: %s", topic, partition, e)
 
-    def _load(self, plog) -> PartitionProducers:
+    def _load(self, plog: PartitionLog) -> PartitionProducers:
         state = load_state(plog)
         key = (plog.topic, plog.partition)
         self.states[key] = state
@@ -189,11 +190,11 @@ class TxnService:
         plog.set_first_unstable_offset(state.first_unstable_offset())
         return state
 
-    def state_for(self, topic: str, partition: int, plog) -> PartitionProducers:
+    def state_for(self, topic: str, partition: int, plog: PartitionLog) -> PartitionProducers:
         state = self.states.get((topic, partition))
         return state if state is not None else self._load(plog)
 
-    def _topic_event(self, event: str, topic) -> None:
+    def _topic_event(self, event: str, topic: Any) -> None:
         if event == "deleted":
             for key in [k for k in self.states if k[0] == topic.name]:
                 self.states.pop(key, None)
@@ -235,7 +236,7 @@ class TxnService:
         coordinator = self.coordinator
         staged = None
 
-        def check(v) -> None:
+        def check(v: Any) -> None:
             nonlocal staged
             staged = state.check(v.batches, lambda pid, epoch: coordinator.verify(pid, epoch, key), self.pids.issued)
 
@@ -251,7 +252,7 @@ class TxnService:
             self._after_append(plog, state)
         return info
 
-    def _after_append(self, plog, state: PartitionProducers) -> None:
+    def _after_append(self, plog: PartitionLog, state: PartitionProducers) -> None:
         key = (plog.topic, plog.partition)
         base = plog.segments[-1].base_offset
         if self._active_base.get(key) != base:
@@ -263,10 +264,10 @@ class TxnService:
 
     # ---- markers ----------------------------------------------------------------------------------
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int = 0):
+                     coordinator_epoch: int = 0) -> PartitionLog | None:
         """Append a COMMIT/ABORT marker where the producer has an open transaction; the log
         written to (to flush), or None when there was nothing to close."""
-        plog = self.partitions.get(topic, partition)
+        plog: PartitionLog | None = self.partitions.get(topic, partition)
         if plog is None:
             return None
         state = self.state_for(topic, partition, plog)

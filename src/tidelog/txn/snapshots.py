@@ -22,6 +22,7 @@ from ..log.records import (
     H_LAST_OFFSET_DELTA, H_LENGTH, H_MAX_TS, H_PRODUCER_EPOCH, H_PRODUCER_ID, LOG_OVERHEAD,
     TRANSACTIONAL_FLAG_MASK, decode_records, parse_control_record,
 )
+from ..log.log import PartitionLog
 from .producers import PartitionProducers
 
 log = logging.getLogger("tidelog.txn")
@@ -43,9 +44,9 @@ def snapshot_files(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def write_snapshot(plog, state: PartitionProducers, offset: int | None = None) -> Path:
+def write_snapshot(plog: PartitionLog, state: PartitionProducers, offset: int | None = None) -> Path:
     offset = plog.log_end_offset if offset is None else offset
-    path = plog.dir / f"{offset:020d}{SUFFIX}"
+    path: Path = plog.dir / f"{offset:020d}{SUFFIX}"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(state.snapshot_bytes(offset))
     os.replace(tmp, path)
@@ -54,7 +55,7 @@ def write_snapshot(plog, state: PartitionProducers, offset: int | None = None) -
     return path
 
 
-def load_state(plog) -> PartitionProducers:
+def load_state(plog: PartitionLog) -> PartitionProducers:
     """The partition's producer state: newest usable snapshot plus replay of the log after it."""
     leo = plog.log_end_offset
     state, start = PartitionProducers(plog.topic, plog.partition), plog.log_start_offset
@@ -72,7 +73,7 @@ def load_state(plog) -> PartitionProducers:
     return state
 
 
-def replay(plog, state: PartitionProducers, offset: int) -> None:
+def replay(plog: PartitionLog, state: PartitionProducers, offset: int) -> None:
     """Apply every batch whose last offset is >= `offset`, reading batch headers only (a
     control batch, a few dozen bytes, is read whole to tell COMMIT from ABORT)."""
     end = plog.log_end_offset
@@ -100,7 +101,7 @@ def replay(plog, state: PartitionProducers, offset: int) -> None:
             offset = last + 1
 
 
-def _replay_marker(plog, state: PartitionProducers, batch, pid: int, epoch: int, offset: int) -> None:
+def _replay_marker(plog: PartitionLog, state: PartitionProducers, batch: bytes, pid: int, epoch: int, offset: int) -> None:
     try:
         records = decode_records(batch)
         ctype, coord_epoch = parse_control_record(records[0])
