@@ -1,23 +1,35 @@
-"""One module per API. Each exposes `register(broker)`, adding its route to `broker.router`.
+"""One module per API. Each declares `ROUTE` (its API key from `ApiKey`, the versions it serves,
+its codec) around a module-level `handle(broker, ctx, request)`; `register_all` binds each
+handler to the broker (the composition root, whose parts the handler uses) and adds the route.
 
-Modules are discovered, so adding an API is adding a module here; a module whose subsystem is not
-available may simply not register (ApiVersions then does not advertise it).
+Adding an API is adding a module here (and its authorization rule): ApiVersions advertises
+exactly what is routed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
-import logging
 import pkgutil
+from typing import TYPE_CHECKING
 
-log = logging.getLogger("tidelog.server")
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..router import Route
 
 
-def register_all(broker) -> None:
+def routes() -> list[Route]:
+    """Every handler module's route declaration, in module name order."""
+    out = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(broker)
+        out.append(module.ROUTE)
+    return out
+
+
+def register_all(broker: Broker) -> None:
+    for route in routes():
+        broker.router.add(dataclasses.replace(route, handle=functools.partial(route.handle, broker)))

@@ -2,18 +2,27 @@
 v4 batches several transactions and may only verify (`verify_only`, KIP-890): then a partition
 not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_FENCED."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ...wire.errors import INVALID_TXN_STATE, NONE
 from ._txn_util import fenced_for, guarded
 
 from ..router import control_route
 
-API_KEY = 24
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest
 
 
-def register(broker) -> None:
+
+async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
     txn = broker.txn
     coordinator = txn.coordinator
-
     async def one(txn_id, pid, epoch, topics, version, verify_only=False) -> list[dict]:
         tps = [(t.name, p) for t in topics for p in t.partitions]
         if verify_only:
@@ -28,16 +37,16 @@ def register(broker) -> None:
                 {"partition_index": p, "partition_error_code": fenced_for(code, version, 2)})
         return [{"name": t, "results_by_partition": parts} for t, parts in by_topic.items()]
 
-    async def handle(ctx, request):
-        v = ctx.api_version
-        if v >= 4:
-            out = []
-            for tr in request.transactions:
-                out.append({"transactional_id": tr.transactional_id, "topic_results": await one(
-                    tr.transactional_id, tr.producer_id, tr.producer_epoch, tr.topics, v, tr.verify_only)})
-            return {"throttle_time": 0, "error_code": NONE, "results_by_transaction": out}
-        return {"throttle_time": 0, "results_by_topic_v3_and_below": await one(
-            request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch, request.v3_and_below_topics, v)}
+    v = ctx.api_version
+    if v >= 4:
+        out = []
+        for tr in request.transactions:
+            out.append({"transactional_id": tr.transactional_id, "topic_results": await one(
+                tr.transactional_id, tr.producer_id, tr.producer_epoch, tr.topics, v, tr.verify_only)})
+        return {"throttle_time": 0, "error_code": NONE, "results_by_transaction": out}
+    return {"throttle_time": 0, "results_by_topic_v3_and_below": await one(
+        request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+        request.v3_and_below_producer_epoch, request.v3_and_below_topics, v)}
 
-    broker.router.add(control_route(API_KEY, 0, 4, handle))
+
+ROUTE = control_route(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, handle)

@@ -1,10 +1,20 @@
 """AlterConfigs (key 33, v0-2): replace a topic's overrides wholesale (legacy semantics)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 
-API_KEY = 33
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.alter_configs.v2.request import AlterConfigsRequest
+
 TOPIC = 2
 
 
@@ -23,21 +33,20 @@ def check_topic_resource(broker, r):
     return topic, None
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: AlterConfigsRequest) -> Any:
     admin = broker.admin
+    responses = []
+    for r in request.resources:
+        topic, err = check_topic_resource(broker, r)
+        if err:
+            responses.append(err)
+            continue
+        new = {c.name: c.value for c in r.configs if c.value is not None}
+        code, msg = admin.check_configs(new)
+        if not code and not request.validate_only:
+            admin.set_configs(topic.name, new)
+        responses.append(alter_result(r, code, msg))
+    return {"throttle_time": 0, "responses": responses}
 
-    def handle(ctx, request):
-        responses = []
-        for r in request.resources:
-            topic, err = check_topic_resource(broker, r)
-            if err:
-                responses.append(err)
-                continue
-            new = {c.name: c.value for c in r.configs if c.value is not None}
-            code, msg = admin.check_configs(new)
-            if not code and not request.validate_only:
-                admin.set_configs(topic.name, new)
-            responses.append(alter_result(r, code, msg))
-        return {"throttle_time": 0, "responses": responses}
 
-    broker.router.add(control_route(API_KEY, 0, 2, handle))
+ROUTE = control_route(ApiKey.ALTER_CONFIGS, 0, 2, handle)

@@ -9,6 +9,10 @@ Alter on the cluster (the authorization rule answers CLUSTER_AUTHORIZATION_FAILE
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 import os
 
 from kio.schema.errors import ErrorCode as E
@@ -16,27 +20,30 @@ from kio.schema.errors import ErrorCode as E
 from ..router import control_route
 from .describe_log_dirs import log_dir_path
 
-API_KEY = 34
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
     partitions = broker.partitions
+    current = log_dir_path(broker)
+    results: dict[str, list[dict]] = {}
+    for d in request.dirs:
+        dir_ok = os.path.isabs(d.path) and os.path.realpath(d.path) == current
+        for t in d.topics:
+            for p in t.partitions:
+                if partitions.get(t.name, p) is None:
+                    code = E.unknown_topic_or_partition.value
+                elif not dir_ok:
+                    code = E.log_dir_not_found.value
+                else:
+                    code = E.none.value
+                results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+    return {"throttle_time": 0, "results": [
+        {"topic_name": name, "partitions": parts} for name, parts in results.items()]}
 
-    def handle(ctx, request):
-        current = log_dir_path(broker)
-        results: dict[str, list[dict]] = {}
-        for d in request.dirs:
-            dir_ok = os.path.isabs(d.path) and os.path.realpath(d.path) == current
-            for t in d.topics:
-                for p in t.partitions:
-                    if partitions.get(t.name, p) is None:
-                        code = E.unknown_topic_or_partition.value
-                    elif not dir_ok:
-                        code = E.log_dir_not_found.value
-                    else:
-                        code = E.none.value
-                    results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
-        return {"throttle_time": 0, "results": [
-            {"topic_name": name, "partitions": parts} for name, parts in results.items()]}
 
-    broker.router.add(control_route(API_KEY, 1, 2, handle))
+ROUTE = control_route(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, handle)

@@ -4,6 +4,12 @@ The client sends salt, iterations and SaltedPassword = Hi(password, salt, iterat
 keeps StoredKey and ServerKey derived from it (security.scram), persisted in the data directory.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from collections import Counter
 
 from kio.schema.errors import ErrorCode as E
@@ -11,51 +17,54 @@ from kio.schema.errors import ErrorCode as E
 from ..router import control_route
 from ..security.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 
-API_KEY = 51
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
     store = broker.security.credentials
+    results: dict[str, dict] = {}
+    counts = Counter((op.name, op.mechanism) for op in (*request.deletions, *request.upsertions))
+    users_in_order = list(dict.fromkeys(op.name for op in (*request.deletions, *request.upsertions)))
 
-    def handle(ctx, request):
-        results: dict[str, dict] = {}
-        counts = Counter((op.name, op.mechanism) for op in (*request.deletions, *request.upsertions))
-        users_in_order = list(dict.fromkeys(op.name for op in (*request.deletions, *request.upsertions)))
+    def fail(user, code, message):
+        results.setdefault(user, {"user": user, "error_code": code, "error_message": message})
 
-        def fail(user, code, message):
-            results.setdefault(user, {"user": user, "error_code": code, "error_message": message})
+    for op in (*request.deletions, *request.upsertions):
+        if not op.name:
+            fail(op.name, E.unacceptable_credential, "Username must not be empty")
+        elif op.mechanism not in BY_NUMBER:
+            fail(op.name, E.unsupported_sasl_mechanism, f"Unknown SCRAM mechanism {op.mechanism}")
+        elif counts[(op.name, op.mechanism)] > 1:
+            fail(op.name, E.duplicate_resource, "A user credential cannot be altered twice in the same request")
+    for op in request.deletions:
+        if op.name not in results and store.get(op.name, BY_NUMBER[op.mechanism]) is None:
+            fail(op.name, E.resource_not_found, f"Attempt to delete a user credential that does not exist: {op.name}")
+    for op in request.upsertions:
+        if op.name in results:
+            continue
+        if not MIN_ITERATIONS <= op.iterations <= MAX_ITERATIONS:
+            fail(op.name, E.unacceptable_credential,
+                 f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}, got {op.iterations}")
+        elif not op.salt or not op.salted_password:
+            fail(op.name, E.unacceptable_credential, "Salt and salted password must not be empty")
+    changed = False
+    for op in request.deletions:
+        if op.name not in results:
+            changed |= store.delete(op.name, BY_NUMBER[op.mechanism])
+    for op in request.upsertions:
+        if op.name not in results:
+            mech = BY_NUMBER[op.mechanism]
+            store.put(op.name, mech, ScramCredential.from_salted(mech, bytes(op.salt), op.iterations,
+                                                                 bytes(op.salted_password)))
+            changed = True
+    if changed:
+        store.save()
+    return {"throttle_time": 0, "results": [
+        results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order]}
 
-        for op in (*request.deletions, *request.upsertions):
-            if not op.name:
-                fail(op.name, E.unacceptable_credential, "Username must not be empty")
-            elif op.mechanism not in BY_NUMBER:
-                fail(op.name, E.unsupported_sasl_mechanism, f"Unknown SCRAM mechanism {op.mechanism}")
-            elif counts[(op.name, op.mechanism)] > 1:
-                fail(op.name, E.duplicate_resource, "A user credential cannot be altered twice in the same request")
-        for op in request.deletions:
-            if op.name not in results and store.get(op.name, BY_NUMBER[op.mechanism]) is None:
-                fail(op.name, E.resource_not_found, f"Attempt to delete a user credential that does not exist: {op.name}")
-        for op in request.upsertions:
-            if op.name in results:
-                continue
-            if not MIN_ITERATIONS <= op.iterations <= MAX_ITERATIONS:
-                fail(op.name, E.unacceptable_credential,
-                     f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}, got {op.iterations}")
-            elif not op.salt or not op.salted_password:
-                fail(op.name, E.unacceptable_credential, "Salt and salted password must not be empty")
-        changed = False
-        for op in request.deletions:
-            if op.name not in results:
-                changed |= store.delete(op.name, BY_NUMBER[op.mechanism])
-        for op in request.upsertions:
-            if op.name not in results:
-                mech = BY_NUMBER[op.mechanism]
-                store.put(op.name, mech, ScramCredential.from_salted(mech, bytes(op.salt), op.iterations,
-                                                                     bytes(op.salted_password)))
-                changed = True
-        if changed:
-            store.save()
-        return {"throttle_time": 0, "results": [
-            results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order]}
 
-    broker.router.add(control_route(API_KEY, 0, 0, handle))
+ROUTE = control_route(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle)

@@ -1,33 +1,42 @@
 """CreateAcls (key 30, v1-3): add bindings; each creation is answered on its own."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from ..security.acls import AclBinding
 
-API_KEY = 30
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.create_acls.v3.request import CreateAclsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: CreateAclsRequest) -> Any:
     security = broker.security
+    if security.authorizer is None:
+        return {"throttle_time": 0, "results": [
+            {"error_code": E.security_disabled, "error_message": "No Authorizer is configured"}
+            for _ in request.creations]}
+    results, valid = [], []
+    for c in request.creations:
+        b = AclBinding(int(c.resource_type), c.resource_name, int(getattr(c, "resource_pattern_type", 3)),
+                       c.principal, c.host, int(c.operation), int(c.permission_type))
+        reason = b.invalid_reason()
+        if reason:
+            results.append({"error_code": E.invalid_request, "error_message": reason})
+        else:
+            valid.append(b)
+            results.append({"error_code": E.none, "error_message": None})
+    if valid:
+        security.acls.add(valid)
+    return {"throttle_time": 0, "results": results}
 
-    def handle(ctx, request):
-        if security.authorizer is None:
-            return {"throttle_time": 0, "results": [
-                {"error_code": E.security_disabled, "error_message": "No Authorizer is configured"}
-                for _ in request.creations]}
-        results, valid = [], []
-        for c in request.creations:
-            b = AclBinding(int(c.resource_type), c.resource_name, int(getattr(c, "resource_pattern_type", 3)),
-                           c.principal, c.host, int(c.operation), int(c.permission_type))
-            reason = b.invalid_reason()
-            if reason:
-                results.append({"error_code": E.invalid_request, "error_message": reason})
-            else:
-                valid.append(b)
-                results.append({"error_code": E.none, "error_message": None})
-        if valid:
-            security.acls.add(valid)
-        return {"throttle_time": 0, "results": results}
 
-    broker.router.add(control_route(API_KEY, 1, 3, handle))
+ROUTE = control_route(ApiKey.CREATE_ACLS, 1, 3, handle)

@@ -1,82 +1,88 @@
 """CreateTopics (key 19, v0-7): validate_only, configs, partitions, replication factor 1/-1."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
 from ..router import control_route
 
-API_KEY = 19
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.create_topics.v7.request import CreateTopicsRequest
+
 SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) -> Any:
     admin = broker.admin
-
-    def handle(ctx, request):
-        results = []
-        seen: set[str] = set()
-        validate_only = getattr(request, "validate_only", False)
-        too_many = sum(max(_requested(t, broker.config["num.partitions"]), 0)
-                       for t in request.topics) > MAX_NEW_PARTITIONS_PER_REQUEST
-        for t in request.topics:
-            name = t.name
-            entry = {"name": name, "topic_id": None, "error_code": 0, "error_message": None,
-                     "num_partitions": -1, "replication_factor": -1, "configs": []}
-            if too_many:  # Kafka fails every topic of the request
-                entry.update(error_code=TOO_MANY_PER_REQUEST[0], error_message=TOO_MANY_PER_REQUEST[1])
-                results.append(entry)
-                continue
-            if name in seen:
-                entry.update(error_code=E.invalid_request.value, error_message=f"Duplicate topic name {name!r}.")
-                results.append(entry)
-                continue
-            seen.add(name)
-            partitions = t.num_partitions
-            rf = t.replication_factor
-            if t.assignments:
-                if partitions != -1 or rf != -1:
-                    entry.update(error_code=E.invalid_request.value,
-                                 error_message="Both numPartitions or replicationFactor and replicasAssignments were set.")
-                    results.append(entry)
-                    continue
-                bad = [a for a in t.assignments if list(a.broker_ids) != [broker.node_id]]
-                if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
-                    entry.update(error_code=E.invalid_replica_assignment.value,
-                                 error_message=f"Replica assignments must name only broker {broker.node_id}, one per partition 0..n-1.")
-                    results.append(entry)
-                    continue
-                partitions = len(t.assignments)
-            if partitions == -1:
-                partitions = broker.config["num.partitions"]
-            configs = {c.name: c.value for c in t.configs}
-            code, msg = admin.check_create(name, partitions, rf, configs)
-            if code:
-                entry.update(error_code=code, error_message=msg)
-                results.append(entry)
-                continue
-            if validate_only:
-                effective = {**broker.topic_defaults, **{k: v for k, v in configs.items() if v is not None}}
-                topic_id = None
-            else:
-                topic = admin.create(name, partitions, configs)
-                effective = admin.topic_configs(topic)
-                topic_id = topic.topic_id
-            overrides = {k for k, v in configs.items() if v is not None}
-            entry.update(
-                topic_id=topic_id,
-                num_partitions=partitions,
-                replication_factor=1,
-                configs=[
-                    {"name": k, "value": v, "read_only": False,
-                     "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
-                     "is_sensitive": False}
-                    for k, v in sorted(effective.items())
-                ],
-            )
+    results = []
+    seen: set[str] = set()
+    validate_only = getattr(request, "validate_only", False)
+    too_many = sum(max(_requested(t, broker.config["num.partitions"]), 0)
+                   for t in request.topics) > MAX_NEW_PARTITIONS_PER_REQUEST
+    for t in request.topics:
+        name = t.name
+        entry = {"name": name, "topic_id": None, "error_code": 0, "error_message": None,
+                 "num_partitions": -1, "replication_factor": -1, "configs": []}
+        if too_many:  # Kafka fails every topic of the request
+            entry.update(error_code=TOO_MANY_PER_REQUEST[0], error_message=TOO_MANY_PER_REQUEST[1])
             results.append(entry)
-        return {"throttle_time": 0, "topics": results}
-
-    broker.router.add(control_route(API_KEY, 0, 7, handle))
+            continue
+        if name in seen:
+            entry.update(error_code=E.invalid_request.value, error_message=f"Duplicate topic name {name!r}.")
+            results.append(entry)
+            continue
+        seen.add(name)
+        partitions = t.num_partitions
+        rf = t.replication_factor
+        if t.assignments:
+            if partitions != -1 or rf != -1:
+                entry.update(error_code=E.invalid_request.value,
+                             error_message="Both numPartitions or replicationFactor and replicasAssignments were set.")
+                results.append(entry)
+                continue
+            bad = [a for a in t.assignments if list(a.broker_ids) != [broker.node_id]]
+            if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
+                entry.update(error_code=E.invalid_replica_assignment.value,
+                             error_message=f"Replica assignments must name only broker {broker.node_id}, one per partition 0..n-1.")
+                results.append(entry)
+                continue
+            partitions = len(t.assignments)
+        if partitions == -1:
+            partitions = broker.config["num.partitions"]
+        configs = {c.name: c.value for c in t.configs}
+        code, msg = admin.check_create(name, partitions, rf, configs)
+        if code:
+            entry.update(error_code=code, error_message=msg)
+            results.append(entry)
+            continue
+        if validate_only:
+            effective = {**broker.topic_defaults, **{k: v for k, v in configs.items() if v is not None}}
+            topic_id = None
+        else:
+            topic = admin.create(name, partitions, configs)
+            effective = admin.topic_configs(topic)
+            topic_id = topic.topic_id
+        overrides = {k for k, v in configs.items() if v is not None}
+        entry.update(
+            topic_id=topic_id,
+            num_partitions=partitions,
+            replication_factor=1,
+            configs=[
+                {"name": k, "value": v, "read_only": False,
+                 "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
+                 "is_sensitive": False}
+                for k, v in sorted(effective.items())
+            ],
+        )
+        results.append(entry)
+    return {"throttle_time": 0, "topics": results}
 
 
 def _requested(topic, default: int) -> int:
@@ -84,3 +90,6 @@ def _requested(topic, default: int) -> int:
     if topic.assignments:
         return len(topic.assignments)
     return default if topic.num_partitions == -1 else topic.num_partitions
+
+
+ROUTE = control_route(ApiKey.CREATE_TOPICS, 0, 7, handle)

@@ -1,33 +1,42 @@
 """DeleteAcls (key 31, v1-3): remove the bindings matching each filter, and say which."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from .describe_acls import acl_filter, filter_error
 
-API_KEY = 31
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
     security = broker.security
+    if security.authorizer is None:
+        return {"throttle_time": 0, "filter_results": [
+            {"error_code": E.security_disabled, "error_message": "No Authorizer is configured",
+             "matching_acls": []} for _ in request.filters]}
+    results = []
+    for f in request.filters:
+        flt = acl_filter(f)
+        if filter_error(flt):
+            results.append({"error_code": E.invalid_request, "error_message": filter_error(flt),
+                            "matching_acls": []})
+            continue
+        gone = security.acls.remove(flt)
+        results.append({"error_code": E.none, "error_message": None, "matching_acls": [
+            {"error_code": E.none, "error_message": None, "resource_type": b.resource_type,
+             "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal,
+             "host": b.host, "operation": b.operation, "permission_type": b.permission} for b in gone]})
+    return {"throttle_time": 0, "filter_results": results}
 
-    def handle(ctx, request):
-        if security.authorizer is None:
-            return {"throttle_time": 0, "filter_results": [
-                {"error_code": E.security_disabled, "error_message": "No Authorizer is configured",
-                 "matching_acls": []} for _ in request.filters]}
-        results = []
-        for f in request.filters:
-            flt = acl_filter(f)
-            if filter_error(flt):
-                results.append({"error_code": E.invalid_request, "error_message": filter_error(flt),
-                                "matching_acls": []})
-                continue
-            gone = security.acls.remove(flt)
-            results.append({"error_code": E.none, "error_message": None, "matching_acls": [
-                {"error_code": E.none, "error_message": None, "resource_type": b.resource_type,
-                 "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal,
-                 "host": b.host, "operation": b.operation, "permission_type": b.permission} for b in gone]})
-        return {"throttle_time": 0, "filter_results": results}
 
-    broker.router.add(control_route(API_KEY, 1, 3, handle))
+ROUTE = control_route(ApiKey.DELETE_ACLS, 1, 3, handle)

@@ -1,17 +1,26 @@
 """DeleteGroups (key 42, v0-2): remove empty groups and their committed offsets (tombstones)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ..router import control_route
 
-API_KEY = 42
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 
 
-def register(broker) -> None:
+
+async def handle(broker: Broker, ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
     coordinator = broker.groups
+    results = []
+    for g in request.groups_names:
+        results.append({"group_id": g, "error_code": await coordinator.delete_group(g)})
+    return {"throttle_time": 0, "results": results}
 
-    async def handle(ctx, request):
-        results = []
-        for g in request.groups_names:
-            results.append({"group_id": g, "error_code": await coordinator.delete_group(g)})
-        return {"throttle_time": 0, "results": results}
 
-    broker.router.add(control_route(API_KEY, 0, 2, handle))
+ROUTE = control_route(ApiKey.DELETE_GROUPS, 0, 2, handle)

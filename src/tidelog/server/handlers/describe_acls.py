@@ -1,11 +1,21 @@
 """DescribeAcls (key 29, v1-3): bindings matching a filter, grouped by resource pattern."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from ..security.acls import AclFilter
 
-API_KEY = 29
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+
 
 
 def acl_filter(f) -> AclFilter:
@@ -29,23 +39,22 @@ def filter_error(f: AclFilter) -> str | None:
     return None
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: DescribeAclsRequest) -> Any:
     security = broker.security
+    if security.authorizer is None:
+        return {"throttle_time": 0, "error_code": E.security_disabled,
+                "error_message": "No Authorizer is configured", "resources": []}
+    flt = acl_filter(request)
+    if filter_error(flt):
+        return {"throttle_time": 0, "error_code": E.invalid_request, "error_message": filter_error(flt),
+                "resources": []}
+    groups: dict[tuple, list] = {}
+    for b in security.acls.find(flt):
+        groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
+            {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})
+    return {"throttle_time": 0, "error_code": E.none, "error_message": None, "resources": [
+        {"resource_type": rt, "resource_name": name, "pattern_type": pt, "acls": acls}
+        for (rt, name, pt), acls in groups.items()]}
 
-    def handle(ctx, request):
-        if security.authorizer is None:
-            return {"throttle_time": 0, "error_code": E.security_disabled,
-                    "error_message": "No Authorizer is configured", "resources": []}
-        flt = acl_filter(request)
-        if filter_error(flt):
-            return {"throttle_time": 0, "error_code": E.invalid_request, "error_message": filter_error(flt),
-                    "resources": []}
-        groups: dict[tuple, list] = {}
-        for b in security.acls.find(flt):
-            groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
-                {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})
-        return {"throttle_time": 0, "error_code": E.none, "error_message": None, "resources": [
-            {"resource_type": rt, "resource_name": name, "pattern_type": pt, "acls": acls}
-            for (rt, name, pt), acls in groups.items()]}
 
-    broker.router.add(control_route(API_KEY, 1, 3, handle))
+ROUTE = control_route(ApiKey.DESCRIBE_ACLS, 1, 3, handle)

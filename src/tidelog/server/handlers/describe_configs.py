@@ -6,22 +6,39 @@ broker key set in the configuration (STATIC_BROKER_CONFIG), else the default; sy
 in that order, as Kafka does.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
+import functools
+
 from ..config import BROKER_KEYS
+from ..topic_config import effective
 from ..config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ..router import control_route
 
-API_KEY = 32
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
 
 
-def register(broker) -> None:
+@functools.cache
+def _built_in_defaults() -> dict[str, str]:
+    """Topic keys' values with no broker key set (the default synonyms' values)."""
+    return effective({}, {})
+
+
+def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
     admin, registry = broker.admin, broker.registry
     raw = broker.config.raw
-    defaults_only = None
-
     def entry(version, name, value, source, ctype, synonyms, want_synonyms, want_docs=False):
         sensitive = ctype == ConfigType.PASSWORD
         out = {
@@ -56,50 +73,45 @@ def register(broker) -> None:
     def wanted(keys):
         return set(keys) if keys else None
 
-    def handle(ctx, request):
-        nonlocal defaults_only
-        synonyms = getattr(request, "include_synonyms", False)
-        docs = getattr(request, "include_documentation", False)
-        results = []
-        for r in request.resources:
-            res = {"error_code": 0, "error_message": None, "resource_type": r.resource_type,
-                   "resource_name": r.resource_name, "configs": []}
-            keys = wanted(r.configuration_keys)
-            if r.resource_type == TOPIC:
-                topic = registry.get(r.resource_name)
-                if topic is None:
-                    res.update(error_code=E.unknown_topic_or_partition.value,
-                               error_message=f"Topic '{r.resource_name}' does not exist.")
-                else:
-                    values = admin.topic_configs(topic)
-                    if defaults_only is None:
-                        from ..topic_config import effective
-
-                        defaults_only = effective({}, {})
-                    for name in sorted(values):
-                        if keys is not None and name not in keys:
-                            continue
-                        syn = topic_synonyms(topic, name, defaults_only.get(name, values[name]))
-                        res["configs"].append(entry(ctx.api_version, name, values[name], syn[0][2], topic_type(name), syn, synonyms, docs))
-            elif r.resource_type == BROKER:
-                if r.resource_name not in ("", str(broker.node_id)):
-                    res.update(error_code=E.invalid_request.value,
-                               error_message=f"Unexpected broker id {r.resource_name}, this is {broker.node_id}.")
-                else:
-                    cfg = broker.config
-                    for name in sorted(k for k, v in cfg.values.items() if v is not None):
-                        if keys is not None and name not in keys:
-                            continue
-                        value = raw[name] if name in raw else str(cfg.values[name])
-                        if isinstance(cfg.values[name], bool):
-                            value = str(cfg.values[name]).lower()
-                        source = STATIC_BROKER if name in raw else DEFAULT
-                        syn = [(name, value, source)]
-                        res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms, docs))
+    synonyms = getattr(request, "include_synonyms", False)
+    docs = getattr(request, "include_documentation", False)
+    results = []
+    for r in request.resources:
+        res = {"error_code": 0, "error_message": None, "resource_type": r.resource_type,
+               "resource_name": r.resource_name, "configs": []}
+        keys = wanted(r.configuration_keys)
+        if r.resource_type == TOPIC:
+            topic = registry.get(r.resource_name)
+            if topic is None:
+                res.update(error_code=E.unknown_topic_or_partition.value,
+                           error_message=f"Topic '{r.resource_name}' does not exist.")
             else:
+                values = admin.topic_configs(topic)
+                for name in sorted(values):
+                    if keys is not None and name not in keys:
+                        continue
+                    syn = topic_synonyms(topic, name, _built_in_defaults().get(name, values[name]))
+                    res["configs"].append(entry(ctx.api_version, name, values[name], syn[0][2], topic_type(name), syn, synonyms, docs))
+        elif r.resource_type == BROKER:
+            if r.resource_name not in ("", str(broker.node_id)):
                 res.update(error_code=E.invalid_request.value,
-                           error_message=f"Unsupported resource type {r.resource_type}.")
-            results.append(res)
-        return {"throttle_time": 0, "results": results}
+                           error_message=f"Unexpected broker id {r.resource_name}, this is {broker.node_id}.")
+            else:
+                cfg = broker.config
+                for name in sorted(k for k, v in cfg.values.items() if v is not None):
+                    if keys is not None and name not in keys:
+                        continue
+                    value = raw[name] if name in raw else str(cfg.values[name])
+                    if isinstance(cfg.values[name], bool):
+                        value = str(cfg.values[name]).lower()
+                    source = STATIC_BROKER if name in raw else DEFAULT
+                    syn = [(name, value, source)]
+                    res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms, docs))
+        else:
+            res.update(error_code=E.invalid_request.value,
+                       error_message=f"Unsupported resource type {r.resource_type}.")
+        results.append(res)
+    return {"throttle_time": 0, "results": results}
 
-    broker.router.add(control_route(API_KEY, 0, 4, handle))
+
+ROUTE = control_route(ApiKey.DESCRIBE_CONFIGS, 0, 4, handle)

@@ -10,43 +10,50 @@ CLUSTER_AUTHORIZATION_FAILED with no results otherwise).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 import os
 
 from ..router import control_route
 
-API_KEY = 35
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+
 
 
 def log_dir_path(broker) -> str:
     return str(broker.config.log_dirs[0].resolve())
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: DescribeLogDirsRequest) -> Any:
     partitions = broker.partitions
+    wanted = None
+    if request.topics is not None:
+        wanted = {t.topic: set(t.partitions) for t in request.topics}
+    by_topic: dict[str, list[dict]] = {}
+    for plog in sorted(partitions.manager.logs(), key=lambda lg: (lg.topic, lg.partition)):
+        if wanted is not None and plog.partition not in wanted.get(plog.topic, ()):
+            continue
+        by_topic.setdefault(plog.topic, []).append({
+            "partition_index": plog.partition, "partition_size": plog.size,
+            "offset_lag": 0, "is_future_key": False,
+        })
+    path = log_dir_path(broker)
+    st = os.statvfs(path)
+    result = {
+        "error_code": 0, "log_dir": path,
+        "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+    }
+    if ctx.api_version >= 4:
+        result.update(total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize)
+    response = {"throttle_time": 0, "results": [result]}
+    if ctx.api_version >= 3:
+        response["error_code"] = 0
+    return response
 
-    def handle(ctx, request):
-        wanted = None
-        if request.topics is not None:
-            wanted = {t.topic: set(t.partitions) for t in request.topics}
-        by_topic: dict[str, list[dict]] = {}
-        for plog in sorted(partitions.manager.logs(), key=lambda lg: (lg.topic, lg.partition)):
-            if wanted is not None and plog.partition not in wanted.get(plog.topic, ()):
-                continue
-            by_topic.setdefault(plog.topic, []).append({
-                "partition_index": plog.partition, "partition_size": plog.size,
-                "offset_lag": 0, "is_future_key": False,
-            })
-        path = log_dir_path(broker)
-        st = os.statvfs(path)
-        result = {
-            "error_code": 0, "log_dir": path,
-            "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
-        }
-        if ctx.api_version >= 4:
-            result.update(total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize)
-        response = {"throttle_time": 0, "results": [result]}
-        if ctx.api_version >= 3:
-            response["error_code"] = 0
-        return response
 
-    broker.router.add(control_route(API_KEY, 1, 4, handle))
+ROUTE = control_route(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, handle)

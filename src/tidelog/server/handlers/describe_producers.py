@@ -1,17 +1,26 @@
 """DescribeProducers (key 61, v0): the active producers of partitions (id, epoch, last sequence,
 last timestamp, coordinator epoch, first offset of the open transaction or -1)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ...txn.service import UNTRACKED
 from ..router import control_route
 
-API_KEY = 61
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
     txn = broker.txn
-
     def partition(topic: str, index: int) -> dict:
         plog = txn.partitions.get(topic, index)
         if plog is None:
@@ -24,9 +33,9 @@ def register(broker) -> None:
              "current_txn_start_offset": -1 if e.txn_first_offset is None else e.txn_first_offset}
             for e in producers]}
 
-    def handle(ctx, request):
-        return {"throttle_time": 0, "topics": [
-            {"name": t.name, "partitions": [partition(t.name, p) for p in t.partition_indexes]}
-            for t in request.topics]}
+    return {"throttle_time": 0, "topics": [
+        {"name": t.name, "partitions": [partition(t.name, p) for p in t.partition_indexes]}
+        for t in request.topics]}
 
-    broker.router.add(control_route(API_KEY, 0, 0, handle))
+
+ROUTE = control_route(ApiKey.DESCRIBE_PRODUCERS, 0, 0, handle)

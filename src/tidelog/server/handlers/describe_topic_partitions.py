@@ -12,6 +12,10 @@ eligible-leader fields (ELR) are empty, as Kafka 4.1 answers for a healthy parti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 import uuid
 
 from kio.schema.errors import ErrorCode as E
@@ -21,73 +25,76 @@ from ..security.acls import Operation as Op, ResourceType as R
 from ..security.rules import TOPIC_OPS, authorized_operations
 from ..topics import topic_name_error
 
-API_KEY = 75
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
+
 ZERO_UUID = uuid.UUID(int=0)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
     registry = broker.registry
     broker_limit = broker.config["max.request.partition.size.limit"]
+    session = ctx.connection.security
+    if session is not None and session.security.authorizer is None:
+        session = None
 
-    def handle(ctx, request):
-        session = ctx.connection.security
-        if session is not None and session.security.authorizer is None:
-            session = None
+    def may_describe(name: str) -> bool:
+        return session is None or session.allowed(R.TOPIC, name, Op.DESCRIBE)
 
-        def may_describe(name: str) -> bool:
-            return session is None or session.allowed(R.TOPIC, name, Op.DESCRIBE)
+    def operations(name: str) -> int:
+        return ALL_TOPIC_OPERATIONS if session is None else authorized_operations(session, R.TOPIC, name, TOPIC_OPS)
 
-        def operations(name: str) -> int:
-            return ALL_TOPIC_OPERATIONS if session is None else authorized_operations(session, R.TOPIC, name, TOPIC_OPS)
+    def failed(name: str, code: int) -> dict:
+        return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": False,
+                "partitions": [], "topic_authorized_operations": -2147483648}
 
-        def failed(name: str, code: int) -> dict:
-            return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": False,
-                    "partitions": [], "topic_authorized_operations": -2147483648}
+    cursor = request.cursor
+    if request.topics:
+        names = sorted({t.name for t in request.topics})
+        if cursor is not None and cursor.topic_name not in names:
+            return {"throttle_time": 0, "next_cursor": None,
+                    "topics": [failed(n, E.invalid_request.value) for n in names]}
+    else:
+        names = sorted(n for n in registry.topics if may_describe(n))
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    limit = max(0, min(request.response_partition_limit, broker_limit))
+    node = broker.node_id
+    topics, next_cursor = [], None
+    for name in names:
+        topic = registry.get(name)
+        if topic is None or not may_describe(name):
+            if request.topics:
+                code = (E.invalid_topic_exception.value if topic is None and topic_name_error(name)
+                        else E.unknown_topic_or_partition.value if topic is None
+                        else E.topic_authorization_failed.value)
+                topics.append(failed(name, code))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        if start >= topic.partitions:
+            continue
+        if limit <= 0:
+            next_cursor = {"topic_name": name, "partition_index": start}
+            break
+        end = min(topic.partitions, start + limit)
+        limit -= end - start
+        topics.append({
+            "error_code": 0, "name": name, "topic_id": topic.topic_id, "is_internal": topic.internal,
+            "partitions": [
+                {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": 0,
+                 "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
+                 "last_known_elr": [], "offline_replicas": []}
+                for p in range(start, end)
+            ],
+            "topic_authorized_operations": operations(name),
+        })
+        if end < topic.partitions:
+            next_cursor = {"topic_name": name, "partition_index": end}
+            break
+    return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}
 
-        cursor = request.cursor
-        if request.topics:
-            names = sorted({t.name for t in request.topics})
-            if cursor is not None and cursor.topic_name not in names:
-                return {"throttle_time": 0, "next_cursor": None,
-                        "topics": [failed(n, E.invalid_request.value) for n in names]}
-        else:
-            names = sorted(n for n in registry.topics if may_describe(n))
-        if cursor is not None:
-            names = [n for n in names if n >= cursor.topic_name]
-        limit = max(0, min(request.response_partition_limit, broker_limit))
-        node = broker.node_id
-        topics, next_cursor = [], None
-        for name in names:
-            topic = registry.get(name)
-            if topic is None or not may_describe(name):
-                if request.topics:
-                    code = (E.invalid_topic_exception.value if topic is None and topic_name_error(name)
-                            else E.unknown_topic_or_partition.value if topic is None
-                            else E.topic_authorization_failed.value)
-                    topics.append(failed(name, code))
-                continue
-            start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-            if start >= topic.partitions:
-                continue
-            if limit <= 0:
-                next_cursor = {"topic_name": name, "partition_index": start}
-                break
-            end = min(topic.partitions, start + limit)
-            limit -= end - start
-            topics.append({
-                "error_code": 0, "name": name, "topic_id": topic.topic_id, "is_internal": topic.internal,
-                "partitions": [
-                    {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": 0,
-                     "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
-                     "last_known_elr": [], "offline_replicas": []}
-                    for p in range(start, end)
-                ],
-                "topic_authorized_operations": operations(name),
-            })
-            if end < topic.partitions:
-                next_cursor = {"topic_name": name, "partition_index": end}
-                break
-        return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}
 
-    broker.router.add(control_route(API_KEY, 0, 0, handle))
+ROUTE = control_route(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle)

@@ -3,16 +3,25 @@ partitions of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ids.
 that has not started reports start time 0 (Kafka sends -1, which kio-based readers cannot parse
 as a timestamp; clients show both as "not started")."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ...wire.errors import TRANSACTIONAL_ID_NOT_FOUND
 
 from ..router import control_route
 
-API_KEY = 65
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
     txn = broker.txn
-
     def describe(txn_id: str) -> dict:
         meta = txn.coordinator.txns.get(txn_id)
         if meta is None:
@@ -27,7 +36,7 @@ def register(broker) -> None:
                 "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
-    def handle(ctx, request):
-        return {"throttle_time": 0, "transaction_states": [describe(t) for t in request.transactional_ids]}
+    return {"throttle_time": 0, "transaction_states": [describe(t) for t in request.transactional_ids]}
 
-    broker.router.add(control_route(API_KEY, 0, 0, handle))
+
+ROUTE = control_route(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, handle)

@@ -1,16 +1,25 @@
 """DescribeUserScramCredentials (key 50, v0): mechanisms and iterations per user, never secrets."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from ..security.scram import MECHANISMS
 
-API_KEY = 50
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
     store = broker.security.credentials
-
     def info(user: str) -> dict:
         mechs = store.users.get(user)
         if not mechs:
@@ -18,17 +27,17 @@ def register(broker) -> None:
         return {"user": user, "error_code": E.none, "error_message": None, "credential_infos": [
             {"mechanism": MECHANISMS[m][0], "iterations": c.iterations} for m, c in sorted(mechs.items())]}
 
-    def handle(ctx, request):
-        names = [u.name for u in request.users] if request.users else sorted(store.users)
-        seen, results = set(), []
-        for name in names:
-            if name in seen:
-                results.append({"user": name, "error_code": E.duplicate_resource,
-                                "error_message": f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}",
-                                "credential_infos": []})
-                continue
-            seen.add(name)
-            results.append(info(name))
-        return {"throttle_time": 0, "error_code": E.none, "error_message": None, "results": results}
+    names = [u.name for u in request.users] if request.users else sorted(store.users)
+    seen, results = set(), []
+    for name in names:
+        if name in seen:
+            results.append({"user": name, "error_code": E.duplicate_resource,
+                            "error_message": f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}",
+                            "credential_infos": []})
+            continue
+        seen.add(name)
+        results.append(info(name))
+    return {"throttle_time": 0, "error_code": E.none, "error_message": None, "results": results}
 
-    broker.router.add(control_route(API_KEY, 0, 0, handle))
+
+ROUTE = control_route(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle)

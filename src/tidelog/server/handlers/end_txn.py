@@ -1,22 +1,31 @@
 """EndTxn (key 26, v0-4): commit or abort the producer's transaction. Answered once the markers
 are written to every partition of the transaction. v2+ may answer PRODUCER_FENCED."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ._txn_util import fenced_for, guarded
 
 from ..router import control_route
 
-API_KEY = 26
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.end_txn.v4.request import EndTxnRequest
 
 
-def register(broker) -> None:
+
+async def handle(broker: Broker, ctx: RequestContext, request: EndTxnRequest) -> Any:
     txn = broker.txn
+    code = await guarded(
+        "EndTxn",
+        txn.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                bool(request.committed)),
+        lambda c: c)
+    return {"throttle_time": 0, "error_code": fenced_for(code, ctx.api_version, 2)}
 
-    async def handle(ctx, request):
-        code = await guarded(
-            "EndTxn",
-            txn.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                    bool(request.committed)),
-            lambda c: c)
-        return {"throttle_time": 0, "error_code": fenced_for(code, ctx.api_version, 2)}
 
-    broker.router.add(control_route(API_KEY, 0, 4, handle))
+ROUTE = control_route(ApiKey.END_TXN, 0, 4, handle)

@@ -12,6 +12,7 @@ fetch requests (the measured choice for a single node; see bench/README.md).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -20,90 +21,93 @@ from ...log.legacy import downconvert
 from ...wire import fetch as codec
 from ..router_hot import hot_route
 
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+
 READ_COMMITTED = 1
 
 
-def register(broker) -> None:
+
+def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any, int, bool, list[Any]]:
     partitions = broker.partitions
     registry = broker.registry
-    waiters = partitions.waiters
-
-    def read_all(req: codec.FetchRequest, version: int):
-        remaining = req.max_bytes if version >= 3 else 0x7FFF_FFFF
-        total = 0
-        errors = False
-        keys = []
-        topics = []
-        committed = version >= 4 and req.isolation_level == READ_COMMITTED
-        for t in req.topics:
-            name: str | None = t.topic
-            if version >= 13:
-                topic = registry.by_id.get(t.topic_id) if t.topic_id is not None else None
-                name = topic.name if topic is not None else None
-            parts = []
-            for p in t.partitions:
-                plog = partitions.get(name, p.partition) if name is not None else None
-                if plog is None:
-                    code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
-                    parts.append(codec.FetchResponsePartition(
-                        partition_index=p.partition, error_code=code,
-                        aborted_transactions=[] if version >= 13 else None))
-                    errors = True
-                    continue
-                keys.append((name, p.partition))
-                hw = plog.high_watermark
-                lso = plog.last_stable_offset
-                start = plog.log_start_offset
-                out = codec.FetchResponsePartition(
-                    partition_index=p.partition, high_watermark=hw, last_stable_offset=lso, log_start_offset=start,
-                    aborted_transactions=[] if committed else None,
-                )
-                limit = min(p.partition_max_bytes, remaining)
-                if limit <= 0 and total > 0:
-                    parts.append(out)
-                    continue
-                try:
-                    info = plog.read(p.fetch_offset, max(limit, 0), lso if committed else hw, min_one=(total == 0),
-                                     load=version <= 3)
-                except OffsetOutOfRangeError:
-                    # as Kafka: an out-of-range partition carries no offsets (-1), no aborted list
-                    out.error_code = E.offset_out_of_range.value
-                    out.high_watermark = out.last_stable_offset = out.log_start_offset = -1
-                    out.aborted_transactions = None
-                    errors = True
-                    parts.append(out)
-                    continue
-                chunk = info.records
-                if chunk is not None:
-                    # v4+: the FileSlice itself; the connection sends it with sendfile (or reads it
-                    # into bytes when it cannot), so record bytes never pass through Python here.
-                    data = chunk if version > 3 else downconvert(chunk.tobytes(), 0 if version <= 1 else 1)
-                    out.records = [data]
-                    out.records_size = len(data)
-                    total += len(data)
-                    remaining -= len(data)
-                    if committed:
-                        out.aborted_transactions = [
-                            codec.FetchAbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                            for a in plog.collect_aborted(p.fetch_offset, chunk.last_offset + 1)
-                        ]
+    remaining = req.max_bytes if version >= 3 else 0x7FFF_FFFF
+    total = 0
+    errors = False
+    keys = []
+    topics = []
+    committed = version >= 4 and req.isolation_level == READ_COMMITTED
+    for t in req.topics:
+        name: str | None = t.topic
+        if version >= 13:
+            topic = registry.by_id.get(t.topic_id) if t.topic_id is not None else None
+            name = topic.name if topic is not None else None
+        parts = []
+        for p in t.partitions:
+            plog = partitions.get(name, p.partition) if name is not None else None
+            if plog is None:
+                code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
+                parts.append(codec.FetchResponsePartition(
+                    partition_index=p.partition, error_code=code,
+                    aborted_transactions=[] if version >= 13 else None))
+                errors = True
+                continue
+            keys.append((name, p.partition))
+            hw = plog.high_watermark
+            lso = plog.last_stable_offset
+            start = plog.log_start_offset
+            out = codec.FetchResponsePartition(
+                partition_index=p.partition, high_watermark=hw, last_stable_offset=lso, log_start_offset=start,
+                aborted_transactions=[] if committed else None,
+            )
+            limit = min(p.partition_max_bytes, remaining)
+            if limit <= 0 and total > 0:
                 parts.append(out)
-            topics.append(codec.FetchResponseTopic(topic=t.topic, partitions=parts, topic_id=t.topic_id))
-        return codec.FetchResponse(responses=topics, session_id=0), total, errors, keys
+                continue
+            try:
+                info = plog.read(p.fetch_offset, max(limit, 0), lso if committed else hw, min_one=(total == 0),
+                                 load=version <= 3)
+            except OffsetOutOfRangeError:
+                # as Kafka: an out-of-range partition carries no offsets (-1), no aborted list
+                out.error_code = E.offset_out_of_range.value
+                out.high_watermark = out.last_stable_offset = out.log_start_offset = -1
+                out.aborted_transactions = None
+                errors = True
+                parts.append(out)
+                continue
+            chunk = info.records
+            if chunk is not None:
+                # v4+: the FileSlice itself; the connection sends it with sendfile (or reads it
+                # into bytes when it cannot), so record bytes never pass through Python here.
+                data = chunk if version > 3 else downconvert(chunk.tobytes(), 0 if version <= 1 else 1)
+                out.records = [data]
+                out.records_size = len(data)
+                total += len(data)
+                remaining -= len(data)
+                if committed:
+                    out.aborted_transactions = [
+                        codec.FetchAbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                        for a in plog.collect_aborted(p.fetch_offset, chunk.last_offset + 1)
+                    ]
+            parts.append(out)
+        topics.append(codec.FetchResponseTopic(topic=t.topic, partitions=parts, topic_id=t.topic_id))
+    return codec.FetchResponse(responses=topics, session_id=0), total, errors, keys
 
-    def handle(ctx, req: codec.FetchRequest):
-        version = ctx.api_version
-        resp, total, errors, keys = read_all(req, version)
-        if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not keys:
+def handle(broker: Broker, ctx: RequestContext, req: codec.FetchRequest) -> Any:
+    version = ctx.api_version
+    resp, total, errors, keys = read_all(broker, req, version)
+    if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not keys:
+        return resp
+    return _long_poll(broker, req, version, keys, time.monotonic() + req.max_wait_ms / 1000)
+
+async def _long_poll(broker: Broker, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float) -> Any:
+    waiters = broker.partitions.waiters
+    while True:
+        remaining = deadline - time.monotonic()
+        woken = await waiters.wait_any(keys, remaining)
+        resp, total, errors, keys = read_all(broker, req, version)
+        if total >= req.min_bytes or errors or not woken or broker.stopping.is_set() or time.monotonic() >= deadline:
             return resp
-        return _long_poll(req, version, keys, time.monotonic() + req.max_wait_ms / 1000)
 
-    async def _long_poll(req, version, keys, deadline):
-        while True:
-            remaining = deadline - time.monotonic()
-            woken = await waiters.wait_any(keys, remaining)
-            resp, total, errors, keys = read_all(req, version)
-            if total >= req.min_bytes or errors or not woken or broker.stopping.is_set() or time.monotonic() >= deadline:
-                return resp
-
-    broker.router.add(hot_route(codec, handle))
+ROUTE = hot_route(codec, handle)

@@ -1,16 +1,25 @@
 """Heartbeat (key 12, v0-4): keeps a member's session alive; REBALANCE_IN_PROGRESS asks it to rejoin."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ..router import control_route
 
-API_KEY = 12
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: HeartbeatRequest) -> Any:
     coordinator = broker.groups
+    err = coordinator.heartbeat(request.group_id, request.member_id,
+                                getattr(request, "group_instance_id", None), request.generation_id)
+    return {"throttle_time": 0, "error_code": err}
 
-    def handle(ctx, request):
-        err = coordinator.heartbeat(request.group_id, request.member_id,
-                                    getattr(request, "group_instance_id", None), request.generation_id)
-        return {"throttle_time": 0, "error_code": err}
 
-    broker.router.add(control_route(API_KEY, 0, 4, handle))
+ROUTE = control_route(ApiKey.HEARTBEAT, 0, 4, handle)

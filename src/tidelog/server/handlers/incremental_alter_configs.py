@@ -1,18 +1,27 @@
 """IncrementalAlterConfigs (key 44, v0-1): SET / DELETE / APPEND / SUBTRACT on topic overrides."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from .alter_configs import alter_result, check_topic_resource
 
-API_KEY = 44
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = {"cleanup.policy"}
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     admin = broker.admin
-
     def apply(topic, ops) -> tuple[dict[str, str] | None, int, str | None]:
         current = dict(topic.configs)
         effective = admin.topic_configs(topic)
@@ -35,19 +44,19 @@ def register(broker) -> None:
                 return None, E.invalid_request.value, f"Unknown config operation {c.config_operation}."
         return current, 0, None
 
-    def handle(ctx, request):
-        responses = []
-        for r in request.resources:
-            topic, err = check_topic_resource(broker, r)
-            if err:
-                responses.append(err)
-                continue
-            new, code, msg = apply(topic, r.configs)
-            if not code:
-                code, msg = admin.check_configs(new)
-            if not code and not request.validate_only:
-                admin.set_configs(topic.name, new)
-            responses.append(alter_result(r, code, msg))
-        return {"throttle_time": 0, "responses": responses}
+    responses = []
+    for r in request.resources:
+        topic, err = check_topic_resource(broker, r)
+        if err:
+            responses.append(err)
+            continue
+        new, code, msg = apply(topic, r.configs)
+        if not code:
+            code, msg = admin.check_configs(new)
+        if not code and not request.validate_only:
+            admin.set_configs(topic.name, new)
+        responses.append(alter_result(r, code, msg))
+    return {"throttle_time": 0, "responses": responses}
 
-    broker.router.add(control_route(API_KEY, 0, 1, handle))
+
+ROUTE = control_route(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle)

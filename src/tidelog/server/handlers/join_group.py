@@ -3,39 +3,46 @@
 v4+ first answers MEMBER_ID_REQUIRED with the member id to use (KIP-394); v5+ carries
 group_instance_id for static membership (KIP-345)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ..router import control_route
 
-API_KEY = 11
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.join_group.v7.request import JoinGroupRequest
+
 
 
 def _ms(value) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-def register(broker) -> None:
+async def handle(broker: Broker, ctx: RequestContext, request: JoinGroupRequest) -> Any:
     coordinator = broker.groups
-
-    async def handle(ctx, request):
-        version = ctx.api_version
-        peer = ctx.connection.peer
-        session = _ms(request.session_timeout)
-        rebalance = _ms(getattr(request, "rebalance_timeout", -1)) if version >= 1 else -1
-        result = await coordinator.join(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            instance_id=getattr(request, "group_instance_id", None),
-            client_id=ctx.header.client_id or "",
-            client_host=f"/{peer[0]}" if peer else "",
-            session_ms=session,
-            rebalance_ms=rebalance,
-            protocol_type=request.protocol_type,
-            protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
-            require_known_member_id=version >= 4,
-        )
-        if version < 7 and result["protocol_name"] is None:
-            result = {**result, "protocol_name": ""}
-        return {"throttle_time": 0, **result}
-
-    broker.router.add(control_route(API_KEY, 0, 7, handle))
+    version = ctx.api_version
+    peer = ctx.connection.peer
+    session = _ms(request.session_timeout)
+    rebalance = _ms(getattr(request, "rebalance_timeout", -1)) if version >= 1 else -1
+    result = await coordinator.join(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        instance_id=getattr(request, "group_instance_id", None),
+        client_id=ctx.header.client_id or "",
+        client_host=f"/{peer[0]}" if peer else "",
+        session_ms=session,
+        rebalance_ms=rebalance,
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        require_known_member_id=version >= 4,
+    )
+    if version < 7 and result["protocol_name"] is None:
+        result = {**result, "protocol_name": ""}
+    return {"throttle_time": 0, **result}
 
 
+ROUTE = control_route(ApiKey.JOIN_GROUP, 0, 7, handle)

@@ -1,16 +1,25 @@
 """ListGroups (key 16, v0-5): every group this node coordinates; v4 filters by state, v5 by type."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ..router import control_route
 
-API_KEY = 16
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 
-def register(broker) -> None:
+
+def handle(broker: Broker, ctx: RequestContext, request: ListGroupsRequest) -> Any:
     coordinator = broker.groups
+    err, groups = coordinator.list_groups(getattr(request, "states_filter", ()),
+                                          getattr(request, "types_filter", ()))
+    return {"throttle_time": 0, "error_code": err, "groups": groups}
 
-    def handle(ctx, request):
-        err, groups = coordinator.list_groups(getattr(request, "states_filter", ()),
-                                              getattr(request, "types_filter", ()))
-        return {"throttle_time": 0, "error_code": err, "groups": groups}
 
-    broker.router.add(control_route(API_KEY, 0, 5, handle))
+ROUTE = control_route(ApiKey.LIST_GROUPS, 0, 5, handle)

@@ -8,17 +8,22 @@ each segment's largest record timestamp (never file times).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from kio.schema.errors import ErrorCode as E
 
 from ...wire import list_offsets as codec
 from ..router_hot import hot_route
 
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+
 LATEST, EARLIEST, LAST_STABLE_OR_MAX_TS, EARLIEST_LOCAL = -1, -2, -3, -4
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
     partitions = broker.partitions
-
     def lookup(plog, ts: int, version: int, committed: bool) -> tuple[int, int]:
         """(timestamp, offset) answered for one partition."""
         lso = plog.last_stable_offset
@@ -30,28 +35,28 @@ def register(broker) -> None:
         offset, timestamp = found
         return timestamp, offset
 
-    def handle(ctx, req: codec.ListOffsetsRequest):
-        version = ctx.api_version
-        committed = version >= 2 and req.isolation_level == 1
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                plog = partitions.get(t.name, p.partition_index)
-                if plog is None:
-                    parts.append(codec.ListOffsetsResponsePartition(
-                        partition_index=p.partition_index, error_code=E.unknown_topic_or_partition.value))
-                    continue
-                if version == 0:
-                    offsets = plog.offsets_before(p.timestamp, p.max_num_offsets)
-                    parts.append(codec.ListOffsetsResponsePartition(
-                        partition_index=p.partition_index, old_style_offsets=list(offsets)))
-                    continue
-                timestamp, offset = lookup(plog, p.timestamp, version, committed)
+    version = ctx.api_version
+    committed = version >= 2 and req.isolation_level == 1
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            plog = partitions.get(t.name, p.partition_index)
+            if plog is None:
                 parts.append(codec.ListOffsetsResponsePartition(
-                    partition_index=p.partition_index, timestamp=timestamp, offset=offset,
-                    leader_epoch=0 if offset >= 0 else -1))
-            topics.append(codec.ListOffsetsResponseTopic(name=t.name, partitions=parts))
-        return codec.ListOffsetsResponse(topics=topics)
+                    partition_index=p.partition_index, error_code=E.unknown_topic_or_partition.value))
+                continue
+            if version == 0:
+                offsets = plog.offsets_before(p.timestamp, p.max_num_offsets)
+                parts.append(codec.ListOffsetsResponsePartition(
+                    partition_index=p.partition_index, old_style_offsets=list(offsets)))
+                continue
+            timestamp, offset = lookup(plog, p.timestamp, version, committed)
+            parts.append(codec.ListOffsetsResponsePartition(
+                partition_index=p.partition_index, timestamp=timestamp, offset=offset,
+                leader_epoch=0 if offset >= 0 else -1))
+        topics.append(codec.ListOffsetsResponseTopic(name=t.name, partitions=parts))
+    return codec.ListOffsetsResponse(topics=topics)
 
-    broker.router.add(hot_route(codec, handle))
+
+ROUTE = hot_route(codec, handle)

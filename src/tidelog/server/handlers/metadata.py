@@ -1,12 +1,22 @@
 """Metadata (key 3, v0-12): this node leads every partition; auto-creates topics per config."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from ..security.rules import CLUSTER_OPS
 from ..topics import topic_name_error
 
-API_KEY = 3
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.metadata.v12.request import MetadataRequest
+
 ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 
 
@@ -40,55 +50,54 @@ def topic_entry(broker, topic) -> dict:
     }
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any:
     registry = broker.registry
-
-    def handle(ctx, request):
-        version = ctx.api_version
-        requested = request.topics
-        allow_auto = getattr(request, "allow_auto_topic_creation", True)
-        topics = []
-        if requested is None or (version == 0 and not requested):
-            topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
-        elif version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None for t in requested):
-            # v10-11 requests carry topic ids and nullable names, but their responses cannot name a
-            # topic by id (names are not nullable before v12): Kafka answers INVALID_REQUEST for
-            # every topic, a null name as "".
-            topics = [{"error_code": E.invalid_request.value, "name": t.name or "", "topic_id": t.topic_id,
-                       "partitions": []} for t in requested]
-        else:
-            for item in requested:
-                name = getattr(item, "name", None)
-                topic_id = getattr(item, "topic_id", None)
-                topic = None
-                if name is None and topic_id is not None:
-                    topic = registry.by_id.get(topic_id)
-                    if topic is None:
-                        topics.append({"error_code": E.unknown_topic_id.value, "name": None, "topic_id": topic_id, "partitions": []})
+    version = ctx.api_version
+    requested = request.topics
+    allow_auto = getattr(request, "allow_auto_topic_creation", True)
+    topics = []
+    if requested is None or (version == 0 and not requested):
+        topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
+    elif version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None for t in requested):
+        # v10-11 requests carry topic ids and nullable names, but their responses cannot name a
+        # topic by id (names are not nullable before v12): Kafka answers INVALID_REQUEST for
+        # every topic, a null name as "".
+        topics = [{"error_code": E.invalid_request.value, "name": t.name or "", "topic_id": t.topic_id,
+                   "partitions": []} for t in requested]
+    else:
+        for item in requested:
+            name = getattr(item, "name", None)
+            topic_id = getattr(item, "topic_id", None)
+            topic = None
+            if name is None and topic_id is not None:
+                topic = registry.by_id.get(topic_id)
+                if topic is None:
+                    topics.append({"error_code": E.unknown_topic_id.value, "name": None, "topic_id": topic_id, "partitions": []})
+                    continue
+            else:
+                topic = registry.get(name)
+                if topic is None:
+                    if topic_name_error(name or ""):
+                        topics.append({"error_code": E.invalid_topic_exception.value, "name": name, "partitions": []})
                         continue
-                else:
-                    topic = registry.get(name)
-                    if topic is None:
-                        if topic_name_error(name or ""):
-                            topics.append({"error_code": E.invalid_topic_exception.value, "name": name, "partitions": []})
-                            continue
-                        if allow_auto:
-                            topic = broker.admin.auto_create(name)
-                    if topic is None:
-                        topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
-                        continue
-                topics.append(topic_entry(broker, topic))
-        response = {
-            "throttle_time": 0,
-            "brokers": broker_entries(broker, ctx.connection.listener_name),
-            "cluster_id": registry.cluster_id,
-            "controller_id": broker.node_id,
-            "topics": topics,
-        }
-        if getattr(request, "include_cluster_authorized_operations", False):
-            # v8-10; without an authorizer every operation is allowed (the authorizer's rule
-            # replaces this with the principal's own)
-            response["cluster_authorized_operations"] = ALL_CLUSTER_OPERATIONS
-        return response
+                    if allow_auto:
+                        topic = broker.admin.auto_create(name)
+                if topic is None:
+                    topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
+                    continue
+            topics.append(topic_entry(broker, topic))
+    response = {
+        "throttle_time": 0,
+        "brokers": broker_entries(broker, ctx.connection.listener_name),
+        "cluster_id": registry.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+    }
+    if getattr(request, "include_cluster_authorized_operations", False):
+        # v8-10; without an authorizer every operation is allowed (the authorizer's rule
+        # replaces this with the principal's own)
+        response["cluster_authorized_operations"] = ALL_CLUSTER_OPERATIONS
+    return response
 
-    broker.router.add(control_route(API_KEY, 0, 12, handle))
+
+ROUTE = control_route(ApiKey.METADATA, 0, 12, handle)

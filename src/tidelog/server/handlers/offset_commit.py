@@ -3,45 +3,54 @@
 v1 carries a per-partition commit timestamp, v2-4 a request-level retention time (kept as the
 record's expire timestamp), v6+ the leader epoch, v7+ group_instance_id."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ...groups.group import now_ms
 from ...groups.records import OffsetValue
 from ..router import control_route
 
-API_KEY = 8
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.offset_commit.v8.request import OffsetCommitRequest
 
 
-def register(broker) -> None:
+
+async def handle(broker: Broker, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
     coordinator = broker.groups
+    version = ctx.api_version
+    now = now_ms()
+    retention = getattr(request, "retention_time", -1) if 2 <= version <= 4 else -1
+    if hasattr(retention, "total_seconds"):  # kio reads it as a timedelta
+        retention = int(retention.total_seconds() * 1000)
+    offsets = {}
+    for t in request.topics:
+        for p in t.partitions:
+            ts = getattr(p, "commit_timestamp", -1)
+            ts = now if ts is None or ts < 0 else ts
+            offsets[(t.name, p.partition_index)] = OffsetValue(
+                offset=p.committed_offset,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=ts,
+                leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                expire_timestamp=ts + retention if retention is not None and retention >= 0 else -1,
+            )
+    results = await coordinator.commit_offsets(
+        request.group_id,
+        getattr(request, "generation_id_or_member_epoch", -1),
+        getattr(request, "member_id", ""),
+        getattr(request, "group_instance_id", None),
+        offsets,
+    )
+    return {"throttle_time": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
+            for p in t.partitions]}
+        for t in request.topics]}
 
-    async def handle(ctx, request):
-        version = ctx.api_version
-        now = now_ms()
-        retention = getattr(request, "retention_time", -1) if 2 <= version <= 4 else -1
-        if hasattr(retention, "total_seconds"):  # kio reads it as a timedelta
-            retention = int(retention.total_seconds() * 1000)
-        offsets = {}
-        for t in request.topics:
-            for p in t.partitions:
-                ts = getattr(p, "commit_timestamp", -1)
-                ts = now if ts is None or ts < 0 else ts
-                offsets[(t.name, p.partition_index)] = OffsetValue(
-                    offset=p.committed_offset,
-                    metadata=p.committed_metadata or "",
-                    commit_timestamp=ts,
-                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                    expire_timestamp=ts + retention if retention is not None and retention >= 0 else -1,
-                )
-        results = await coordinator.commit_offsets(
-            request.group_id,
-            getattr(request, "generation_id_or_member_epoch", -1),
-            getattr(request, "member_id", ""),
-            getattr(request, "group_instance_id", None),
-            offsets,
-        )
-        return {"throttle_time": 0, "topics": [
-            {"name": t.name, "partitions": [
-                {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
-                for p in t.partitions]}
-            for t in request.topics]}
 
-    broker.router.add(control_route(API_KEY, 0, 8, handle))
+ROUTE = control_route(ApiKey.OFFSET_COMMIT, 0, 8, handle)

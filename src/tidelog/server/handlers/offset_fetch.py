@@ -4,9 +4,19 @@ Null topics (v2+) means every partition the group has committed; a partition wit
 answers offset -1. v7+ require_stable turns partitions with pending transactional offsets into
 UNSTABLE_OFFSET_COMMIT."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from ..router import control_route
 
-API_KEY = 9
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.offset_fetch.v8.request import OffsetFetchRequest
+
 
 
 def _topics(topics):
@@ -15,23 +25,22 @@ def _topics(topics):
     return [(t.name, list(t.partition_indexes)) for t in topics]
 
 
-def register(broker) -> None:
+def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> Any:
     coordinator = broker.groups
+    version = ctx.api_version
+    stable = bool(getattr(request, "require_stable", False))
+    if version >= 8:
+        groups = []
+        for g in request.groups:
+            err, topics = coordinator.fetch_offsets(g.group_id, _topics(g.topics), stable)
+            groups.append({"group_id": g.group_id, "topics": topics, "error_code": err})
+        return {"throttle_time": 0, "groups": groups}
+    err, topics = coordinator.fetch_offsets(request.group_id, _topics(request.topics), stable)
+    if err and version < 2:  # no group-level error code before v2: report it per partition
+        topics = [{"name": t.name, "partitions": [
+            {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": err}
+            for p in t.partition_indexes]} for t in request.topics or ()]
+    return {"throttle_time": 0, "topics": topics, "error_code": err}
 
-    def handle(ctx, request):
-        version = ctx.api_version
-        stable = bool(getattr(request, "require_stable", False))
-        if version >= 8:
-            groups = []
-            for g in request.groups:
-                err, topics = coordinator.fetch_offsets(g.group_id, _topics(g.topics), stable)
-                groups.append({"group_id": g.group_id, "topics": topics, "error_code": err})
-            return {"throttle_time": 0, "groups": groups}
-        err, topics = coordinator.fetch_offsets(request.group_id, _topics(request.topics), stable)
-        if err and version < 2:  # no group-level error code before v2: report it per partition
-            topics = [{"name": t.name, "partitions": [
-                {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": err}
-                for p in t.partition_indexes]} for t in request.topics or ()]
-        return {"throttle_time": 0, "topics": topics, "error_code": err}
 
-    broker.router.add(control_route(API_KEY, 0, 8, handle))
+ROUTE = control_route(ApiKey.OFFSET_FETCH, 0, 8, handle)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -18,60 +19,65 @@ from ...wire import produce as codec
 from ..router import NO_RESPONSE
 from ..router_hot import hot_route
 
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
 
-def register(broker) -> None:
+
+def partition_error(index: int, code: int, message: str | None = None) -> codec.ProduceResponsePartition:
+    return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
+
+
+def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> Any:
     partitions = broker.partitions
-    group_commit = partitions.group_commit
     txn = broker.txn
-
-    def partition_error(index: int, code: int, message: str | None = None):
-        return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
-
-    def handle(ctx, req: codec.ProduceRequest):
-        acks = req.acks
-        results = []
-        to_flush = []
-        now_ms = int(time.time() * 1000)
-        for t in req.topic_data:
-            parts = []
-            for p in t.partition_data:
-                if acks not in (0, 1, -1):
-                    parts.append(partition_error(p.index, E.invalid_required_acks.value))
-                    continue
-                plog = partitions.get(t.name, p.index)
-                if plog is None:
-                    parts.append(partition_error(p.index, E.unknown_topic_or_partition.value))
-                    continue
-                if not p.records:
-                    parts.append(partition_error(p.index, E.corrupt_message.value, "empty record set"))
-                    continue
-                try:
-                    info = txn.append(t.name, p.index, plog, p.records, now_ms)
-                except LogError as e:
-                    parts.append(partition_error(p.index, e.error_code, e.message))
-                    continue
-                parts.append(codec.ProduceResponsePartition(
-                    index=p.index,
-                    error_code=0,
-                    base_offset=info.first_offset,
-                    log_append_time_ms=info.log_append_time,
-                    log_start_offset=plog.log_start_offset,
-                ))
-                if info.flush_needed:
-                    to_flush.append(plog)
-            results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts))
-        if acks == 0:
-            if to_flush:
-                for plog in to_flush:
-                    asyncio.ensure_future(group_commit.flush(plog))
-            return NO_RESPONSE
-        response = codec.ProduceResponse(responses=results)
+    acks = req.acks
+    results = []
+    to_flush = []
+    now_ms = int(time.time() * 1000)
+    for t in req.topic_data:
+        parts = []
+        for p in t.partition_data:
+            if acks not in (0, 1, -1):
+                parts.append(partition_error(p.index, E.invalid_required_acks.value))
+                continue
+            plog = partitions.get(t.name, p.index)
+            if plog is None:
+                parts.append(partition_error(p.index, E.unknown_topic_or_partition.value))
+                continue
+            if not p.records:
+                parts.append(partition_error(p.index, E.corrupt_message.value, "empty record set"))
+                continue
+            try:
+                info = txn.append(t.name, p.index, plog, p.records, now_ms)
+            except LogError as e:
+                parts.append(partition_error(p.index, e.error_code, e.message))
+                continue
+            parts.append(codec.ProduceResponsePartition(
+                index=p.index,
+                error_code=0,
+                base_offset=info.first_offset,
+                log_append_time_ms=info.log_append_time,
+                log_start_offset=plog.log_start_offset,
+            ))
+            if info.flush_needed:
+                to_flush.append(plog)
+        results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts))
+    group_commit = partitions.group_commit
+    if acks == 0:
         if to_flush:
-            return _flush_then(to_flush, response)
-        return response
+            for plog in to_flush:
+                asyncio.ensure_future(group_commit.flush(plog))
+        return NO_RESPONSE
+    response = codec.ProduceResponse(responses=results)
+    if to_flush:
+        return _flush_then(group_commit, to_flush, response)
+    return response
 
-    async def _flush_then(logs, response):
-        await asyncio.gather(*(group_commit.flush(plog) for plog in logs))
-        return response
 
-    broker.router.add(hot_route(codec, handle))
+async def _flush_then(group_commit: Any, logs: list[Any], response: codec.ProduceResponse) -> codec.ProduceResponse:
+    await asyncio.gather(*(group_commit.flush(plog) for plog in logs))
+    return response
+
+
+ROUTE = hot_route(codec, handle)

@@ -1,17 +1,27 @@
 """SaslAuthenticate (key 36, v0-2): one SASL token each way; v1+ carries the session lifetime."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 
-API_KEY = 36
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 
 
-def register(broker) -> None:
-    def handle(ctx, request):
-        session = ctx.connection.security
-        if session is None or not session.sasl:
-            return {"error_code": E.illegal_sasl_state, "error_message": "not a SASL listener", "auth_bytes": b""}
-        return session.authenticate(ctx.api_version, request.auth_bytes)
 
-    broker.router.add(control_route(API_KEY, 0, 2, handle))
+def handle(broker: Broker, ctx: RequestContext, request: SaslAuthenticateRequest) -> Any:
+    session = ctx.connection.security
+    if session is None or not session.sasl:
+        return {"error_code": E.illegal_sasl_state, "error_message": "not a SASL listener", "auth_bytes": b""}
+    return session.authenticate(ctx.api_version, request.auth_bytes)
+
+
+ROUTE = control_route(ApiKey.SASL_AUTHENTICATE, 0, 2, handle)

@@ -1,17 +1,27 @@
 """SaslHandshake (key 17, v0-1): pick a SASL mechanism on a SASL listener (security.session)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 
-API_KEY = 17
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 
-def register(broker) -> None:
-    def handle(ctx, request):
-        session = ctx.connection.security
-        if session is None or not session.sasl:
-            return {"error_code": E.illegal_sasl_state, "mechanisms": []}
-        return session.handshake(ctx.api_version, request.mechanism)
 
-    broker.router.add(control_route(API_KEY, 0, 1, handle))
+def handle(broker: Broker, ctx: RequestContext, request: SaslHandshakeRequest) -> Any:
+    session = ctx.connection.security
+    if session is None or not session.sasl:
+        return {"error_code": E.illegal_sasl_state, "mechanisms": []}
+    return session.handshake(ctx.api_version, request.mechanism)
+
+
+ROUTE = control_route(ApiKey.SASL_HANDSHAKE, 0, 1, handle)

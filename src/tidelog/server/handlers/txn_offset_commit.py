@@ -5,6 +5,12 @@ have joined the transaction (AddOffsetsToTxn). v3 carries the consumer's generat
 id (KIP-447), checked by the group coordinator as Kafka does (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 FENCED_INSTANCE_ID for a replaced static member); v3 may answer PRODUCER_FENCED."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 import time
 
 from kio.schema.errors import ErrorCode as E
@@ -15,40 +21,43 @@ from ...txn.service import OFFSETS_TOPIC
 from ...groups.records import OffsetValue
 from ..router import control_route
 
-API_KEY = 28
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest
 
 
-def register(broker) -> None:
+
+async def handle(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
     txn = broker.txn
     groups = txn.groups
+    v = ctx.api_version
+    store = groups.store
+    now = int(time.time() * 1000)
+    code = NONE
+    if store is None or not groups.loaded:
+        code = E.coordinator_load_in_progress.value
+    else:
+        tp = (OFFSETS_TOPIC, store.partition_for(request.group_id))
+        code = txn.coordinator.check_offsets_commit(request.transactional_id, request.producer_id,
+                                                    request.producer_epoch, tp)
+        code = fenced_for(code, v, 3)
+    offsets = {(t.name, p.partition_index): OffsetValue(p.committed_offset, p.committed_metadata or "", now,
+                                                        getattr(p, "committed_leader_epoch", -1))
+               for t in request.topics for p in t.partitions}
+    if code:
+        results = {key: code for key in offsets}
+    else:
+        # The group's own checks (member, generation, static member fencing), validation and staging.
+        results = await groups.offsets.commit_txn(
+            request.group_id, request.producer_id, request.producer_epoch,
+            getattr(request, "generation_id", -1), getattr(request, "member_id", "") or "",
+            getattr(request, "group_instance_id", None), offsets)
+    return {"throttle_time": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
+            for p in t.partitions]}
+        for t in request.topics]}
 
-    async def handle(ctx, request):
-        v = ctx.api_version
-        store = groups.store
-        now = int(time.time() * 1000)
-        code = NONE
-        if store is None or not groups.loaded:
-            code = E.coordinator_load_in_progress.value
-        else:
-            tp = (OFFSETS_TOPIC, store.partition_for(request.group_id))
-            code = txn.coordinator.check_offsets_commit(request.transactional_id, request.producer_id,
-                                                        request.producer_epoch, tp)
-            code = fenced_for(code, v, 3)
-        offsets = {(t.name, p.partition_index): OffsetValue(p.committed_offset, p.committed_metadata or "", now,
-                                                            getattr(p, "committed_leader_epoch", -1))
-                   for t in request.topics for p in t.partitions}
-        if code:
-            results = {key: code for key in offsets}
-        else:
-            # The group's own checks (member, generation, static member fencing), validation and staging.
-            results = await groups.offsets.commit_txn(
-                request.group_id, request.producer_id, request.producer_epoch,
-                getattr(request, "generation_id", -1), getattr(request, "member_id", "") or "",
-                getattr(request, "group_instance_id", None), offsets)
-        return {"throttle_time": 0, "topics": [
-            {"name": t.name, "partitions": [
-                {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
-                for p in t.partitions]}
-            for t in request.topics]}
 
-    broker.router.add(control_route(API_KEY, 0, 3, handle))
+ROUTE = control_route(ApiKey.TXN_OFFSET_COMMIT, 0, 3, handle)

@@ -4,44 +4,53 @@ markers itself, and this API is served for completeness (tools, tests). A partit
 producer has no open transaction is answered without a marker; group offsets staged by the
 producer are completed when `__consumer_offsets` is named."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+
 from kio.schema.errors import ErrorCode as E
 
 from ...txn.service import OFFSETS_TOPIC
 from ..router import control_route
 
-API_KEY = 27
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 
 
-def register(broker) -> None:
+
+async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
     txn = broker.txn
+    out = []
+    for m in request.markers:
+        commit = bool(m.transaction_result)
+        topics = []
+        to_flush = []
+        for t in m.topics:
+            parts = []
+            for p in t.partition_indexes:
+                topic = broker.registry.get(t.name)
+                if topic is None or not 0 <= p < topic.partitions:
+                    code = E.unknown_topic_or_partition.value
+                elif t.name == OFFSETS_TOPIC:
+                    if txn.groups.store is not None:
+                        await txn.groups.store.complete(m.producer_id, m.producer_epoch, commit)
+                    code = 0
+                else:
+                    plog = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
+                                            m.coordinator_epoch)
+                    if plog is not None:
+                        to_flush.append(plog)
+                    code = 0
+                parts.append({"partition_index": p, "error_code": code})
+            topics.append({"name": t.name, "partitions": parts})
+        for plog in to_flush:
+            await txn.partitions.group_commit.flush(plog)
+        out.append({"producer_id": m.producer_id, "topics": topics})
+    return {"markers": out}
 
-    async def handle(ctx, request):
-        out = []
-        for m in request.markers:
-            commit = bool(m.transaction_result)
-            topics = []
-            to_flush = []
-            for t in m.topics:
-                parts = []
-                for p in t.partition_indexes:
-                    topic = broker.registry.get(t.name)
-                    if topic is None or not 0 <= p < topic.partitions:
-                        code = E.unknown_topic_or_partition.value
-                    elif t.name == OFFSETS_TOPIC:
-                        if txn.groups.store is not None:
-                            await txn.groups.store.complete(m.producer_id, m.producer_epoch, commit)
-                        code = 0
-                    else:
-                        plog = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
-                                                m.coordinator_epoch)
-                        if plog is not None:
-                            to_flush.append(plog)
-                        code = 0
-                    parts.append({"partition_index": p, "error_code": code})
-                topics.append({"name": t.name, "partitions": parts})
-            for plog in to_flush:
-                await txn.partitions.group_commit.flush(plog)
-            out.append({"producer_id": m.producer_id, "topics": topics})
-        return {"markers": out}
 
-    broker.router.add(control_route(API_KEY, 0, 1, handle))
+ROUTE = control_route(ApiKey.WRITE_TXN_MARKERS, 0, 1, handle)
