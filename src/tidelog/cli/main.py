@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and "hypothesis" not in sys.modules:
         # kio registers hypothesis strategies for its types whenever hypothesis is importable (a
         # test dependency); no command uses them, and that import was a quarter of start-up.
-        sys.modules["hypothesis"] = None  # type: ignore[assignment]
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]  # None in sys.modules blocks an import
     parser = argparse.ArgumentParser(prog="tidelog", description="A Kafka-compatible broker in Python.")
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -298,7 +298,7 @@ class Membership:
         fresh.assignment = old.assignment
         fresh.is_new = False
         group.members[fresh.member_id] = fresh
-        group.static_members[fresh.group_instance_id] = fresh.member_id  # type: ignore[index]
+        group.static_members[fresh.group_instance_id] = fresh.member_id  # type: ignore[index]  # static: has an id
         was_leader = group.leader_id == old.member_id
         if was_leader:
             group.leader_id = fresh.member_id

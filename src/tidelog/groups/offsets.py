@@ -198,7 +198,7 @@ class GroupOffsets:
         results: dict[TopicPartition, int] = {}
         doomed = []
         for topic, partition in tps:
-            if topic in subscribed:  # type: ignore[operator]
+            if topic in subscribed:  # type: ignore[operator]  # None was answered above
                 results[(topic, partition)] = E.group_subscribed_to_topic.value
             elif self.coord.registry.get(topic) is None:
                 results[(topic, partition)] = E.unknown_topic_or_partition.value

@@ -12,7 +12,7 @@ the storage engine:
 `load()` replays every partition: later records win, a null value deletes, so a restarted broker
 sees exactly the state it had (compaction only ever removes records that a later one shadows).
 
-Transactional offsets (TxnOffsetCommit, later) are staged per producer id with `stage()`: they
+Transactional offsets (TxnOffsetCommit) are staged per producer id with `stage()`: they
 are written as transactional records, kept in `pending`, and become visible offsets only when
 `complete(producer_id, commit=True)` writes the commit marker; an abort drops them. Replay follows
 the same rule, so a crash between the two leaves them invisible, as in Kafka.

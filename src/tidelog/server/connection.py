@@ -18,9 +18,9 @@ import logging
 import socket
 import struct
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..wire.frame import FrameDecoder, FrameError
 from ..wire.header import HeaderError, RequestHeader, parse_request_header, peek_key_version, response_header
@@ -42,7 +42,6 @@ class RequestContext:
     header: RequestHeader
     connection: "KafkaConnection"
     broker: "Broker"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def api_version(self) -> int:
@@ -221,7 +220,7 @@ class KafkaConnection(asyncio.Protocol):
             if self._slots and self._slots[0] is slot and self._stream is None:
                 slot.files = True
                 return
-        slot.chunks = materialize(slot.chunks)  # type: ignore[arg-type]
+        slot.chunks = materialize(slot.chunks)  # type: ignore[arg-type]  # set by _fill before files are prepared
 
     def _completed(self, fut: asyncio.Future, slot: _Slot, route, header: RequestHeader) -> None:
         self.tasks.discard(fut)
@@ -271,7 +270,7 @@ class KafkaConnection(asyncio.Protocol):
         while True:
             out: list = []
             while slots and slots[0].done and not slots[0].files:
-                out.extend(slots.popleft().chunks)  # type: ignore[arg-type]
+                out.extend(slots.popleft().chunks)  # type: ignore[arg-type]  # a done slot has its chunks
             if self._closed or self.transport is None:
                 return
             if out:
@@ -279,7 +278,7 @@ class KafkaConnection(asyncio.Protocol):
             if not (slots and slots[0].done):
                 return
             stream = FileStream(self.transport, asyncio.get_running_loop(), self._sock_fd,
-                                slots.popleft().chunks, self._stream_done)  # type: ignore[arg-type]
+                                slots.popleft().chunks, self._stream_done)  # type: ignore[arg-type]  # done: chunks set
             try:
                 if stream.start():
                     continue  # written at once
@@ -327,6 +326,6 @@ class KafkaConnection(asyncio.Protocol):
         # Answers already computed for earlier requests still go out before the close.
         out: list = []
         while self._slots and self._slots[0].done:
-            out.extend(materialize(self._slots.popleft().chunks))  # type: ignore[arg-type]
+            out.extend(materialize(self._slots.popleft().chunks))  # type: ignore[arg-type]  # done: chunks set
         if out and self.transport is not None:
             self.transport.writelines(out)

@@ -6,10 +6,10 @@ newest segment is the *active* one (the broker appends to it); every other segme
 and never changes again until retention deletes it. Export reads closed segments only.
 
 Planning (`plan_partition`) runs on the Spark driver and is cheap: it reads batch headers (61 bytes
-per batch, through `tidelog.log.records.iter_batches` over a read-only mapping) and the small
-`.timeindex`/`.txnindex` files; it produces one picklable `SegmentTask` per segment. Reading
-(`read_task`) runs on an executor: it decodes the batches of one task with
-`tidelog.log.records.decode_records` (all codecs, via `tidelog.log.compression`) and yields
+per batch, read in chunks with plain file reads, `batches`) and the small `.timeindex`/`.txnindex`
+files; it produces one picklable `SegmentTask` per segment. Reading (`read_task`) runs on an
+executor: it decodes the batches of one task straight into Arrow columns with
+`columns.append_batch` (all codecs, via `tidelog.log.compression`) and yields
 `pyarrow.RecordBatch`es in the data source's schema.
 
 read_committed, as Kafka's Fetch does it:

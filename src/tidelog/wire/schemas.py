@@ -120,10 +120,10 @@ def _retype(tp: object, old: type, new: type) -> object:
         args = tuple(_retype(a, old, new) for a in typing.get_args(tp))
         out = args[0]
         for a in args[1:]:
-            out = out | a  # type: ignore[operator]
+            out = out | a  # type: ignore[operator]  # typing objects support | at run time
         return out
     if origin is tuple:
-        return tuple[_retype(typing.get_args(tp)[0], old, new), ...]  # type: ignore[misc]
+        return tuple[_retype(typing.get_args(tp)[0], old, new), ...]  # type: ignore[misc]  # a type built at run time
     return tp
 
 
@@ -136,7 +136,7 @@ def _derive_class(base: type, version: int, flexible: bool, drop: set[str],
         if f.name in replace:
             for name, kafka_type, py_type, default in replace[f.name]:
                 extra: dict[str, object] = {} if default is _NO_DEFAULT else {"default": default}
-                new_fields.append((name, py_type, field(metadata={"kafka_type": kafka_type}, **extra)))  # type: ignore[call-overload]
+                new_fields.append((name, py_type, field(metadata={"kafka_type": kafka_type}, **extra)))  # type: ignore[call-overload]  # default only when given
             continue
         tp = f.type
         inner = _inner_entity(tp)
