@@ -53,9 +53,9 @@ test: $(STAMP) kcat java kafka-jars check
 
 # tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.
 # BENCH_ARGS=--quick for a few-minute run.
-bench: $(STAMP)
+bench: $(STAMP) kafka-jars
 	$(PY) -m pip install -q 'matplotlib>=3.7'
-	$(PY) bench/compare_tansu.py $(BENCH_ARGS)
+	$(PY) bench/compare.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -159,3 +159,30 @@ class Tansu(Broker):
 
     def cleanup(self) -> None:
         pass
+
+
+class Kafka(Broker):
+    """Apache Kafka 4.1.1 (KRaft single node, tests/kafka_process.py), Kafka's default durability
+    (no fsync per batch), a 1 GiB heap."""
+
+    name = "kafka"
+
+    def __init__(self) -> None:
+        super().__init__()
+        sys.path.insert(0, str(ROOT / "tests"))
+        from kafka_process import KafkaProcess
+
+        self.process = KafkaProcess(port=self.port, heap="1g")
+
+    def start(self, workdir: Path) -> "Broker":
+        self.log_path = self.process.log_path
+        self.process.start()
+        self.proc = self.process.proc
+        return self
+
+    def stop(self) -> None:
+        self.process.stop()
+        self.proc = None
+
+    def cleanup(self) -> None:
+        self.process.cleanup()
