@@ -31,11 +31,12 @@ java:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
 # Resolves Apache Kafka 4.1.1 (broker and tools) from Maven Central into ~/.m2 (java/kafka/pom.xml);
-# installs Maven when missing (Debian/Ubuntu). The difference tests and `make bench` use it.
+# installs Maven and a JDK (javac, for the Java client checks) when missing (Debian/Ubuntu).
+# The difference tests, the Java client and tool tests, and `make bench` use it.
 kafka-jars: java
-	@command -v mvn >/dev/null 2>&1 || { \
+	@command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq maven >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq maven openjdk-17-jdk-headless >/dev/null; }
 	@test -s java/kafka/target/classpath.txt -a java/kafka/target/classpath.txt -nt java/kafka/pom.xml || \
 	  mvn -B -q -f java/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
 
