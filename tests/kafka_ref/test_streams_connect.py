@@ -1,0 +1,149 @@
+"""Kafka Streams and Kafka Connect (4.1.1) against tidelog.
+
+- Streams: a word count with processing.guarantee=exactly_once_v2 (java/streams/WordCount.java)
+  runs while lines are produced, survives a restart of tidelog in the middle, and its output,
+  read with read_committed, ends with exactly the right count of every word.
+- Connect standalone: the FileStream source connector reads a file into a tidelog topic and the
+  FileStream sink connector writes the topic back to another file, intact and in order.
+About 60 s.
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from kafka_process import classpath  # noqa: E402
+
+pytestmark = pytest.mark.interop
+
+OVERRIDES = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3",
+             "group.initial.rebalance.delay.ms": "0"}
+LOG4J = ("status = warn\nappender.c.type = Console\nappender.c.name = E\nappender.c.target = SYSTEM_ERR\n"
+         "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
+         "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n")
+
+
+def _create(bootstrap: str, *topics: str, partitions: int = 2) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, partitions, 1) for t in topics]).values():
+        f.result(30)
+
+
+def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_path):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    broker = broker_factory(OVERRIDES)
+    app, src, dst = f"wc-{uuid.uuid4().hex[:6]}", "wc-in", "wc-out"
+    _create(broker.bootstrap, src, dst)
+    cp = classpath()
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "-cp", cp, "-d", str(classes), str(ROOT / "java" / "streams" / "WordCount.java")],
+                   check=True, capture_output=True, timeout=180)
+    (tmp_path / "log4j2.properties").write_text(LOG4J)
+    stop = tmp_path / "stop"
+    out = open(tmp_path / "streams.log", "wb")
+    proc = subprocess.Popen(["java", "-Xmx384m", f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+                             "-cp", f"{classes}:{cp}", "WordCount", broker.bootstrap, app, src, dst,
+                             str(tmp_path / "state"), str(stop)], stdout=out, stderr=subprocess.STDOUT)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    sent = Counter()
+    try:
+        p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+
+        def send(lines: int, seed: int) -> None:
+            for i in range(lines):
+                line = " ".join(words[(seed + i * j) % len(words)] for j in range(1, 4))
+                sent.update(line.split())
+                p.produce(src, line.encode(), key=b"%d" % i)
+            p.flush(30)
+
+        send(200, 1)
+        time.sleep(5)  # the application is processing
+        broker.stop()
+        broker.start()
+        send(200, 2)
+        expected = dict(sent)
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                      "isolation.level": "read_committed", "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest"})
+        c.assign([TopicPartition(dst, p, 0) for p in range(2)])
+        latest: dict[str, int] = {}
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and latest != expected:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
+        c.close()
+        assert latest == expected, f"counts {latest} != {expected}\n{(tmp_path / 'streams.log').read_text()[-3000:]}"
+    finally:
+        stop.touch()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        out.close()
+
+
+def test_connect_file_source_and_sink(module_broker_for_connect, tmp_path):
+    bootstrap = module_broker_for_connect
+    topic = f"connect-{uuid.uuid4().hex[:6]}"
+    _create(bootstrap, topic, partitions=1)
+    source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    lines = [f"line {i} {'x' * (i % 40)}" for i in range(300)]
+    source_file.write_text("\n".join(lines) + "\n")
+    (tmp_path / "worker.properties").write_text(
+        f"bootstrap.servers={bootstrap}\n"
+        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
+        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
+        f"offset.storage.file.filename={tmp_path / 'offsets'}\n"
+        "offset.flush.interval.ms=500\nplugin.discovery=only_scan\nlisteners=http://127.0.0.1:0\n")
+    (tmp_path / "source.properties").write_text(
+        "name=file-source\nconnector.class=org.apache.kafka.connect.file.FileStreamSourceConnector\n"
+        f"tasks.max=1\nfile={source_file}\ntopic={topic}\n")
+    (tmp_path / "sink.properties").write_text(
+        "name=file-sink\nconnector.class=org.apache.kafka.connect.file.FileStreamSinkConnector\n"
+        f"tasks.max=1\nfile={sink_file}\ntopics={topic}\n")
+    (tmp_path / "log4j2.properties").write_text(LOG4J)
+    log = open(tmp_path / "connect.log", "wb")
+    proc = subprocess.Popen(["java", "-Xmx384m", f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+                             "-cp", classpath(), "org.apache.kafka.connect.cli.ConnectStandalone",
+                             str(tmp_path / "worker.properties"), str(tmp_path / "source.properties"),
+                             str(tmp_path / "sink.properties")], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        got: list[str] = []
+        while time.monotonic() < deadline:
+            if sink_file.exists():
+                got = sink_file.read_text().splitlines()
+                if len(got) >= len(lines):
+                    break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        assert got == lines, f"{len(got)} of {len(lines)} lines\n{(tmp_path / 'connect.log').read_text()[-3000:]}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def module_broker_for_connect(broker_factory):
+    return broker_factory(OVERRIDES).bootstrap
