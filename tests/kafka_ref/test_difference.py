@@ -33,6 +33,7 @@ pytestmark = pytest.mark.interop
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in both logs' records
 TOPIC = "diff-t"
+SMALL = "diff-small"
 PARTITIONS = 2
 
 # field name -> why it may differ between two correct brokers
@@ -127,6 +128,7 @@ def pair(tmp_path_factory):
         for c in clients.values():
             _prepare(c)
             _coordinators_ready(c)
+            _prepare_errors(c)
             md = c.request(3, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, version=12)
             c.topic_ids = {TOPIC: md.topics[0].topic_id}
         yield clients
@@ -158,6 +160,46 @@ def _prepare(c: KafkaClient) -> None:
                 break
             time.sleep(0.2)
         assert resp.responses[0].partition_responses[0].error_code.value == 0, resp
+
+
+def _prepare_errors(c: KafkaClient) -> None:
+    """A topic with a small max.message.bytes, and an idempotent producer id of this broker's."""
+    created = c.request(19, {"topics": [{"name": SMALL, "num_partitions": 1, "replication_factor": 1,
+                                         "assignments": [], "configs": [{"name": "max.message.bytes",
+                                                                         "value": "1024"}]}],
+                             "timeout": 20_000, "validate_only": False}, version=5)
+    assert created.topics[0].error_code.value == 0, created
+    deadline = time.monotonic() + 60
+    while True:  # Kafka loads its producer-id state lazily: COORDINATOR_LOAD_IN_PROGRESS meanwhile
+        init = c.request(22, {"transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
+                              "producer_epoch": -1}, version=4)
+        if init.error_code.value not in (14, 15) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert init.error_code.value == 0, init
+    c.pid, c.epoch = init.producer_id, init.producer_epoch
+
+
+def _produce(topic: str, records: bytes, partition: int = 0, txn_id: str | None = None) -> dict:
+    return {"transactional_id": txn_id, "acks": -1, "timeout": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+
+
+def _produce_errors(v: int, c: KafkaClient) -> list[dict]:
+    """Produce requests that must fail, built with this broker's own producer id."""
+    def idem(seq: int, epoch_shift: int = 0, **kw) -> bytes:
+        return build_batch([Record(b"k", b"v", T0)], producer_id=c.pid, producer_epoch=c.epoch + epoch_shift,
+                           base_sequence=seq, **kw)
+
+    return [
+        _produce(SMALL, build_batch([Record(b"k", b"x" * 2000, T0)])),  # larger than max.message.bytes
+        _produce(TOPIC, idem(0), partition=1),  # the first batch of this producer: accepted
+        _produce(TOPIC, idem(5), partition=1),  # a gap in the sequence
+        _produce(TOPIC, idem(1, epoch_shift=3), partition=1),  # an epoch ahead of the broker's
+        _produce(TOPIC, build_batch([Record(b"k", b"v", T0)], producer_id=987_654, producer_epoch=0,
+                                    base_sequence=0, transactional=True), partition=1, txn_id="no-such-txn"),
+        _produce("no-such-topic-p", build_batch([Record(b"k", b"v", T0)])),
+    ]
 
 
 def _coordinators_ready(c: KafkaClient) -> None:
@@ -198,7 +240,9 @@ def _list_offsets(v):
 
 
 CASES = {
-    # name: (api_key, request builder (version -> list of request dicts))
+    # name: (api_key, request builder: version -> request dicts, or (version, client) -> request
+    # dicts when a request carries that broker's own ids)
+    "Produce errors": (0, _produce_errors),
     "ApiVersions": (18, lambda v: [{"client_software_name": "diff", "client_software_version": "1"}]),
     "Metadata": (3, lambda v: [
         {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False,
@@ -210,9 +254,9 @@ CASES = {
          "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False},
     ]),
     "ListOffsets": (2, _list_offsets),
-    "Fetch": (1, lambda v, topic_id=None: [
+    "Fetch": (1, lambda v: [
         {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": iso,
-         "session_id": 0, "session_epoch": -1, "topics": [{"topic": TOPIC, "topic_id": topic_id, "partitions": [
+         "session_id": 0, "session_epoch": -1, "topics": [{"topic": TOPIC, "topic_id": None, "partitions": [
              {"partition": 0, "current_leader_epoch": -1, "fetch_offset": offset, "last_fetched_epoch": -1,
               "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
          "forgotten_topics_data": [], "rack_id": ""}
@@ -262,9 +306,12 @@ def test_same_answer_as_kafka(pair, case):
     assert versions, f"{case}: no version both brokers serve"
     findings = []
     for v in versions:
-        for i, req in enumerate(build(v)):
+        per_broker = build.__code__.co_argcount == 2
+        requests = {name: build(v, c) if per_broker else build(v) for name, c in pair.items()}
+        for i in range(len(requests["kafka"])):
             answers, answers_raw = {}, {}
             for name, c in pair.items():
+                req = requests[name][i]
                 cls = request_schema(api_key, v)
                 sent = req
                 if isinstance(req.get("topics"), list):  # TOPIC by each broker's own id where asked (None)

@@ -15,7 +15,7 @@ lastOffsetDelta, the transactional flag):
 | same epoch, same sequence range as a kept batch             | `DuplicateBatch` (original offsets)|
 | higher epoch and baseSequence != 0                          | OUT_OF_ORDER_SEQUENCE_NUMBER (45) |
 | same epoch, baseSequence != last sequence + 1 (wrapping)    | OUT_OF_ORDER_SEQUENCE_NUMBER (45) |
-| unknown producer id the broker never issued                 | UNKNOWN_PRODUCER_ID (59)          |
+| unknown producer id the broker never issued                 | UNKNOWN_PRODUCER_ID (59); transactional: INVALID_PRODUCER_ID_MAPPING (49), as Kafka's verification |
 | transactional batch the coordinator does not vouch for      | INVALID_TXN_STATE (48) (KIP-890)  |
 | non-transactional batch while the producer's txn is open    | INVALID_TXN_STATE (48)            |
 
@@ -35,7 +35,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..wire.errors import INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID
+from ..wire.errors import (
+    INVALID_PRODUCER_EPOCH,
+    INVALID_PRODUCER_ID_MAPPING,
+    INVALID_TXN_STATE,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    UNKNOWN_PRODUCER_ID,
+)
 from ..log.errors import LogAppendError
 from ..log.txnindex import AbortedTxn
 from ..log.validation import BatchInfo
@@ -120,7 +126,10 @@ class PartitionProducers:
             if first_seq >= 0:
                 if current is None:
                     if known is not None and not known(pid):
-                        raise LogAppendError(UNKNOWN_PRODUCER_ID, f"producer id {pid} was never issued")
+                        # transactional: Kafka's KIP-890 verification answers first, and a producer
+                        # id the coordinator never mapped is INVALID_PRODUCER_ID_MAPPING there
+                        raise LogAppendError(INVALID_PRODUCER_ID_MAPPING if b.is_transactional else UNKNOWN_PRODUCER_ID,
+                                             f"producer id {pid} was never issued")
                 elif epoch > current.epoch:
                     if first_seq != 0 and current.epoch >= 0:
                         raise LogAppendError(OUT_OF_ORDER_SEQUENCE_NUMBER,

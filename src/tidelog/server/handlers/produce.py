@@ -24,6 +24,15 @@ if TYPE_CHECKING:
     from ..connection import RequestContext
 
 
+# Kafka answers these before touching the log, with no log start offset (-1); every other append
+# error (sequence, epoch, transaction state, timestamps) carries the partition's log start offset.
+_NO_LOG_START_ERRORS = frozenset({
+    E.corrupt_message.value, E.unknown_topic_or_partition.value, E.not_leader_or_follower.value,
+    E.message_too_large.value, E.record_list_too_large.value, E.kafka_storage_error.value,
+    E.invalid_producer_id_mapping.value,  # KIP-890 verification, before the append
+})
+
+
 def partition_error(index: int, code: int, message: str | None = None) -> codec.ProduceResponsePartition:
     return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
 
@@ -51,7 +60,10 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
             try:
                 info = txn.append(t.name, p.index, plog, p.records, now_ms)
             except LogError as e:
-                parts.append(partition_error(p.index, e.error_code, e.message))
+                error = partition_error(p.index, e.error_code, e.message)
+                if e.error_code not in _NO_LOG_START_ERRORS:  # as Kafka: the partition's log start too
+                    error.log_start_offset = plog.log_start_offset
+                parts.append(error)
                 continue
             parts.append(codec.ProduceResponsePartition(
                 index=p.index,
