@@ -280,6 +280,15 @@ def test_protocol_errors_real_clients_rely_on(gbroker):
                               "group_instance_id": "i1", "assignments": []}, version=3).assignment == b"S"
         assert c.request(12, {"group_id": static_group, "generation_id": s1.generation_id, "member_id": s1.member_id,
                               "group_instance_id": "i1"}, version=4).error_code.value == 82  # FENCED_INSTANCE_ID
+        # Restarted again with other subscription bytes (a new client version, user data) but the same
+        # protocol: still no rebalance and the assignment is kept, as Kafka (only the selected protocol counts).
+        other_sub = SUB + b"\x00\x00\x00\x01x"
+        s3 = c.request(11, {"group_id": static_group, "session_timeout": 1000, "rebalance_timeout": 5000,
+                            "member_id": "", "group_instance_id": "i1", "protocol_type": "consumer",
+                            "protocols": [{"name": "range", "metadata": other_sub}]}, version=5)
+        assert s3.error_code.value == 0 and s3.generation_id == s1.generation_id and s3.members == ()
+        assert c.request(14, {"group_id": static_group, "generation_id": 1, "member_id": s3.member_id,
+                              "group_instance_id": "i1", "assignments": []}, version=3).assignment == b"S"
         # LeaveGroup v3+ batch; DescribeGroups; ListGroups with a state filter.
         lv = c.request(13, {"group_id": group, "members": [{"member_id": mid}, {"member_id": "ghost"}]}, version=5)
         assert lv.error_code.value == 0 and [m.error_code.value for m in lv.members] == [0, 25]

@@ -302,7 +302,10 @@ class Membership:
         was_leader = group.leader_id == old.member_id
         if was_leader:
             group.leader_id = fresh.member_id
-        if group.is_(S.STABLE) and old.same_protocols(fresh.protocols):
+        # As Kafka: a Stable group keeps its generation unless the protocol the next generation
+        # would select changes; the member's subscription bytes may differ (new metadata, a new
+        # client version) without a rebalance, the leader rebalances when it sees fit.
+        if group.is_(S.STABLE) and group.protocol_name == group.select_protocol():
             self.touch(fresh, group)
             await self._persist_group(group)
             # No rebalance: the member gets the current generation; as leader it gets no member
