@@ -38,6 +38,8 @@ class BrokerProcess:
         return cmd
 
     def start(self, timeout: float = 20.0) -> "BrokerProcess":
+        if self.proc is not None and self.proc.poll() is None:
+            return self  # already running (a second start would leak the first process)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
