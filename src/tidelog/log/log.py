@@ -4,8 +4,9 @@ Synchronous and single-threaded (the server calls it from its asyncio thread), e
 which may run in a worker thread while appends continue.
 
 Offsets: `log_start_offset` <= records < `log_end_offset` (the next offset). With one node the
-high watermark is the log end offset; `last_stable_offset` is lowered by the transactions code
-through `set_first_unstable_offset`.
+high watermark is the log end offset; a replicated log keeps it apart (`replication`, the mixin
+holding the replica side: HW, leader epochs, follower appends, truncation). `last_stable_offset`
+is lowered by the transactions code through `set_first_unstable_offset`.
 
 Appends accept v2 batches or magic 0/1 message sets (told apart by the magic byte, at byte 16 in
 both), validate them (`validation`), assign offsets in place when given a writable memoryview
@@ -44,9 +45,11 @@ from . import legacy
 from .config import LogConfig
 from .errors import OffsetOutOfRangeError
 from .records import NO_TIMESTAMP, Record, build_batch, build_control_batch, record_timestamps
+from .epochs import LeaderEpochCache
+from .replication import ReplicaLogMixin
 from .segment import LOG_SUFFIX, FileSlice, LogSegment
 from .txnindex import AbortedTxn
-from .validation import BatchInfo, validate_and_assign
+from .validation import BatchInfo, set_partition_leader_epoch, validate_and_assign
 
 logger = logging.getLogger("tidelog.log")
 
@@ -88,7 +91,7 @@ class FetchInfo:
         return self.records.tobytes() if self.records is not None else b""
 
 
-class PartitionLog:
+class PartitionLog(ReplicaLogMixin):
     def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, clock_ms: Callable[[], int]):
         self.dir = directory
         self.topic = topic
@@ -107,6 +110,11 @@ class PartitionLog:
         self._graveyard: list[tuple[int, LogSegment]] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._replicated = False  # replication.py: the cluster's view of this log
+        self._hw = 0
+        self.hw_checkpoint: int | None = None
+        self._leader_epoch: int | None = None
+        self._epochs: LeaderEpochCache | None = None
         # Hooks (set by LogManager or the server):
         self.on_append: Callable[["PartitionLog"], None] | None = None
         self.on_log_start_offset_change: Callable[["PartitionLog"], None] | None = None
@@ -206,12 +214,12 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        return self._next_offset
+        return self._hw if self._replicated else self._next_offset
 
     @property
     def last_stable_offset(self) -> int:
-        fu = self._first_unstable_offset
-        return self._next_offset if fu is None else min(fu, self._next_offset)
+        fu, hw = self._first_unstable_offset, self.high_watermark
+        return hw if fu is None else min(fu, hw)
 
     def set_first_unstable_offset(self, offset: int | None) -> None:
         """First offset of the oldest open transaction (None: none open); bounds the LSO."""
@@ -261,6 +269,8 @@ class PartitionLog:
             return AppendInfo(-1, -1, v.log_append_time, self._log_start_offset, NO_TIMESTAMP, -1, 0, 0)
         if before_write is not None:
             before_write(v)
+        if self._leader_epoch is not None:
+            set_partition_leader_epoch(buf, v.batches, self._leader_epoch)
         seg = self._segments[-1]
         why = seg.should_roll(len(buf), v.max_timestamp, v.last_offset, now)
         if why:

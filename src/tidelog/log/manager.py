@@ -7,6 +7,7 @@ Layout of each log dir::
     .kafka_cleanshutdown                   present only between a clean close and the next start
     recovery-point-offset-checkpoint       offsets below which each partition was fsynced
     log-start-offset-checkpoint            log start offsets moved by DeleteRecords / retention
+    replication-offset-checkpoint          high watermarks of replicated logs (cluster mode)
 
 Checkpoint files use Kafka's text format: a version line (`0`), a count line, then one
 `<topic> <partition> <offset>` line per partition; written to a temp file, fsynced, renamed.
@@ -36,6 +37,7 @@ logger = logging.getLogger("tidelog.log")
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 
 TopicPartition = tuple[str, int]
@@ -120,6 +122,7 @@ class LogManager:
         clean = marker.exists()
         recovery = read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
         starts = read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        hws = read_checkpoint(d / REPLICATION_CHECKPOINT)
         for name in sorted(os.listdir(d)):
             m = _PARTITION_DIR.match(name)
             if not m or not (d / name).is_dir():
@@ -130,6 +133,7 @@ class LogManager:
                 recovery_point=recovery.get(tp, 0), clean_shutdown=clean,
                 log_start_offset=starts.get(tp, 0),
             )
+            log.hw_checkpoint = hws.get(tp)
             self._attach(log)
             self._logs[tp] = log
         if not clean and self._logs:
@@ -222,6 +226,9 @@ class LogManager:
         mine = {tp: log for tp, log in self._logs.items() if log.dir.parent == d}
         write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {tp: lg.recovery_point for tp, lg in mine.items()})
         write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {tp: lg.log_start_offset for tp, lg in mine.items()})
+        hws = {tp: lg.high_watermark for tp, lg in mine.items() if lg.replicated}
+        if hws or (d / REPLICATION_CHECKPOINT).exists():
+            write_checkpoint(d / REPLICATION_CHECKPOINT, hws)
 
     def close(self) -> None:
         """Clean shutdown: flush and close every log, checkpoint, write the marker."""

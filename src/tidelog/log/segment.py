@@ -339,6 +339,22 @@ class LogSegment:
             self._rolling_ts_loaded = True
         self._next_offset = info.last_offset + 1
 
+    def truncate_to(self, offset: int) -> int:
+        """Cut the log at the first batch whose last offset is >= `offset` (replica truncation),
+        rebuild both indexes from what is left, drop .txnindex entries from there on. The segment
+        becomes the active one. Bytes removed."""
+        found = self.find_batch(offset)
+        cut = found[0] if found is not None else self.log.size
+        removed = self.log.size - cut
+        self.active = True
+        if removed:
+            self.log.truncate(cut)
+        self._scan(validate=False)
+        self.txn_index.truncate_to(self._next_offset if self._next_offset is not None else offset)
+        self.offset_index.make_active()
+        self.time_index.make_active()
+        return removed
+
     def on_roll(self) -> None:
         """Becomes inactive: final time index entry, trim, fsync everything."""
         self.ensure_indexes()

@@ -23,6 +23,7 @@ decoding on append). Timestamps of -1 (magic 0 data) are not checked.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from .config import LogConfig
@@ -50,6 +51,7 @@ from .records import (
 from crc32c import crc32c
 
 _MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+_EPOCH = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -175,3 +177,52 @@ def validate_and_assign(
     out.max_timestamp = max_ts
     out.offset_of_max_timestamp = offset_of_max
     return out
+
+
+def validate_replicated(buf: bytearray | memoryview, next_offset: int) -> ValidatedAppend:
+    """A follower's append: batches copied from the leader keep their offsets, timestamps and
+    partitionLeaderEpoch. Checked: structure, magic, CRC, and offsets that start at or after
+    `next_offset` and increase. A trailing partial batch (a fetch response cut at its byte
+    limit) is left out: `size` tells how many bytes of `buf` are whole batches."""
+    n = len(buf)
+    out = ValidatedAppend()
+    mv = memoryview(buf)
+    pos = 0
+    expect = next_offset
+    max_ts, offset_of_max = NO_TIMESTAMP, -1
+    while pos + RECORD_BATCH_OVERHEAD <= n:
+        (base, length, _e, magic, crc, attrs, lod, first_ts, batch_max_ts, pid, pepoch, bseq, count) = (
+            HEADER.unpack_from(buf, pos)
+        )
+        size = LOG_OVERHEAD + length
+        if pos + size > n:
+            break
+        if magic != MAGIC_V2 or length < _MIN_LENGTH or lod < 0:
+            raise LogAppendError(CORRUPT_MESSAGE, f"replicated batch at byte {pos} is malformed")
+        if crc32c(mv[pos + ATTRIBUTES_OFFSET : pos + size]) != crc:
+            raise LogAppendError(CORRUPT_MESSAGE, f"CRC mismatch in replicated batch at byte {pos}")
+        if base < expect:
+            raise LogAppendError(CORRUPT_MESSAGE, f"replicated batch at offset {base} is below the log end {expect}")
+        last = base + lod
+        if batch_max_ts > max_ts:
+            max_ts, offset_of_max = batch_max_ts, last
+        out.batches.append(
+            BatchInfo(pos, size, base, last, count, first_ts, batch_max_ts, pid, pepoch, bseq,
+                      bool(attrs & TRANSACTIONAL_FLAG_MASK), bool(attrs & CONTROL_FLAG_MASK))
+        )
+        out.num_records += count
+        expect = last + 1
+        pos += size
+    out.size = pos
+    if out.batches:
+        out.first_offset = out.batches[0].base_offset
+        out.last_offset = expect - 1
+    out.max_timestamp = max_ts
+    out.offset_of_max_timestamp = offset_of_max
+    return out
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, batches: list[BatchInfo], epoch: int) -> None:
+    """Stamp `partitionLeaderEpoch` (bytes 12-15 of each batch, outside the CRC)."""
+    for b in batches:
+        _EPOCH.pack_into(buf, b.position + 12, epoch)

@@ -31,7 +31,7 @@ from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator
 from .producers import DuplicateBatch, PartitionProducers
-from .snapshots import load_state, write_snapshot
+from .snapshots import load_state, replay, snapshot_files, write_snapshot
 
 if TYPE_CHECKING:
     from ..groups import GroupCoordinator
@@ -261,6 +261,30 @@ class TxnService:
                 write_snapshot(plog, state)
             except OSError as e:
                 log.warning("%s-%d: producer snapshot not written: %s", plog.topic, plog.partition, e)
+
+    # ---- replication (cluster mode: this broker follows the partition's leader) -------------------
+    def append_as_follower(self, topic: str, partition: int, plog: "PartitionLog", data: bytes) -> None:
+        """Append batches fetched from the leader and replay their headers into the producer
+        state (sequences, open transactions, markers and the .txnindex, the LSO), so this
+        replica can lead with the same state."""
+        state = self.state_for(topic, partition, plog)
+        start = plog.log_end_offset
+        v = plog.append_as_follower(data)
+        if not v.batches:
+            return
+        replay(plog, state, start)
+        plog.set_first_unstable_offset(state.first_unstable_offset())
+        self._after_append(plog, state)
+
+    def rebuild_after_truncate(self, topic: str, partition: int, plog: "PartitionLog") -> None:
+        """The log was truncated: producer state (and its snapshots past the new end) are
+        rebuilt from the newest snapshot still valid."""
+        leo = plog.log_end_offset
+        for offset, path in snapshot_files(plog.dir):
+            if offset > leo:
+                path.unlink(missing_ok=True)
+        self.states.pop((topic, partition), None)
+        self._load(plog)
 
     # ---- markers ----------------------------------------------------------------------------------
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
