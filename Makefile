@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test setup kcat java clean bench check kafka kafka-jars
+.PHONY: serve test setup kcat java etcd clean bench check kafka kafka-jars cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,16 @@ kcat:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
+
+# Installs etcd (Debian's etcd-server) when missing: cluster mode's coordination store, for the cluster tests.
+etcd:
+	@command -v etcd >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
+
+# One etcd and three brokers on loopback (data in ./cluster-data; it prints the bootstrap servers), until Ctrl-C.
+cluster: $(STAMP) etcd
+	$(PY) tests/cluster_process.py --brokers 3 --dir ./cluster-data
 
 # Installs a Java 17 runtime for the Spark tests when no `java` is on PATH (Debian/Ubuntu).
 java:
@@ -49,7 +59,7 @@ check: $(STAMP)
 	$(VENV)/bin/ruff check src tests fuzz bench
 	$(VENV)/bin/mypy
 
-test: $(STAMP) kcat java kafka-jars check
+test: $(STAMP) kcat java etcd kafka-jars check
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.

@@ -21,9 +21,10 @@ ALLOWED = {
     "log": {"log", "wire"},
     "groups": {"groups", "log", "wire"},
     "txn": {"txn", "groups", "log", "wire"},
-    "server": {"server", "groups", "txn", "log", "wire"},
+    "cluster": {"cluster", "log", "wire"},
+    "server": {"server", "cluster", "groups", "txn", "log", "wire"},
     "spark_export": {"spark_export", "log"},
-    "cli": {"cli", "server", "groups", "txn", "log", "wire", "spark_export"},
+    "cli": {"cli", "server", "cluster", "groups", "txn", "log", "wire", "spark_export"},
 }
 
 

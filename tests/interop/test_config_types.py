@@ -63,6 +63,10 @@ KAFKA_BROKER_TYPES = {
     "transaction.state.log.num.partitions": "INT", "transaction.state.log.segment.bytes": "INT",
     "transactional.id.expiration.ms": "INT", "index.interval.bytes": "INT",
     # tidelog's own keys
+    "broker.session.timeout.ms": "INT", "broker.rack": "STRING", "inter.broker.listener.name": "STRING",
+    "replica.lag.time.max.ms": "LONG", "replica.fetch.wait.max.ms": "INT", "replica.fetch.max.bytes": "INT",
+    "replica.fetch.response.max.bytes": "INT", "unclean.leader.election.enable": "BOOLEAN",
+    "min.insync.replicas": "INT", "etcd.connect": "STRING", "etcd.connection.timeout.ms": "INT",
     "cluster.id": "STRING", "metrics.listener": "STRING", "log.level": "STRING", "log.format": "STRING",
     "security.inter.broker.protocol": "STRING", "sasl.mechanism.inter.broker.protocol": "STRING",
 }

@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     cli_consume.add_parser(sub, DEFAULT_BOOTSTRAP)
     from . import security as cli_security
     cli_security.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from . import cluster as cli_cluster
+    cli_cluster.add_parser(sub, DEFAULT_BOOTSTRAP)
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
     cli_export.add_parser(sub)
 

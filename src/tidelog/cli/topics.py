@@ -65,11 +65,13 @@ def cmd_describe(args, client: KafkaClient) -> int:
         cfg = client.request(32, {"resources": [{"resource_type": 2, "resource_name": t.name, "configuration_keys": None}],
                                   "include_synonyms": False, "include_documentation": False}, highest=4)
         overrides = [f"{c.name}={c.value}" for c in cfg.results[0].configs if c.config_source == 1]
-        print(f"Topic: {t.name}\tTopicId: {t.topic_id}\tPartitionCount: {len(t.partitions)}\tReplicationFactor: 1\t"
+        rf = max((len(p.replica_nodes) for p in t.partitions), default=1)
+        print(f"Topic: {t.name}\tTopicId: {t.topic_id}\tPartitionCount: {len(t.partitions)}\tReplicationFactor: {rf}\t"
               f"Configs: {','.join(overrides)}")
         for p in sorted(t.partitions, key=lambda p: p.partition_index):
             print(f"\tTopic: {t.name}\tPartition: {p.partition_index}\tLeader: {p.leader_id}\t"
-                  f"Replicas: {','.join(map(str, p.replica_nodes))}\tIsr: {','.join(map(str, p.isr_nodes))}")
+                  f"Replicas: {','.join(map(str, p.replica_nodes))}\tIsr: {','.join(map(str, p.isr_nodes))}"
+                  + (f"\tOffline: {','.join(map(str, p.offline_replicas))}" if p.offline_replicas else ""))
     return rc
 
 

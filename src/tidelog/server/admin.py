@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import resource
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -63,6 +63,7 @@ class TopicAdmin:
         self.registry = registry
         self.topic_defaults = config.topic_defaults()
         self.listeners: list = []  # callables(event, topic) for logs/coordinators
+        self.cluster: Any = None  # cluster mode: the ClusterNode (topic changes go through etcd)
 
     def topic_configs(self, topic: Topic) -> dict[str, str]:
         return effective(self.topic_defaults, topic.configs)
@@ -80,7 +81,11 @@ class TopicAdmin:
         room = self.check_room(partitions)
         if room[0]:
             return room
-        if replication_factor not in (-1, 1):
+        if self.cluster is not None and self.cluster.clustered:
+            code, msg = self.cluster.check_replication_factor(replication_factor)
+            if code:
+                return code, msg
+        elif replication_factor not in (-1, 1):
             return (
                 E.invalid_replication_factor.value,
                 f"Replication factor {replication_factor} is larger than the 1 available broker.",
@@ -98,6 +103,20 @@ class TopicAdmin:
         self._notify("created", topic)
         return topic
 
+    def create_local(self, name: str, topic_id, partitions: int, configs: dict[str, str]) -> Topic:
+        """Cluster mode: a topic etcd holds, mirrored into this broker's registry."""
+        topic = self.registry.create(name, partitions, configs, topic_id)
+        log.info("topic %s (%d partitions) from the cluster state", name, partitions)
+        self._notify("created", topic)
+        return topic
+
+    def delete_local(self, name: str) -> None:
+        """Cluster mode: a topic gone from etcd leaves this broker's registry and disk."""
+        topic = self.registry.delete(name)
+        if topic is not None:
+            log.info("topic %s deleted from the cluster state", name)
+            self._notify("deleted", topic)
+
     def auto_create(self, name: str) -> Topic | None:
         if not self.config["auto.create.topics.enable"] or topic_name_error(name):
             return None
@@ -108,6 +127,13 @@ class TopicAdmin:
         if code:
             log.warning("not auto-creating topic %s: %s", name, msg)
             return None
+        if self.cluster is not None and self.cluster.clustered:
+            # Through etcd, in the background: Metadata answers LEADER_NOT_AVAILABLE meanwhile, as Kafka.
+            import asyncio
+
+            rf = min(self.config["default.replication.factor"], len(self.cluster.live_brokers()))
+            asyncio.ensure_future(self.cluster.create_topic(name, partitions, max(rf, 1), {}))
+            return None
         return self.create(name, partitions, {})
 
     def ensure_internal(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
@@ -116,7 +142,7 @@ class TopicAdmin:
             topic = self.create(name, partitions, configs)
         return topic
 
-    def delete(self, name: str) -> Result:
+    def check_delete(self, name: str) -> Result:
         topic = self.registry.get(name)
         if topic is None:
             return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
@@ -124,9 +150,21 @@ class TopicAdmin:
             return E.invalid_topic_exception.value, f"Internal topic '{name}' cannot be deleted."
         if not self.config["delete.topic.enable"]:
             return E.topic_deletion_disabled.value, "Topic deletion is disabled."
+        return OK
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster is not None and self.cluster.clustered
+
+    def delete(self, name: str) -> Result:
+        checked = self.check_delete(name)
+        if checked[0]:
+            return checked
+        topic = self.registry.get(name)
         self.registry.delete(name)
         log.info("deleted topic %s", name)
-        self._notify("deleted", topic)
+        if topic is not None:
+            self._notify("deleted", topic)
         return OK
 
     def check_room(self, new_partitions: int) -> Result:
@@ -166,6 +204,12 @@ class TopicAdmin:
         return OK
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        if self.clustered and not self.registry.topics[name].internal:
+            # etcd holds every topic's configs: written there, applied here at once, and on the
+            # other brokers when their watch brings the change
+            import asyncio
+
+            asyncio.ensure_future(self.cluster.set_configs(name, configs))
         self.registry.set_configs(name, configs)
         topic = self.registry.get(name)
         assert topic is not None  # set_configs just stored them

@@ -3,6 +3,7 @@ narrow collaborators by constructor.
 
     config -> topic registry -> topic admin -> security
            -> partitions (the log engine's LogManager)
+           -> cluster view (SingleNode, or ClusterNode with etcd: registration, controller, replicas)
            -> group coordinator (offsets in __consumer_offsets, through the partitions)
            -> transaction coordinator (producer state, markers; completes group offsets)
            -> metrics -> router (one module per API, then the pipeline stages) -> listeners
@@ -30,6 +31,7 @@ from .partitions import Partitions
 from .router import Router
 from .security import Security
 from .topics import TopicRegistry
+from ..cluster.view import SingleNode
 
 log = logging.getLogger("tidelog.server")
 
@@ -43,10 +45,22 @@ class Broker:
         self.topic_defaults = self.admin.topic_defaults
         self.security = Security(config)  # TLS contexts, SASL, credentials, ACLs
         self.partitions = Partitions(config, self.admin)
+        # One node (the default) or a member of a cluster coordinated by etcd (`etcd.connect`).
+        self.cluster: Any
+        if config["etcd.connect"]:
+            from ..cluster.node import ClusterNode
+
+            self.cluster = ClusterNode(config, self.registry, self.admin, self.partitions)
+        else:
+            self.cluster = SingleNode(self.node_id, self._endpoint)
+        self.admin.cluster = self.cluster
         self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
         self.txn = TxnService(config, self.admin, self.partitions, self.groups)
+        if self.cluster.clustered:
+            self.cluster.bind(self.txn, self.bound_port)
         self.connections: set[Any] = set()
         self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections)
+        self.metrics.cluster = self.cluster
         self.router = Router()
         handlers.register_all(self)
         self.router.seal(self.metrics.stage)
@@ -86,7 +100,17 @@ class Broker:
             bound = server.sockets[0].getsockname()
             self.bound_ports[lst.name] = bound[1]
             log.info("listening on %s://%s:%d", lst.name, bound[0], bound[1])
+        if self.cluster.clustered:
+            await self.cluster.start()
         log.info("tidelog node %d started (cluster %s)", self.node_id, self.registry.cluster_id)
+
+    def _endpoint(self, listener_name: str) -> dict[str, Any]:
+        """This broker as Metadata lists it to a client of `listener_name`."""
+        adv = [a for a in self.config.advertised if a.name == listener_name] or self.config.advertised[:1]
+        host, port = adv[0].host, adv[0].port
+        if port == 0:  # listening on an ephemeral port: advertise the bound one
+            port = self.bound_port(adv[0].name)
+        return {"node_id": self.node_id, "host": host, "port": port, "rack": None}
 
     def bound_port(self, listener: str | None = None) -> int:
         if listener in self.bound_ports:
@@ -105,6 +129,8 @@ class Broker:
                 await asyncio.wait_for(server.wait_closed(), 2)
             except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - a listener that will not close must not block shutdown
                 pass
+        if self.cluster.clustered:
+            await self.cluster.stop()
         await self.metrics.stop()
         self.txn.stop()
         self.groups.stop()

@@ -64,6 +64,11 @@ BROKER_TYPES: dict[str, ConfigType] = {
     "producer.id.expiration.ms": INT, "transaction.abort.timed.out.transaction.cleanup.interval.ms": INT,
     "transaction.remove.expired.transaction.cleanup.interval.ms": INT,
     "metrics.listener": S, "log.level": S, "log.format": S,
+    # cluster mode (etcd.* are tidelog's own)
+    "etcd.connect": S, "etcd.connection.timeout.ms": INT, "broker.session.timeout.ms": INT, "broker.rack": S,
+    "inter.broker.listener.name": S, "replica.lag.time.max.ms": L, "replica.fetch.wait.max.ms": INT,
+    "replica.fetch.max.bytes": INT, "replica.fetch.response.max.bytes": INT, "min.insync.replicas": INT,
+    "unclean.leader.election.enable": B,
     # security
     "listener.security.protocol.map": S, "ssl.keystore.type": S, "ssl.keystore.location": S,
     "ssl.keystore.certificate.chain": P, "ssl.keystore.key": P, "ssl.keystore.password": P,
@@ -136,6 +141,15 @@ DOCS: dict[str, str] = {
     "follower.replication.throttled.replicas": "Replicas whose follower fetches are throttled.",
     "leader.replication.throttled.replicas": "Replicas whose leader answers to followers are throttled.",
     # broker keys
+    "etcd.connect": "etcd endpoints host:port[,host:port][/cluster]: the broker joins that cluster; unset: one node.",
+    "etcd.connection.timeout.ms": "Timeout of one request to etcd.",
+    "broker.session.timeout.ms": "TTL of the broker's etcd lease: its registration vanishes that long after it stops.",
+    "broker.rack": "Rack of the broker: replicas of a partition are spread over racks.",
+    "inter.broker.listener.name": "Listener followers fetch from (default: the first listener).",
+    "replica.lag.time.max.ms": "A follower not caught up for this long leaves the ISR.",
+    "replica.fetch.wait.max.ms": "Longest wait of a follower's fetch for new data at the leader.",
+    "replica.fetch.max.bytes": "Bytes per partition a follower asks for in one fetch.",
+    "replica.fetch.response.max.bytes": "Bytes a follower asks for in one fetch, over all partitions.",
     "listeners": "The addresses the broker listens on, as NAME://host:port.",
     "advertised.listeners": "The addresses given to clients in Metadata, per listener name.",
     "log.dirs": "The directories that hold the partitions' segments (tidelog uses the first).",

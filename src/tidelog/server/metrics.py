@@ -129,6 +129,7 @@ class Metrics:
         self.groups = groups
         self.txn = txn
         self.connections = connections
+        self.cluster: Any = None  # cluster mode: the ClusterNode (replication gauges)
         self.listener: str | None = config["metrics.listener"]
         self.requests = RequestStats()
         self.topics = TopicStats()
@@ -267,7 +268,8 @@ class BrokerCollector:
         conns = GaugeMetricFamily("tidelog_connections", "Open client connections")
         conns.add_metric([], len(self.metrics.connections))
         yield conns
-        for section in (self._requests, self._topics, self._partitions, self._groups, self._transactions):
+        for section in (self._requests, self._topics, self._partitions, self._groups, self._transactions,
+                        self._replication):
             try:
                 families = list(section())  # a section that fails is left out, the others still served
             except Exception:
@@ -322,6 +324,37 @@ class BrokerCollector:
                 fams["hw"].add_metric(labels, plog.high_watermark)
                 fams["lso"].add_metric(labels, plog.last_stable_offset)
         yield from fams.values()
+
+    def _replication(self):
+        """Cluster mode: Kafka's replica manager gauges (UnderReplicatedPartitions, OfflinePartitionsCount,
+        IsrShrinksPerSec/IsrExpandsPerSec as counters) and each follower's lag on the leader."""
+        cluster = self.metrics.cluster
+        if cluster is None or not cluster.clustered or cluster.replicas is None:
+            return
+        manager = cluster.replicas
+        under = GaugeMetricFamily("tidelog_under_replicated_partitions",
+                                  "Partitions led here whose ISR is smaller than their replica set")
+        under.add_metric([], manager.under_replicated())
+        yield under
+        offline = GaugeMetricFamily("tidelog_offline_partitions", "Partitions without a live leader (controller only)")
+        if cluster.controller.active:
+            offline.add_metric([], sum(1 for st in cluster.cache.states.values()
+                                       if st.leader < 0 or st.leader not in cluster.cache.brokers))
+        yield offline
+        shrinks = CounterMetricFamily("tidelog_isr_shrinks", "ISR shrinks written by this broker as leader")
+        shrinks.add_metric([], manager.isr_shrinks)
+        yield shrinks
+        expands = CounterMetricFamily("tidelog_isr_expands", "ISR expansions written by this broker as leader")
+        expands.add_metric([], manager.isr_expands)
+        yield expands
+        lag = GaugeMetricFamily("tidelog_follower_lag", "Leader's log end offset minus a follower's",
+                                labels=["topic", "partition", "follower"])
+        for (t, p), r in sorted(manager.replicas.items()):
+            if r.role == "leader":
+                leo = r.plog.log_end_offset
+                for b, f_leo in sorted(r.follower_leo.items()):
+                    lag.add_metric([t, str(p), str(b)], max(leo - f_leo, 0) if f_leo >= 0 else leo)
+        yield lag
 
     def _groups(self):
         states = GaugeMetricFamily("tidelog_group_state", "1 for the state each group is in",

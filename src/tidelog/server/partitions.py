@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..log.config import LogConfig
 from ..log.manager import LogManager
@@ -37,6 +37,8 @@ class Partitions:
         self.manager.set_append_listener(self.notify)
         self._tasks: list[asyncio.Task] = []
         admin.listeners.append(self._on_topic_event)
+        # Whether this broker holds a replica of a partition (cluster mode: the assignment says).
+        self.hosts: Callable[[str, int], bool] = lambda topic, partition: True
 
     # ---- lookup --------------------------------------------------------------------------
     def _topic_config(self, name: str) -> LogConfig | None:
@@ -49,7 +51,7 @@ class Partitions:
     def get(self, topic_name: str, partition: int):
         """The partition's log, or None when the topic or partition does not exist."""
         topic = self.registry.get(topic_name)
-        if topic is None or not 0 <= partition < topic.partitions:
+        if topic is None or not 0 <= partition < topic.partitions or not self.hosts(topic_name, partition):
             return None
         plog = self.manager.get(topic_name, partition)
         if plog is None:
@@ -64,7 +66,8 @@ class Partitions:
         if event in ("created", "partitions"):
             cfg = self.config_for(topic)
             for p in range(topic.partitions):
-                self.manager.get_or_create(topic.name, p, cfg)
+                if self.hosts(topic.name, p):
+                    self.manager.get_or_create(topic.name, p, cfg)
         elif event == "deleted":
             self.manager.delete_topic(topic.name)
             for p in range(topic.partitions):
@@ -78,7 +81,8 @@ class Partitions:
         for topic in list(self.registry.topics.values()):
             cfg = self.config_for(topic)
             for p in range(topic.partitions):
-                self.manager.get_or_create(topic.name, p, cfg)
+                if self.hosts(topic.name, p):
+                    self.manager.get_or_create(topic.name, p, cfg)
         log.info("opened %d partition logs in %.0f ms", len(list(self.manager.logs())), (time.monotonic() - t0) * 1000)
         self._tasks.append(asyncio.ensure_future(self._housekeeping()))
 

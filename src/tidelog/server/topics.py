@@ -86,6 +86,13 @@ class TopicRegistry:
             _atomic_write(meta, "".join(f"{k}={v}\n" for k, v in props.items()).encode())
         return props["cluster.id"]
 
+    def set_cluster_id(self, cluster_id: str) -> None:
+        """Adopt the cluster's id (a new broker joining a cluster); rewrites meta.properties."""
+        meta = self.dir / "meta.properties"
+        lines = [ln for ln in (meta.read_text().splitlines() if meta.exists() else []) if not ln.startswith("cluster.id=")]
+        _atomic_write(meta, "".join(f"{ln}\n" for ln in [f"cluster.id={cluster_id}", *lines]).encode())
+        self.cluster_id = cluster_id
+
     def _load(self) -> None:
         path = self.dir / REGISTRY
         if not path.exists():
@@ -109,9 +116,10 @@ class TopicRegistry:
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)
 
-    def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+    def create(self, name: str, partitions: int, configs: dict[str, str], topic_id: uuid.UUID | None = None) -> Topic:
+        """A new topic; `topic_id` is given in cluster mode (etcd names every topic's id)."""
         with self._lock:
-            topic = Topic(name, uuid.uuid4(), partitions, dict(configs))
+            topic = Topic(name, topic_id or uuid.uuid4(), partitions, dict(configs))
             self.topics[name] = topic
             self.by_id[topic.topic_id] = topic
             self._save()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
     admin = broker.admin
     results = []
+    pending: list[Any] = []
     current = {t.name: broker.registry.get(t.name) for t in request.topics}
     added = sum(t.count - current[t.name].partitions for t in request.topics
                 if current[t.name] is not None and t.count > current[t.name].partitions)
@@ -30,13 +32,30 @@ def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
             results.append({"name": t.name, "error_code": code, "error_message": msg})
             continue
         code, msg = admin.check_partitions(t.name, t.count)
-        if not code and t.assignments:
+        if not code and t.assignments and not admin.clustered:
             if any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):
                 code, msg = E.invalid_replica_assignment.value, f"Only broker {broker.node_id} exists."
+        entry = {"name": t.name, "error_code": code, "error_message": msg}
         if not code and not request.validate_only:
-            admin.add_partitions(t.name, t.count)
-        results.append({"name": t.name, "error_code": code, "error_message": msg})
-    return {"throttle_time": 0, "results": results}
+            if admin.clustered:
+                pending.append(_set_partitions(broker, t.name, t.count, entry))
+            else:
+                admin.add_partitions(t.name, t.count)
+        results.append(entry)
+    response = {"throttle_time": 0, "results": results}
+    if pending:
+        return _after(pending, response)
+    return response
+
+
+async def _set_partitions(broker: Broker, name: str, count: int, entry: dict[str, Any]) -> None:
+    code, msg = await broker.cluster.set_partitions(name, count)
+    entry.update(error_code=code, error_message=msg)
+
+
+async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.gather(*pending)
+    return response
 
 
 ROUTE = control_route(ApiKey.CREATE_PARTITIONS, 0, 3, handle)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -22,6 +23,7 @@ SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
 def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) -> Any:
     admin = broker.admin
     results = []
+    pending: list[Any] = []
     seen: set[str] = set()
     validate_only = getattr(request, "validate_only", False)
     too_many = sum(max(_requested(t, broker.config["num.partitions"]), 0)
@@ -47,7 +49,13 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
                              error_message="Both numPartitions or replicationFactor and replicasAssignments were set.")
                 results.append(entry)
                 continue
-            bad = [a for a in t.assignments if list(a.broker_ids) != [broker.node_id]]
+            if admin.clustered:
+                live = set(broker.cluster.live_brokers())
+                bad = [a for a in t.assignments if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids)
+                       or not set(a.broker_ids) <= live
+                       or len(a.broker_ids) != len(t.assignments[0].broker_ids)]
+            else:
+                bad = [a for a in t.assignments if list(a.broker_ids) != [broker.node_id]]
             if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
                 entry.update(error_code=E.invalid_replica_assignment.value,
                              error_message=f"Replica assignments must name only broker {broker.node_id}, one per partition 0..n-1.")
@@ -65,15 +73,25 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
         if validate_only:
             effective = {**broker.topic_defaults, **{k: v for k, v in configs.items() if v is not None}}
             topic_id = None
+        elif admin.clustered:
+            replicas = ([tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
+                        if t.assignments else None)
+            pending.append(_create(broker, entry, name, partitions, rf, configs, replicas))
+            effective = {**broker.topic_defaults, **{k: v for k, v in configs.items() if v is not None}}
+            topic_id = None
         else:
             topic = admin.create(name, partitions, configs)
             effective = admin.topic_configs(topic)
             topic_id = topic.topic_id
         overrides = {k for k, v in configs.items() if v is not None}
+        if t.assignments:
+            rf = len(t.assignments[0].broker_ids)
+        elif rf == -1 or not admin.clustered:
+            rf = broker.config["default.replication.factor"] if admin.clustered else 1
         entry.update(
             topic_id=topic_id,
             num_partitions=partitions,
-            replication_factor=1,
+            replication_factor=rf,
             configs=[
                 {"name": k, "value": v, "read_only": False,
                  "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
@@ -82,7 +100,25 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             ],
         )
         results.append(entry)
-    return {"throttle_time": 0, "topics": results}
+    response = {"throttle_time": 0, "topics": results}
+    if pending:
+        return _after(pending, response)
+    return response
+
+
+async def _create(broker: Broker, entry: dict[str, Any], name: str, partitions: int, rf: int,
+                  configs: dict[str, str], replicas: list[tuple[int, ...]] | None) -> None:
+    """Cluster mode: the topic is written to etcd; answered once this broker has it."""
+    code, msg, topic = await broker.cluster.create_topic(name, partitions, rf, configs, replicas)
+    if code:
+        entry.update(error_code=code, error_message=msg, num_partitions=-1, replication_factor=-1, configs=[])
+    elif topic is not None:
+        entry["topic_id"] = topic.topic_id
+
+
+async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.gather(*pending)
+    return response
 
 
 def _requested(topic, default: int) -> int:

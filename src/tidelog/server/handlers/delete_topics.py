@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -24,6 +25,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
     else:
         wanted = [(n, None) for n in request.topic_names]
     responses = []
+    pending: list[Any] = []
     for name, topic_id in wanted:
         if name is None and topic_id is not None:
             topic = registry.by_id.get(topic_id)
@@ -33,10 +35,24 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
                 continue
             name = topic.name
         topic = registry.get(name)
-        code, msg = admin.delete(name)
+        if admin.clustered:
+            code, msg = admin.check_delete(name)
+            if not code:
+                pending.append(broker.cluster.delete_topic(name))
+        else:
+            code, msg = admin.delete(name)
         responses.append({"name": name, "topic_id": topic.topic_id if topic else None,
                           "error_code": code, "error_message": msg})
-    return {"throttle_time": 0, "responses": responses}
+    response = {"throttle_time": 0, "responses": responses}
+    if pending:
+        return _after(pending, response)
+    return response
+
+
+async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]:
+    """Cluster mode: answered once etcd has the deletions and this broker applied them."""
+    await asyncio.gather(*pending)
+    return response
 
 
 ROUTE = control_route(ApiKey.DELETE_TOPICS, 0, 6, handle)

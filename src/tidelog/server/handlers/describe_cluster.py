@@ -23,9 +23,9 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeClusterRequest)
         "error_message": None,
         "endpoint_type": getattr(request, "endpoint_type", 1),
         "cluster_id": broker.registry.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": broker.cluster.controller_id(),
         "brokers": [
-            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": None}
+            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
             for b in broker_entries(broker, ctx.connection.listener_name)
         ],
         "cluster_authorized_operations": (

@@ -38,6 +38,8 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
     keys = []
     topics = []
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
+    cluster = broker.cluster if broker.cluster.clustered else None
+    follower = req.replica_id if cluster is not None and req.replica_id >= 0 else -1
     for t in req.topics:
         name: str | None = t.topic
         if version >= 13:
@@ -48,11 +50,24 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
             plog = partitions.get(name, p.partition) if name is not None else None
             if plog is None:
                 code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
+                if cluster is not None and name is not None and cluster.partition(name, p.partition).replicas:
+                    code = E.not_leader_or_follower.value  # another broker holds it
                 parts.append(codec.FetchResponsePartition(
                     partition_index=p.partition, error_code=code,
                     aborted_transactions=[] if version >= 13 else None))
                 errors = True
                 continue
+            replica = None
+            if cluster is not None:
+                code, replica = _leader_check(cluster, name, p.partition, p.current_leader_epoch)
+                if code:
+                    parts.append(codec.FetchResponsePartition(
+                        partition_index=p.partition, error_code=code,
+                        aborted_transactions=[] if version >= 13 else None))
+                    errors = True
+                    continue
+                if follower >= 0:
+                    cluster.replicas.on_follower_fetch(replica, follower, p.fetch_offset)
             keys.append((name, p.partition))
             hw = plog.high_watermark
             lso = plog.last_stable_offset
@@ -66,12 +81,15 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
                 parts.append(out)
                 continue
             try:
-                info = plog.read(p.fetch_offset, max(limit, 0), lso if committed else hw, min_one=(total == 0),
+                upto = plog.log_end_offset if follower >= 0 else (lso if committed else hw)
+                info = plog.read(p.fetch_offset, max(limit, 0), upto, min_one=(total == 0),
                                  load=version <= 3)
             except OffsetOutOfRangeError:
-                # as Kafka: an out-of-range partition carries no offsets (-1), no aborted list
+                # as Kafka: an out-of-range partition carries no offsets (-1), no aborted list;
+                # a follower is told the leader's log start and high watermark to restart from
                 out.error_code = E.offset_out_of_range.value
-                out.high_watermark = out.last_stable_offset = out.log_start_offset = -1
+                if follower < 0:
+                    out.high_watermark = out.last_stable_offset = out.log_start_offset = -1
                 out.aborted_transactions = None
                 errors = True
                 parts.append(out)
@@ -93,6 +111,20 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
             parts.append(out)
         topics.append(codec.FetchResponseTopic(topic=t.topic, partitions=parts, topic_id=t.topic_id))
     return codec.FetchResponse(responses=topics, session_id=0), total, errors, keys
+
+def _leader_check(cluster: Any, topic: str, partition: int, current_epoch: int) -> tuple[int, Any]:
+    """(error code, the leader's replica): NOT_LEADER_OR_FOLLOWER off the leader; KIP-320's epoch
+    checks when the client names the leader epoch it knows."""
+    replica = cluster.leader_replica(topic, partition)
+    if replica is None or not cluster.lease_valid():
+        return E.not_leader_or_follower.value, None
+    if current_epoch >= 0:
+        if current_epoch < replica.leader_epoch:
+            return E.fenced_leader_epoch.value, None
+        if current_epoch > replica.leader_epoch:
+            return E.unknown_leader_epoch.value, None
+    return 0, replica
+
 
 def handle(broker: Broker, ctx: RequestContext, req: codec.FetchRequest) -> Any:
     version = ctx.api_version

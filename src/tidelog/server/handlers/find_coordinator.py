@@ -23,7 +23,12 @@ KEY_TYPES = (0, 1)  # group, transaction
 def handle(broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
     coordinator = broker.groups
     def answer(ctx, key: str, key_type: int) -> dict:
-        node = broker_entries(broker, ctx.connection.listener_name)[0]
+        # The coordinators live on one broker (cluster mode: pinned in etcd, see README)
+        nodes = {b["node_id"]: b for b in broker_entries(broker, ctx.connection.listener_name)}
+        node = nodes.get(broker.cluster.coordinator_id())
+        if node is None:
+            return {"key": key, "error_code": E.coordinator_not_available, "error_message": "coordinator broker down",
+                    "node_id": -1, "host": "", "port": -1}
         if key_type not in KEY_TYPES:
             return {"key": key, "error_code": E.invalid_request, "error_message": f"unknown key type {key_type}",
                     "node_id": -1, "host": "", "port": -1}

@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire import list_offsets as codec
 from ..router_hot import hot_route
+from .fetch import _leader_check as leader_check
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -36,11 +37,24 @@ def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
         return timestamp, offset
 
     version = ctx.api_version
+    cluster = broker.cluster if broker.cluster.clustered else None
     committed = version >= 2 and req.isolation_level == 1
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
+            epoch = 0
+            if cluster is not None:
+                code, replica = leader_check(cluster, t.name, p.partition_index,
+                                             getattr(p, "current_leader_epoch", -1))
+                if code == E.not_leader_or_follower.value and not cluster.partition(t.name, p.partition_index).replicas:
+                    code = E.unknown_topic_or_partition.value
+                if not code and p.timestamp == LATEST and replica.plog.high_watermark < replica.epoch_start:
+                    code = E.offset_not_available.value  # KIP-207: the new leader's HW is not there yet
+                if code:
+                    parts.append(codec.ListOffsetsResponsePartition(partition_index=p.partition_index, error_code=code))
+                    continue
+                epoch = replica.leader_epoch
             plog = partitions.get(t.name, p.partition_index)
             if plog is None:
                 parts.append(codec.ListOffsetsResponsePartition(
@@ -54,7 +68,7 @@ def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
             timestamp, offset = lookup(plog, p.timestamp, version, committed)
             parts.append(codec.ListOffsetsResponsePartition(
                 partition_index=p.partition_index, timestamp=timestamp, offset=offset,
-                leader_epoch=0 if offset >= 0 else -1))
+                leader_epoch=epoch if offset >= 0 else -1))
         topics.append(codec.ListOffsetsResponseTopic(name=t.name, partitions=parts))
     return codec.ListOffsetsResponse(topics=topics)
 

@@ -1,4 +1,5 @@
-"""Metadata (key 3, v0-12): this node leads every partition; auto-creates topics per config."""
+"""Metadata (key 3, v0-12): live brokers, the controller, each partition's leader, epoch, replicas,
+ISR and offline replicas (a single node leads every partition); auto-creates topics per config."""
 
 from __future__ import annotations
 
@@ -21,32 +22,31 @@ ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 
 
 def broker_entries(broker, listener_name: str) -> list[dict]:
-    adv = [a for a in broker.config.advertised if a.name == listener_name] or broker.config.advertised[:1]
-    host, port = adv[0].host, adv[0].port
-    if port == 0:  # listening on an ephemeral port: advertise the bound one
-        port = broker.bound_port(adv[0].name)
-    return [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+    """The live brokers as a client of `listener_name` reaches them (one, on a single node)."""
+    return broker.cluster.brokers(listener_name)
 
 
 def topic_entry(broker, topic) -> dict:
-    node = broker.node_id
+    view = broker.cluster
+    parts = []
+    for p in range(topic.partitions):
+        pv = view.partition(topic.name, p)
+        parts.append({
+            # a partition without a live leader: LEADER_NOT_AVAILABLE, as Kafka
+            "error_code": 0 if pv.leader >= 0 else E.leader_not_available.value,
+            "partition_index": p,
+            "leader_id": pv.leader,
+            "leader_epoch": pv.leader_epoch,
+            "replica_nodes": list(pv.replicas),
+            "isr_nodes": list(pv.isr),
+            "offline_replicas": list(pv.offline),
+        })
     return {
         "error_code": 0,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.internal,
-        "partitions": [
-            {
-                "error_code": 0,
-                "partition_index": p,
-                "leader_id": node,
-                "leader_epoch": 0,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
-            }
-            for p in range(topic.partitions)
-        ],
+        "partitions": parts,
     }
 
 
@@ -82,6 +82,10 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
                         continue
                     if allow_auto:
                         topic = broker.admin.auto_create(name)
+                        if topic is None and broker.cluster.clustered and broker.config["auto.create.topics.enable"]:
+                            topics.append({"error_code": E.leader_not_available.value, "name": name,
+                                           "partitions": []})
+                            continue
                 if topic is None:
                     topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
                     continue
@@ -90,7 +94,7 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
         "throttle_time": 0,
         "brokers": broker_entries(broker, ctx.connection.listener_name),
         "cluster_id": registry.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": broker.cluster.controller_id(),
         "topics": topics,
     }
     if getattr(request, "include_cluster_authorized_operations", False):

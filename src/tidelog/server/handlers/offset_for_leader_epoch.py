@@ -1,7 +1,9 @@
-"""OffsetForLeaderEpoch (key 23, v0-4): one node, one leader epoch (0) since the topic began.
+"""OffsetForLeaderEpoch (key 23, v0-4): from each partition's leader epoch cache (KIP-101/279).
 
-For the current epoch (or any later one asked) the end offset is the log end offset; clients use
-this to validate their position after a leader change, which here never truncates anything.
+For a requested epoch the answer is the largest epoch at or below it and that epoch's end offset
+(the next epoch's start, or the log end offset for the latest epoch). Clients use it to validate
+their position after a leader change (KIP-320); followers use it to find where to truncate. In
+cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from ...wire.apis import ApiKey
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
+from .fetch import _leader_check as leader_check
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -23,10 +26,18 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Any:
     partitions = broker.partitions
+    cluster = broker.cluster if broker.cluster.clustered else None
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
+            if cluster is not None:
+                code, _replica = leader_check(cluster, t.topic, p.partition, getattr(p, "current_leader_epoch", -1))
+                if code == E.not_leader_or_follower.value and not cluster.partition(t.topic, p.partition).replicas:
+                    code = E.unknown_topic_or_partition.value
+                if code:
+                    parts.append({"error_code": code, "partition": p.partition, "leader_epoch": -1, "end_offset": -1})
+                    continue
             plog = partitions.get(t.topic, p.partition)
             if plog is None:
                 parts.append({"error_code": E.unknown_topic_or_partition.value, "partition": p.partition,
@@ -34,8 +45,8 @@ def handle(broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochReq
             elif p.leader_epoch < 0:
                 parts.append({"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1})
             else:
-                parts.append({"error_code": 0, "partition": p.partition, "leader_epoch": 0,
-                              "end_offset": plog.log_end_offset})
+                epoch, end = plog.epoch_end(p.leader_epoch)
+                parts.append({"error_code": 0, "partition": p.partition, "leader_epoch": epoch, "end_offset": end})
         topics.append({"topic": t.topic, "partitions": parts})
     return {"throttle_time": 0, "topics": topics}
 

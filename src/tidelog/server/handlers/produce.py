@@ -43,6 +43,8 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
     acks = req.acks
     results = []
     to_flush = []
+    cluster = broker.cluster if broker.cluster.clustered else None
+    replicated: list[tuple[Any, int, codec.ProduceResponsePartition]] = []
     now_ms = int(time.time() * 1000)
     for t in req.topic_data:
         parts = []
@@ -50,6 +52,18 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
             if acks not in (0, 1, -1):
                 parts.append(partition_error(p.index, E.invalid_required_acks.value))
                 continue
+            replica = None
+            if cluster is not None:
+                replica = cluster.leader_replica(t.name, p.index) if cluster.lease_valid() else None
+                if replica is None:
+                    known = cluster.partition(t.name, p.index).replicas
+                    parts.append(partition_error(p.index, E.not_leader_or_follower.value if known
+                                                 else E.unknown_topic_or_partition.value))
+                    continue
+                if acks == -1 and len(replica.isr) < cluster.replicas.min_isr(t.name):
+                    # as Kafka: refused before anything is appended
+                    parts.append(partition_error(p.index, E.not_enough_replicas.value))
+                    continue
             plog = partitions.get(t.name, p.index)
             if plog is None:
                 parts.append(partition_error(p.index, E.unknown_topic_or_partition.value))
@@ -65,13 +79,16 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
                     error.log_start_offset = plog.log_start_offset
                 parts.append(error)
                 continue
-            parts.append(codec.ProduceResponsePartition(
+            answer = codec.ProduceResponsePartition(
                 index=p.index,
                 error_code=0,
                 base_offset=info.first_offset,
                 log_append_time_ms=info.log_append_time,
                 log_start_offset=plog.log_start_offset,
-            ))
+            )
+            parts.append(answer)
+            if replica is not None and acks == -1:
+                replicated.append((replica, info.last_offset, answer))
             if info.flush_needed:
                 to_flush.append(plog)
         results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts))
@@ -82,8 +99,26 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
                 asyncio.ensure_future(group_commit.flush(plog))
         return NO_RESPONSE
     response = codec.ProduceResponse(responses=results)
+    if replicated:
+        return _replicated_then(broker, replicated, to_flush, req.timeout_ms, response)
     if to_flush:
         return _flush_then(group_commit, to_flush, response)
+    return response
+
+
+async def _replicated_then(broker: Broker, waits: list[tuple[Any, int, codec.ProduceResponsePartition]],
+                           to_flush: list[Any], timeout_ms: int,
+                           response: codec.ProduceResponse) -> codec.ProduceResponse:
+    """acks=all on a replicated partition: answered once the high watermark passes the batch."""
+    manager = broker.cluster.replicas
+    if to_flush:
+        await asyncio.gather(*(broker.partitions.group_commit.flush(plog) for plog in to_flush))
+    codes = await asyncio.gather(*(manager.wait_replicated(r, last, timeout_ms / 1000) for r, last, _ in waits))
+    for (_r, _last, answer), code in zip(waits, codes):
+        if code:
+            answer.error_code = code
+            answer.base_offset = -1
+            answer.log_append_time_ms = -1
     return response
 
 

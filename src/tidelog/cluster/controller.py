@@ -1,0 +1,145 @@
+"""The controller: one broker at a time, elected through etcd, keeps partition leadership right.
+
+Election: whoever creates the `controller` key (bound to its lease) is the controller; its epoch
+is the key's create_revision. Every write it makes is a transaction comparing that key's
+create_revision with its own epoch and the partition key's mod_revision with the one it read, so
+a deposed controller can never overwrite newer state. When the key vanishes (its lease ended) the
+others race to create it again.
+
+Duties, recomputed from the whole state after every change (`reconcile`):
+- a new partition (assignment without state) gets the first live replica as leader and the live
+  replicas as ISR, epoch 0;
+- a partition whose leader is gone gets the first replica in assignment order that is live and
+  in the ISR, with leader_epoch + 1; with none, it goes offline (leader -1, ISR kept, so the last
+  in-sync replica can lead again when it returns) unless `unclean.leader.election.enable`;
+- an offline partition whose in-sync replica returns is led by it again (epoch + 1);
+- a follower that is gone leaves the ISR of the partitions it followed (no epoch change).
+Brokers learn the result from their own watch; there are no controller-to-broker requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+
+from .metadata import MetadataCache
+from .model import NO_LEADER, Keys, PartitionState, TopicAssignment
+from .store import Compare, Op, Store, StoreUnavailable
+
+log = logging.getLogger("tidelog.cluster")
+
+
+def decide(assignment: TopicAssignment, partition: int, state: PartitionState | None, live: set[int],
+           unclean: bool) -> tuple[int, int, tuple[int, ...]] | None:
+    """The (leader, leader_epoch, isr) the partition should have, or None when it is right as it is."""
+    replicas = assignment.replicas[partition]
+    if state is None:
+        alive = tuple(b for b in replicas if b in live)
+        if not alive:
+            return None  # created while its brokers are away: waits for one
+        return alive[0], 0, alive
+    isr_live = tuple(b for b in state.isr if b in live)
+    if state.leader == NO_LEADER or state.leader not in live:
+        candidates = [b for b in replicas if b in isr_live]
+        if candidates:
+            leader = candidates[0]
+            return leader, state.leader_epoch + 1, isr_live
+        if unclean:
+            up = [b for b in replicas if b in live]
+            if up:
+                return up[0], state.leader_epoch + 1, (up[0],)
+        if state.leader == NO_LEADER:
+            return None
+        return NO_LEADER, state.leader_epoch + 1, state.isr
+    if isr_live != state.isr:
+        return state.leader, state.leader_epoch, isr_live
+    return None
+
+
+class Controller:
+    def __init__(self, store: Store, keys: Keys, cache: MetadataCache, node_id: int,
+                 lease: Callable[[], int], unclean: Callable[[str], bool]) -> None:
+        self.store = store
+        self.keys = keys
+        self.cache = cache
+        self.node_id = node_id
+        self._lease = lease
+        self._unclean = unclean
+        self.epoch = -1  # create_revision of our controller key while we are the controller
+        self._wake = asyncio.Event()
+        cache.listeners.append(self._changed)
+
+    @property
+    def active(self) -> bool:
+        return self.epoch > 0 and self.cache.controller_epoch == self.epoch
+
+    def _changed(self, kind: str, detail: object) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                if self.cache.controller_id == -1:
+                    await self._try_elect()
+                if self.active:
+                    await self.reconcile()
+            except asyncio.CancelledError:
+                raise
+            except StoreUnavailable as e:
+                log.warning("controller: etcd unreachable (%s); no elections until it returns", e)
+                await asyncio.sleep(0.5)
+                self._wake.set()
+            except Exception:
+                log.exception("controller pass failed")
+                await asyncio.sleep(0.5)
+                self._wake.set()
+            try:
+                await asyncio.wait_for(self._wake.wait(), 5.0)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _try_elect(self) -> None:
+        lease = self._lease()
+        if not lease:
+            return
+        res = await self.store.txn([Compare.create(self.keys.controller, 0)],
+                                   [Op.put(self.keys.controller, json.dumps({"broker": self.node_id}).encode(), lease)],
+                                   [Op.get(self.keys.controller)])
+        if res.succeeded:
+            kv = await self.store.get(self.keys.controller)
+            if kv is not None and json.loads(kv.value)["broker"] == self.node_id:
+                self.epoch = kv.create_revision
+                log.info("node %d is the controller (epoch %d)", self.node_id, self.epoch)
+
+    async def reconcile(self) -> int:
+        """Write every partition state that should change; returns how many were written."""
+        cache = self.cache
+        live = cache.live()
+        written = 0
+        for name, assignment in list(cache.topics.items()):
+            unclean = self._unclean(name)
+            for p in range(assignment.partitions):
+                state = cache.state(name, p)
+                want = decide(assignment, p, state, live, unclean)
+                if want is None:
+                    continue
+                leader, epoch, isr = want
+                new = PartitionState(leader, epoch, isr, self.epoch)
+                key = self.keys.partition(name, p)
+                compares = [Compare.create(self.keys.controller, self.epoch)]
+                compares.append(Compare.create(key, 0) if state is None else Compare.mod(key, state.version))
+                res = await self.store.txn(compares, [Op.put(key, new.encode())])
+                if not res.succeeded:
+                    if cache.controller_epoch != self.epoch:
+                        return written  # deposed
+                    continue  # someone (the leader, changing its ISR) was first: next pass sees it
+                written += 1
+                if state is None or state.leader != leader:
+                    log.info("%s-%d: leader %s -> %d (epoch %d), isr %s", name, p,
+                             "none" if state is None else state.leader, leader, epoch, list(isr))
+                else:
+                    log.info("%s-%d: isr %s -> %s (broker gone)", name, p, list(state.isr), list(isr))
+        return written

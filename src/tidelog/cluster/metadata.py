@@ -1,0 +1,152 @@
+"""The broker's copy of the cluster state in etcd: live brokers, the controller, topic
+assignments and partition states, kept current by one watch on the cluster's prefix.
+
+`load()` reads everything at one revision; `run()` then applies every change from the next
+revision on, in order, and calls the listeners after each applied event. When etcd is
+unreachable the copy simply stops changing: the broker keeps serving the last known state (no
+elections, no ISR change: the safe direction). A watch that cannot resume (compacted revision)
+reloads the whole state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .model import BrokerInfo, Keys, PartitionState, TopicAssignment
+from .store import Store, StoreUnavailable, WatchEvent
+
+log = logging.getLogger("tidelog.cluster")
+
+Listener = Callable[[str, object], None]  # (kind, detail): "broker" id, "topic" name, "partition" (t, p), "controller"
+
+
+@dataclass
+class MetadataCache:
+    store: Store
+    keys: Keys
+    brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    topics: dict[str, TopicAssignment] = field(default_factory=dict)
+    states: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
+    controller_id: int = -1
+    controller_epoch: int = -1
+    coordinator_id: int = -1
+    producer_ids_next: int = 0
+    revision: int = 0
+    listeners: list[Listener] = field(default_factory=list)
+    loaded: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def load(self) -> None:
+        kvs, rev = await self.store.get_prefix(self.keys.root)
+        self.brokers.clear()
+        self.topics.clear()
+        self.states.clear()
+        self.controller_id = self.controller_epoch = self.coordinator_id = -1
+        for kv in kvs:
+            self._apply_put(kv.key, kv.value, kv.create_revision, kv.mod_revision)
+        self.revision = rev
+        self.loaded.set()
+        self._tell("reload", None)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                async for ev in self.store.watch(self.keys.root, self.revision + 1):
+                    self.revision = max(self.revision, ev.kv.mod_revision)
+                    self._apply(ev)
+            except asyncio.CancelledError:
+                raise
+            except StoreUnavailable as e:
+                log.warning("cluster state watch ended (%s); reloading", e)
+            except Exception:
+                log.exception("cluster state watch failed; reloading")
+            await asyncio.sleep(0.5)
+            try:
+                await self.load()
+            except StoreUnavailable as e:
+                log.warning("etcd unreachable (%s): serving the last known cluster state", e)
+
+    # ---- applying events ---------------------------------------------------------------------
+    def _apply(self, ev: WatchEvent) -> None:
+        if ev.type == "PUT":
+            detail = self._apply_put(ev.kv.key, ev.kv.value, ev.kv.create_revision, ev.kv.mod_revision)
+        else:
+            detail = self._apply_delete(ev.kv.key)
+        if detail is not None:
+            self._tell(*detail)
+
+    def _apply_put(self, key: str, value: bytes, create_rev: int, mod_rev: int) -> tuple[str, object] | None:
+        k = self.keys
+        try:
+            if key.startswith(k.brokers):
+                info = BrokerInfo.decode(value, create_rev)
+                self.brokers[info.node_id] = info
+                return "broker", info.node_id
+            if key == k.controller:
+                import json
+                self.controller_id = int(json.loads(value)["broker"])
+                self.controller_epoch = create_rev
+                return "controller", self.controller_id
+            if key == k.coordinator:
+                import json
+                self.coordinator_id = int(json.loads(value)["broker"])
+                return "coordinator", self.coordinator_id
+            if key == k.producer_ids:
+                import json
+                self.producer_ids_next = int(json.loads(value)["next"])
+                return "producer-ids", self.producer_ids_next
+            parsed = k.parse_topic_key(key)
+            if parsed is None:
+                return None
+            name, p = parsed
+            if p is None:
+                self.topics[name] = TopicAssignment.decode(name, value)
+                return "topic", name
+            self.states[(name, p)] = PartitionState.decode(value, mod_rev)
+            return "partition", (name, p)
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("ignoring malformed cluster key %s: %s", key, e)
+            return None
+
+    def _apply_delete(self, key: str) -> tuple[str, object] | None:
+        k = self.keys
+        if key.startswith(k.brokers):
+            tail = key[len(k.brokers):]
+            if tail.isdigit():
+                self.brokers.pop(int(tail), None)
+                return "broker", int(tail)
+            return None
+        if key == k.controller:
+            self.controller_id = self.controller_epoch = -1
+            return "controller", -1
+        parsed = k.parse_topic_key(key)
+        if parsed is None:
+            return None
+        name, p = parsed
+        if p is None:
+            self.topics.pop(name, None)
+            return "topic", name
+        self.states.pop((name, p), None)
+        return "partition", (name, p)
+
+    def _tell(self, kind: str, detail: object) -> None:
+        for fn in list(self.listeners):
+            try:
+                fn(kind, detail)
+            except Exception:
+                log.exception("cluster listener failed on %s %s", kind, detail)
+
+    # ---- questions ---------------------------------------------------------------------------
+    def live(self) -> set[int]:
+        return set(self.brokers)
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        a = self.topics.get(topic)
+        if a is None or not 0 <= partition < a.partitions:
+            return ()
+        return a.replicas[partition]
+
+    def state(self, topic: str, partition: int) -> PartitionState | None:
+        return self.states.get((topic, partition))

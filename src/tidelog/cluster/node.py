@@ -1,0 +1,344 @@
+"""A broker's membership of a cluster: its registration in etcd, its copy of the cluster state,
+the controller it may become, and its replicas' roles. Built by the composition root when
+`etcd.connect` is set; without it the broker is a single node (`SingleNode` in `view.py`).
+
+Start: a lease of `broker.session.timeout.ms`, the whole state read at one revision, the local
+topic registry brought in line with etcd's topics, the registration `brokers/ids/<id>` bound to
+the lease, then the watch, the controller's election loop and the ISR lag check. A lost lease
+(etcd did not hear from us for a session) stops every leadership at once; the broker registers
+again with a new lease and takes the roles etcd then gives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode as E
+
+from .controller import Controller
+from .etcd import EtcdStore
+from .fetcher import FetcherManager
+from .metadata import MetadataCache
+from .model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, assign_replicas, root
+from .pids import ClusterProducerIds
+from .replica import LEADER, ReplicaManager
+from .store import Compare, LeaseKeeper, Op, StoreUnavailable
+from .view import PartitionView
+
+log = logging.getLogger("tidelog.cluster")
+
+
+def parse_connect(s: str) -> tuple[list[str], str]:
+    """`host:port[,host:port][/name]` -> (endpoints, cluster name)."""
+    hosts, _, name = s.strip().partition("/")
+    return [h.strip() for h in hosts.split(",") if h.strip()], name
+
+
+class ClusterNode:
+    clustered = True
+
+    def __init__(self, config: Any, registry: Any, admin: Any, partitions: Any) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.registry = registry
+        self.admin = admin
+        self.partitions = partitions
+        endpoints, name = parse_connect(config["etcd.connect"])
+        self.store = EtcdStore(endpoints, timeout_s=config["etcd.connection.timeout.ms"] / 1000)
+        self.keys = Keys(root(name))
+        self.cache = MetadataCache(self.store, self.keys)
+        ttl = max(2, round(config["broker.session.timeout.ms"] / 1000))
+        self.lease = LeaseKeeper(self.store, ttl)
+        self.lease.on_lost = self._lease_lost
+        self.controller = Controller(self.store, self.keys, self.cache, self.node_id, lambda: self.lease.lease,
+                                     self._unclean)
+        self.replicas: ReplicaManager | None = None
+        self.fetchers: FetcherManager | None = None
+        self.pids = ClusterProducerIds(self.store, self.keys.producer_ids, self.cache)
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._registered = asyncio.Event()
+        self._bound: Any = None
+        partitions.hosts = self.hosts
+        self.cache.listeners.append(self._changed)
+
+    def bind(self, txn: Any, bound_port: Any) -> None:
+        """The parts built after the partitions (the transaction service) and the listeners."""
+        self.txn = txn
+        self._bound = bound_port
+        self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions, txn,
+                                       self.config, self.lease_valid, lambda: self.controller.epoch)
+        self.replicas.min_isr = self._min_isr  # type: ignore[method-assign]
+        listener = self.config["inter.broker.listener.name"] or self.config.listeners[0].name
+        self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn, self.config, listener)
+        self.replicas.fetchers = self.fetchers
+        txn.pids = self.pids
+        if hasattr(txn, "coordinator"):
+            txn.coordinator.pids = self.pids
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._agree_cluster_id()
+        await self.lease.start()
+        await self.cache.load()
+        self._sync_all_topics()
+        await self._register()
+        await self.store.txn([Compare.create(self.keys.coordinator, 0)],
+                             [Op.put(self.keys.coordinator, json.dumps({"broker": self.node_id}).encode())])
+        await self.pids.start()
+        self._tasks.append(asyncio.ensure_future(self.cache.run()))
+        self._tasks.append(asyncio.ensure_future(self.controller.run()))
+        self._tasks.append(asyncio.ensure_future(self._lag_loop()))
+        self._apply_all()
+        log.info("node %d joined cluster %s (etcd %s)", self.node_id, self.keys.root, self.config["etcd.connect"])
+
+    async def _agree_cluster_id(self) -> None:
+        """One cluster id for every broker (clients refuse brokers of different clusters): the
+        first broker stores its own in etcd; the others adopt it while their data directory holds
+        no partition, and refuse to start otherwise (as Kafka: InconsistentClusterIdException)."""
+        key, mine = self.keys.cluster_id, self.registry.cluster_id
+        await self.store.txn([Compare.create(key, 0)], [Op.put(key, mine.encode())])
+        kv = await self.store.get(key)
+        theirs = kv.value.decode() if kv is not None else mine
+        if theirs == mine:
+            return
+        if any(lg.log_end_offset > 0 for lg in self.partitions.manager.logs()):
+            raise RuntimeError(f"this broker's data belongs to cluster {mine}, etcd {self.keys.root} holds cluster "
+                               f"{theirs}: refusing to join")
+        self.registry.set_cluster_id(theirs)
+
+    async def _register(self) -> None:
+        adv = self.config.advertised
+        eps = []
+        for a in adv:
+            port = a.port or (self._bound(a.name) if self._bound is not None else 0)
+            eps.append(Endpoint(a.name, a.host, port))
+        info = BrokerInfo(self.node_id, tuple(eps), self.config["broker.rack"])
+        await self.store.put(self.keys.broker(self.node_id), info.encode(), self.lease.lease)
+        self._registered.set()
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        if self.fetchers is not None:
+            self.fetchers.stop()
+        try:
+            if self.controller.active:
+                await self.store.txn([Compare.create(self.keys.controller, self.controller.epoch)],
+                                     [Op.delete(self.keys.controller)])
+            await self.lease.stop()
+        except Exception as e:  # noqa: BLE001 - etcd away at shutdown: the lease expires on its own
+            log.warning("leaving the cluster: %s", e)
+        await self.store.close()
+
+    def _lease_lost(self) -> None:
+        log.warning("node %d: etcd lease lost; leading nothing until registered again", self.node_id)
+        if self.replicas is not None:
+            self.replicas.stop_leading_all()
+        self._tasks.append(asyncio.ensure_future(self._rejoin()))
+
+    async def _rejoin(self) -> None:
+        while True:
+            try:
+                await self.lease.start()
+                await self._register()
+                await self.cache.load()
+                self._apply_all()
+                return
+            except StoreUnavailable as e:
+                log.warning("node %d: cannot register again yet: %s", self.node_id, e)
+                await asyncio.sleep(1.0)
+
+    def lease_valid(self) -> bool:
+        return self.lease.valid()
+
+    async def _lag_loop(self) -> None:
+        every = self.config["replica.lag.time.max.ms"] / 2000
+        while True:
+            await asyncio.sleep(min(every, 1.0))
+            if self.replicas is not None and self.lease_valid():
+                self.replicas.check_isr_lag()
+
+    # ---- following etcd -------------------------------------------------------------------
+    def _changed(self, kind: str, detail: object) -> None:
+        if kind == "reload":
+            self._sync_all_topics()
+            self._apply_all()
+        elif kind == "topic":
+            assert isinstance(detail, str)
+            self._sync_topic(detail)
+            for p in range(self.registry.get(detail).partitions if self.registry.get(detail) else 0):
+                self._apply(detail, p)
+        elif kind == "partition":
+            assert isinstance(detail, tuple)
+            self._apply(detail[0], detail[1])
+        elif kind == "broker" and self.fetchers is not None:
+            for f in self.fetchers.fetchers.values():
+                f.wake.set()
+
+    def _apply(self, topic: str, partition: int) -> None:
+        if self.replicas is not None and self._registered.is_set():
+            self.replicas.apply(topic, partition)
+
+    def _apply_all(self) -> None:
+        for (t, p) in list(self.cache.states):
+            self._apply(t, p)
+
+    def _sync_all_topics(self) -> None:
+        for name in list(self.cache.topics):
+            self._sync_topic(name)
+        for name in list(self.registry.topics):
+            if name not in self.cache.topics and not self.registry.topics[name].internal:
+                self._sync_topic(name)
+
+    def _sync_topic(self, name: str) -> None:
+        """The local registry (and through it the local logs) follows etcd's topics."""
+        a = self.cache.topics.get(name)
+        local = self.registry.get(name)
+        if a is None:
+            if local is not None and not local.internal:
+                self.admin.delete_local(name)
+            return
+        if local is not None and local.topic_id != a.topic_id:
+            self.admin.delete_local(name)
+            local = None
+        if local is None:
+            self.admin.create_local(name, a.topic_id, a.partitions, a.configs)
+            return
+        if a.partitions > local.partitions:
+            self.admin.add_partitions(name, a.partitions)
+        if a.configs != local.configs:
+            self.admin.set_configs(name, a.configs)
+
+    def hosts(self, topic: str, partition: int) -> bool:
+        a = self.cache.topics.get(topic)
+        if a is None:
+            return topic in ("__consumer_offsets", "__transaction_state")
+        return 0 <= partition < a.partitions and self.node_id in a.replicas[partition]
+
+    def _unclean(self, topic: str) -> bool:
+        t = self.registry.get(topic)
+        v = t.configs.get("unclean.leader.election.enable") if t is not None else None
+        return (v == "true") if v is not None else bool(self.config["unclean.leader.election.enable"])
+
+    def _min_isr(self, topic: str) -> int:
+        t = self.registry.get(topic)
+        v = t.configs.get("min.insync.replicas") if t is not None else None
+        return int(v) if v is not None else int(self.config["min.insync.replicas"])
+
+    # ---- topic administration through etcd ---------------------------------------------------
+    def live_brokers(self) -> list[int]:
+        return sorted(self.cache.brokers)
+
+    def check_replication_factor(self, rf: int) -> tuple[int, str | None]:
+        n = len(self.cache.brokers)
+        if rf == -1:
+            rf = self.config["default.replication.factor"]
+        if rf <= 0 or rf > n:
+            return (E.invalid_replication_factor.value,
+                    f"Replication factor: {rf} larger than available brokers: {n}.")
+        return 0, None
+
+    async def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str],
+                           replicas: list[tuple[int, ...]] | None = None) -> tuple[int, str | None, Any]:
+        if rf == -1:
+            rf = self.config["default.replication.factor"]
+        if replicas is None:
+            brokers = [(b, i.rack) for b, i in self.cache.brokers.items()]
+            replicas = assign_replicas(partitions, rf, brokers, start=hash(name) % max(len(brokers), 1))
+        a = TopicAssignment(name, uuid.uuid4(), tuple(replicas), {k: v for k, v in configs.items() if v is not None})
+        key = self.keys.topic(name)
+        res = await self.store.txn([Compare.create(key, 0)], [Op.put(key, a.encode())])
+        if not res.succeeded:
+            return E.topic_already_exists.value, f"Topic '{name}' already exists.", None
+        topic = await self._wait_local(name, a.topic_id)
+        return 0, None, topic
+
+    async def _wait_local(self, name: str, topic_id: uuid.UUID, timeout_s: float = 10.0) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while loop.time() < deadline:
+            t = self.registry.get(name)
+            if t is not None and t.topic_id == topic_id:
+                return t
+            await asyncio.sleep(0.01)
+        return self.registry.get(name)
+
+    async def delete_topic(self, name: str) -> tuple[int, str | None]:
+        key = self.keys.topic(name)
+        await self.store.txn([], [Op.delete(key), Op.delete_prefix(key + "/")])
+        deadline = asyncio.get_running_loop().time() + 10
+        while self.registry.get(name) is not None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        return 0, None
+
+    async def set_partitions(self, name: str, count: int) -> tuple[int, str | None]:
+        a = self.cache.topics.get(name)
+        if a is None:
+            return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
+        brokers = [(b, i.rack) for b, i in self.cache.brokers.items()]
+        rf = len(a.replicas[0]) if a.replicas else 1
+        more = assign_replicas(count - a.partitions, rf, brokers, start=a.partitions)
+        new = TopicAssignment(name, a.topic_id, a.replicas + tuple(more), a.configs)
+        key = self.keys.topic(name)
+        kv = await self.store.get(key)
+        if kv is None:
+            return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
+        res = await self.store.txn([Compare.mod(key, kv.mod_revision)], [Op.put(key, new.encode())])
+        if not res.succeeded:
+            return E.reassignment_in_progress.value, "Topic changed meanwhile; retry."
+        deadline = asyncio.get_running_loop().time() + 10
+        while (t := self.registry.get(name)) is not None and t.partitions < count \
+                and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        return 0, None
+
+    async def set_configs(self, name: str, configs: dict[str, str]) -> tuple[int, str | None]:
+        key = self.keys.topic(name)
+        for _ in range(10):
+            kv = await self.store.get(key)
+            if kv is None:
+                return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
+            a = TopicAssignment.decode(name, kv.value)
+            new = TopicAssignment(name, a.topic_id, a.replicas, dict(configs))
+            res = await self.store.txn([Compare.mod(key, kv.mod_revision)], [Op.put(key, new.encode())])
+            if res.succeeded:
+                return 0, None
+        return E.reassignment_in_progress.value, "Topic changed meanwhile; retry."
+
+    # ---- the view the handlers ask -------------------------------------------------------------
+    def controller_id(self) -> int:
+        return self.cache.controller_id
+
+    def coordinator_id(self) -> int:
+        return self.cache.coordinator_id if self.cache.coordinator_id >= 0 else self.node_id
+
+    def brokers(self, listener: str) -> list[dict[str, Any]]:
+        out = []
+        for b in sorted(self.cache.brokers):
+            ep = self.cache.brokers[b].endpoint(listener)
+            if ep is not None:
+                out.append({"node_id": b, "host": ep.host, "port": ep.port, "rack": self.cache.brokers[b].rack})
+        return out
+
+    def partition(self, topic: str, partition: int) -> PartitionView:
+        replicas = self.cache.replicas(topic, partition)
+        st: PartitionState | None = self.cache.state(topic, partition)
+        live = self.cache.brokers
+        if st is None:
+            return PartitionView(-1, -1, replicas, (), tuple(b for b in replicas if b not in live))
+        leader = st.leader if st.leader in live else -1
+        return PartitionView(leader, st.leader_epoch, replicas, st.isr, tuple(b for b in replicas if b not in live))
+
+    def leader_replica(self, topic: str, partition: int) -> Any:
+        return self.replicas.leader(topic, partition) if self.replicas is not None else None
+
+    def is_leader(self, topic: str, partition: int) -> bool:
+        r = self.leader_replica(topic, partition)
+        return r is not None and r.role == LEADER and self.lease_valid()
+
+    def under_replicated(self) -> int:
+        return self.replicas.under_replicated() if self.replicas is not None else 0

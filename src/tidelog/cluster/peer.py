@@ -1,0 +1,98 @@
+"""An asyncio connection from one broker to another, speaking the Kafka protocol with tidelog's
+own codecs: the replica fetcher's Fetch (hot-path codec) and OffsetForLeaderEpoch (kio).
+
+One request at a time per connection; every call is bounded by a timeout and a failure closes
+the connection (the caller reconnects)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+
+from ..wire import control
+from ..wire import fetch as fetch_codec
+from ..wire.schemas import request_schema, response_schema
+
+_I32 = struct.Struct(">i")
+FETCH_VERSION = 11  # replica_id in the body, current_leader_epoch, log_start_offset; not flexible
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # replica_id; not flexible
+
+
+class PeerError(Exception):
+    pass
+
+
+class Peer:
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0) -> None:
+        self.host, self.port = host, port
+        self.client_id = client_id.encode()
+        self.timeout_s = timeout_s
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation = 0
+
+    async def _ensure(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._reader is None or self._writer is None or self._writer.is_closing():
+            try:
+                self._reader, self._writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), 5.0)
+            except (OSError, asyncio.TimeoutError) as e:
+                raise PeerError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+        assert self._reader is not None and self._writer is not None
+        return self._reader, self._writer
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+    async def _call(self, api_key: int, version: int, body: list[Any] | bytes, timeout_s: float) -> bytes:
+        reader, writer = await self._ensure()
+        self._correlation = (self._correlation + 1) & 0x7FFF_FFFF
+        header = struct.pack(">hhih", api_key, version, self._correlation, len(self.client_id)) + self.client_id
+        parts = [header] + ([body] if isinstance(body, (bytes, bytearray)) else list(body))
+        size = sum(len(p) for p in parts)
+        try:
+            writer.write(_I32.pack(size))
+            for p in parts:
+                writer.write(p)
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readexactly(4), timeout_s)
+            frame = await asyncio.wait_for(reader.readexactly(_I32.unpack(head)[0]), timeout_s)
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+            self.close()
+            raise PeerError(f"{self.host}:{self.port}: {type(e).__name__} {e}") from e
+        if _I32.unpack_from(frame, 0)[0] != self._correlation:
+            self.close()
+            raise PeerError("correlation id mismatch")
+        return frame[4:]
+
+    async def fetch(self, req: fetch_codec.FetchRequest) -> fetch_codec.FetchResponse:
+        body = fetch_codec.encode_request(req, FETCH_VERSION)
+        data = await self._call(fetch_codec.API_KEY, FETCH_VERSION, body, self.timeout_s + req.max_wait_ms / 1000)
+        return fetch_codec.decode_response(data, FETCH_VERSION)
+
+    async def control(self, api_key: int, version: int, data: dict[str, Any]) -> Any:
+        cls = request_schema(api_key, version)
+        rcls = response_schema(api_key, version)
+        if cls is None or rcls is None:
+            raise PeerError(f"no schema for api {api_key} v{version}")
+        buf = io.BytesIO()
+        entity_writer(cls)(buf, control.build(cls, data))
+        frame = await self._call(api_key, version, buf.getvalue(), self.timeout_s)
+        value: Any
+        value, _ = entity_reader(rcls)(frame, 0)
+        return value
+
+    async def offsets_for_leader_epoch(self, replica_id: int, parts: dict[str, list[tuple[int, int, int]]]) -> Any:
+        """parts: topic -> [(partition, current_leader_epoch, leader_epoch)]."""
+        return await self.control(23, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+            "replica_id": replica_id,
+            "topics": [{"topic": t, "partitions": [
+                {"partition": p, "current_leader_epoch": cur, "leader_epoch": ep} for p, cur, ep in ps]}
+                for t, ps in parts.items()],
+        })

@@ -1,0 +1,279 @@
+"""Each local partition's replica role and, on the leader, Kafka's ISR bookkeeping.
+
+Roles follow the partition state in etcd (`apply`): the broker named leader leads with that
+leader epoch (batches it appends are stamped with it); the other replicas follow, fetching from
+the leader; a partition with no leader is offline here.
+
+On the leader (Kafka's ISR protocol):
+- each follower's log end offset is the offset of its latest fetch; a follower is caught up when
+  it fetched at the leader's log end offset, and its caught-up time is kept;
+- the high watermark is the smallest log end offset in the ISR and never moves back;
+- a follower that is not in the ISR joins it once it has fetched up to the high watermark and to
+  the start of the current epoch; an ISR follower not caught up for `replica.lag.time.max.ms`
+  leaves it. Both are compare-and-swap writes of the partition state; the leader's own copy of
+  the ISR changes only when the write succeeded (a shrink counts once committed, KIP-497);
+- acks=all produce requests wait until the high watermark passes their last offset; they fail with
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR falls below `min.insync.replicas` while waiting,
+  NOT_LEADER_OR_FOLLOWER when leadership moves, REQUEST_TIMED_OUT at their timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode as E
+
+from .model import PartitionState
+from .store import Compare, Op, Store
+
+log = logging.getLogger("tidelog.cluster")
+
+LEADER, FOLLOWER, OFFLINE = "leader", "follower", "offline"
+
+
+@dataclass
+class Waiter:
+    offset: int  # answered when the high watermark is above this offset
+    future: asyncio.Future[int]
+
+
+@dataclass
+class Replica:
+    topic: str
+    partition: int
+    plog: Any
+    role: str = OFFLINE
+    state: PartitionState | None = None
+    follower_leo: dict[int, int] = field(default_factory=dict)
+    caught_up_at: dict[int, float] = field(default_factory=dict)
+    isr_write_pending: bool = False
+    waiters: list[Waiter] = field(default_factory=list)
+    epoch_start: int = 0
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch if self.state is not None else -1
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.state.isr if self.state is not None else ()
+
+    def fail_waiters(self, code: int) -> None:
+        for w in self.waiters:
+            if not w.future.done():
+                w.future.set_result(code)
+        self.waiters.clear()
+
+
+class ReplicaManager:
+    def __init__(self, node_id: int, store: Store, keys: Any, cache: Any, partitions: Any, txn: Any,
+                 config: Any, lease_valid: Callable[[], bool], controller_epoch: Callable[[], int]) -> None:
+        self.node_id = node_id
+        self.store = store
+        self.keys = keys
+        self.cache = cache
+        self.partitions = partitions
+        self.txn = txn
+        self.config = config
+        self.lease_valid = lease_valid
+        self.replicas: dict[tuple[str, int], Replica] = {}
+        self.fetchers: Any = None  # FetcherManager, set by the node
+        self.lag_max_s = config["replica.lag.time.max.ms"] / 1000
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ---- roles ------------------------------------------------------------------------------
+    def apply(self, topic: str, partition: int) -> None:
+        """Make the local role match the partition's state in the cache."""
+        state = self.cache.state(topic, partition)
+        replicas = self.cache.replicas(topic, partition)
+        key = (topic, partition)
+        if self.node_id not in replicas or state is None:
+            r = self.replicas.pop(key, None)
+            if r is not None:
+                r.fail_waiters(E.not_leader_or_follower.value)
+                if self.fetchers is not None:
+                    self.fetchers.remove(topic, partition)
+            return
+        plog = self.partitions.get(topic, partition)
+        if plog is None:
+            return
+        r = self.replicas.get(key)
+        if r is None:
+            r = self.replicas[key] = Replica(topic, partition, plog)
+        plog.replicated = True
+        old = r.state
+        r.plog = plog
+        if state.leader == self.node_id:
+            if r.role != LEADER or old is None or old.leader_epoch != state.leader_epoch:
+                self._become_leader(r, state)
+            else:
+                r.state = state
+                self.maybe_advance_hw(r)
+                self._check_min_isr(r)
+        elif state.leader >= 0:
+            if r.role != FOLLOWER or old is None or old.leader_epoch != state.leader_epoch or old.leader != state.leader:
+                self._become_follower(r, state)
+            else:
+                r.state = state
+        else:
+            r.state = state
+            if r.role != OFFLINE:
+                log.info("%s-%d: offline (no leader)", topic, partition)
+            r.role = OFFLINE
+            r.fail_waiters(E.not_leader_or_follower.value)
+            if self.fetchers is not None:
+                self.fetchers.remove(topic, partition)
+
+    def _become_leader(self, r: Replica, state: PartitionState) -> None:
+        if self.fetchers is not None:
+            self.fetchers.remove(r.topic, r.partition)
+        r.state = state
+        r.role = LEADER
+        r.plog.set_leader_epoch(state.leader_epoch)
+        r.epoch_start = r.plog.log_end_offset
+        now = time.monotonic()
+        r.follower_leo = {b: -1 for b in self.cache.replicas(r.topic, r.partition) if b != self.node_id}
+        r.caught_up_at = {b: now for b in r.follower_leo}
+        log.info("%s-%d: leader at epoch %d from offset %d, isr %s", r.topic, r.partition, state.leader_epoch,
+                 r.epoch_start, list(state.isr))
+        self.maybe_advance_hw(r)
+
+    def _become_follower(self, r: Replica, state: PartitionState) -> None:
+        r.fail_waiters(E.not_leader_or_follower.value)
+        r.state = state
+        r.role = FOLLOWER
+        r.follower_leo.clear()
+        log.info("%s-%d: following %d at epoch %d", r.topic, r.partition, state.leader, state.leader_epoch)
+        if self.fetchers is not None:
+            self.fetchers.add(r.topic, r.partition, state.leader, state.leader_epoch)
+
+    def stop_leading_all(self) -> None:
+        """The lease is gone: another broker may be leading these partitions already."""
+        for r in self.replicas.values():
+            if r.role == LEADER:
+                log.warning("%s-%d: lease lost, no longer acting as leader", r.topic, r.partition)
+                r.role = OFFLINE
+                r.fail_waiters(E.not_leader_or_follower.value)
+
+    # ---- questions from the data path ---------------------------------------------------------
+    def leader(self, topic: str, partition: int) -> Replica | None:
+        r = self.replicas.get((topic, partition))
+        return r if r is not None and r.role == LEADER else None
+
+    def min_isr(self, topic: str) -> int:
+        cfg = self.partitions.topic_configs(topic)
+        return int(cfg.get("min.insync.replicas", "1"))
+
+    # ---- the leader's bookkeeping ------------------------------------------------------------
+    def on_follower_fetch(self, r: Replica, follower: int, fetch_offset: int) -> None:
+        if follower not in r.follower_leo:
+            return
+        leo = r.plog.log_end_offset
+        r.follower_leo[follower] = fetch_offset
+        if fetch_offset >= leo:
+            r.caught_up_at[follower] = time.monotonic()
+        if follower not in r.isr:
+            if (fetch_offset >= r.plog.high_watermark and fetch_offset >= r.epoch_start
+                    and not r.isr_write_pending):
+                self._spawn(self._change_isr(r, tuple(r.isr) + (follower,), "expand"))
+        else:
+            self.maybe_advance_hw(r)
+
+    def maybe_advance_hw(self, r: Replica) -> None:
+        if r.role != LEADER:
+            return
+        leos = [r.plog.log_end_offset]
+        for b in r.isr:
+            if b != self.node_id:
+                leos.append(r.follower_leo.get(b, -1))
+        hw = min(leos)
+        if hw >= 0 and r.plog.update_high_watermark(hw):
+            self.partitions.notify(r.topic, r.partition)
+        self._complete_waiters(r)
+
+    def _complete_waiters(self, r: Replica) -> None:
+        if not r.waiters:
+            return
+        hw = r.plog.high_watermark
+        keep = []
+        for w in r.waiters:
+            if w.future.done():
+                continue
+            if w.offset < hw:
+                w.future.set_result(0)
+            else:
+                keep.append(w)
+        r.waiters = keep
+
+    def _check_min_isr(self, r: Replica) -> None:
+        if r.waiters and len(r.isr) < self.min_isr(r.topic):
+            r.fail_waiters(E.not_enough_replicas_after_append.value)
+
+    async def wait_replicated(self, r: Replica, last_offset: int, timeout_s: float) -> int:
+        """0 once the high watermark passes `last_offset`, else the error code to answer."""
+        if r.plog.high_watermark > last_offset:
+            return 0
+        if len(r.isr) < self.min_isr(r.topic):
+            return E.not_enough_replicas_after_append.value
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        r.waiters.append(Waiter(last_offset, fut))
+        self.maybe_advance_hw(r)
+        try:
+            code = await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        except asyncio.TimeoutError:
+            return E.request_timed_out.value
+        if code == 0 and not self.lease_valid():
+            return E.not_leader_or_follower.value
+        return code
+
+    def check_isr_lag(self) -> None:
+        """Shrink the ISR of every led partition with followers not caught up for too long."""
+        now = time.monotonic()
+        for r in list(self.replicas.values()):
+            if r.role != LEADER or r.isr_write_pending:
+                continue
+            leo = r.plog.log_end_offset
+            lagging = [b for b in r.isr if b != self.node_id
+                       and r.follower_leo.get(b, -1) < leo and now - r.caught_up_at.get(b, now) > self.lag_max_s]
+            if lagging:
+                self._spawn(self._change_isr(r, tuple(b for b in r.isr if b not in lagging), "shrink"))
+
+    async def _change_isr(self, r: Replica, isr: tuple[int, ...], why: str) -> None:
+        state = r.state
+        if state is None or r.role != LEADER or not self.lease_valid():
+            return
+        r.isr_write_pending = True
+        try:
+            new = PartitionState(state.leader, state.leader_epoch, isr, state.controller_epoch)
+            key = self.keys.partition(r.topic, r.partition)
+            res = await self.store.txn([Compare.mod(key, state.version)], [Op.put(key, new.encode())])
+            if res.succeeded:
+                if why == "expand":
+                    self.isr_expands += 1
+                else:
+                    self.isr_shrinks += 1
+                log.info("%s-%d: isr %s: %s -> %s", r.topic, r.partition, why, list(state.isr), list(isr))
+                # our watch brings the new state (with its version); apply it now for the HW
+                r.state = PartitionState(state.leader, state.leader_epoch, isr, state.controller_epoch, res.revision)
+                self.maybe_advance_hw(r)
+                self._check_min_isr(r)
+        except Exception as e:  # noqa: BLE001 - etcd away: the ISR stays as it is (the safe direction)
+            log.warning("%s-%d: isr %s not written: %s", r.topic, r.partition, why, e)
+        finally:
+            r.isr_write_pending = False
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    def under_replicated(self) -> int:
+        return sum(1 for r in self.replicas.values()
+                   if r.role == LEADER and len(r.isr) < len(self.cache.replicas(r.topic, r.partition)))

@@ -1,0 +1,176 @@
+"""The narrow interface the cluster code uses to reach its coordination store (etcd).
+
+Only what Kafka's ZooKeeper-era design needs: keys with revisions (create_revision,
+mod_revision, version), multi-key transactions with compare-and-swap (`txn`), leases for
+ephemeral keys, and ordered watches that resume from a revision. `EtcdStore` (etcd.py) speaks to
+etcd; anything with the same semantics can stand in for it.
+
+`LeaseKeeper` keeps one lease alive and tells its owner, once, when it is lost: etcd refused a
+keepalive (the lease expired) or no keepalive succeeded for a whole TTL (etcd unreachable — by
+then etcd may have expired it). `valid()` is false from that moment, so a leader stops
+answering before anyone else can have been elected in its place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+log = logging.getLogger("tidelog.cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    version: int = 1
+    lease: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    key: str
+    target: str  # "value" | "create" | "mod" | "version"
+    op: str  # "==" | "!=" | "<" | ">"
+    value: int | bytes
+
+    @classmethod
+    def mod(cls, key: str, revision: int) -> "Compare":
+        return cls(key, "mod", "==", revision)
+
+    @classmethod
+    def create(cls, key: str, revision: int) -> "Compare":
+        """create_revision == revision; 0 means the key is absent."""
+        return cls(key, "create", "==", revision)
+
+    @classmethod
+    def value_is(cls, key: str, value: bytes) -> "Compare":
+        return cls(key, "value", "==", value)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    kind: str  # "put" | "delete" | "get"
+    key: str
+    value: bytes = b""
+    lease: int = 0
+    prefix: bool = False
+
+    @classmethod
+    def put(cls, key: str, value: bytes, lease: int = 0) -> "Op":
+        return cls("put", key, value, lease)
+
+    @classmethod
+    def delete(cls, key: str) -> "Op":
+        return cls("delete", key)
+
+    @classmethod
+    def delete_prefix(cls, prefix: str) -> "Op":
+        return cls("delete", prefix, prefix=True)
+
+    @classmethod
+    def get(cls, key: str) -> "Op":
+        return cls("get", key)
+
+    @classmethod
+    def get_prefix(cls, prefix: str) -> "Op":
+        return cls("get", prefix, prefix=True)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResult:
+    succeeded: bool
+    revision: int
+    responses: list[list[KeyValue]] = field(default_factory=list)  # one list per op (gets fill theirs)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # "PUT" | "DELETE"
+    kv: KeyValue  # for DELETE: the key and the deletion's mod_revision, value b""
+
+
+class StoreUnavailable(Exception):
+    """The store did not answer in time (or the watch cannot resume)."""
+
+
+class LeaseExpired(Exception):
+    """The store no longer has this lease."""
+
+
+class Store(Protocol):
+    async def get(self, key: str) -> KeyValue | None: ...
+    async def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]: ...
+    async def put(self, key: str, value: bytes, lease: int = 0) -> int: ...
+    async def delete(self, key: str) -> bool: ...
+    async def txn(self, compares: Sequence[Compare], success: Sequence[Op],
+                  failure: Sequence[Op] = ()) -> TxnResult: ...
+    async def grant(self, ttl_s: int) -> int: ...
+    async def keepalive(self, lease: int) -> int: ...
+    async def revoke(self, lease: int) -> None: ...
+    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[WatchEvent]: ...
+    async def close(self) -> None: ...
+
+
+def prefix_end(prefix: str) -> bytes:
+    """etcd's range_end for "every key starting with prefix"."""
+    b = bytearray(prefix.encode())
+    for i in range(len(b) - 1, -1, -1):
+        if b[i] < 0xFF:
+            b[i] += 1
+            return bytes(b[: i + 1])
+    return b"\x00"
+
+
+class LeaseKeeper:
+    def __init__(self, store: Store, ttl_s: int) -> None:
+        self.store = store
+        self.ttl_s = ttl_s
+        self.lease = 0
+        self.on_lost: Callable[[], None] | None = None
+        self._last_ok = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.lease = await self.store.grant(self.ttl_s)
+        self._last_ok = time.monotonic()
+        self._task = asyncio.ensure_future(self._keep())
+
+    def valid(self) -> bool:
+        """Whether the lease is surely still alive in etcd (a keepalive succeeded within the TTL)."""
+        return self.lease != 0 and time.monotonic() - self._last_ok < self.ttl_s
+
+    async def _keep(self) -> None:
+        every = self.ttl_s / 3
+        while True:
+            await asyncio.sleep(every)
+            sent = time.monotonic()
+            try:
+                await self.store.keepalive(self.lease)
+                self._last_ok = sent
+            except LeaseExpired:
+                self._lost("expired")
+                return
+            except StoreUnavailable as e:
+                if time.monotonic() - self._last_ok >= self.ttl_s:
+                    self._lost(f"etcd unreachable for a whole session ({e})")
+                    return
+
+    def _lost(self, why: str) -> None:
+        log.warning("lease %x lost: %s", self.lease, why)
+        self.lease = 0
+        if self.on_lost is not None:
+            self.on_lost()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self.lease:
+            lease, self.lease = self.lease, 0
+            await self.store.revoke(lease)

@@ -1,0 +1,57 @@
+"""What the request handlers ask about the cluster, and the single node's answers.
+
+`SingleNode` is the default: this broker is the only one, leads every partition at epoch 0, is
+the controller and hosts the coordinators. `ClusterNode` (node.py) answers the same questions
+from etcd's state when `etcd.connect` is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...]
+
+
+class ClusterView(Protocol):
+    clustered: bool
+
+    def controller_id(self) -> int: ...
+    def coordinator_id(self) -> int: ...
+    def brokers(self, listener: str) -> list[dict[str, Any]]: ...
+    def partition(self, topic: str, partition: int) -> PartitionView: ...
+    def is_leader(self, topic: str, partition: int) -> bool: ...
+
+
+class SingleNode:
+    clustered = False
+
+    def __init__(self, node_id: int, endpoint: Any) -> None:
+        self.node_id = node_id
+        self._endpoint = endpoint  # (listener name) -> {"node_id", "host", "port", "rack"}
+
+    def controller_id(self) -> int:
+        return self.node_id
+
+    def coordinator_id(self) -> int:
+        return self.node_id
+
+    def brokers(self, listener: str) -> list[dict[str, Any]]:
+        return [self._endpoint(listener)]
+
+    def partition(self, topic: str, partition: int) -> PartitionView:
+        n = self.node_id
+        return PartitionView(n, 0, (n,), (n,), ())
+
+    def is_leader(self, topic: str, partition: int) -> bool:
+        return True
+
+    def under_replicated(self) -> int:
+        return 0

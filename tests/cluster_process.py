@@ -1,0 +1,98 @@
+"""One etcd and N tidelog brokers on loopback, as real processes: the cluster tests' fixture and
+`make cluster` (python tests/cluster_process.py --brokers 3, until Ctrl-C)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from broker_process import BrokerProcess
+from etcd_process import EtcdProcess
+
+
+class Cluster:
+    def __init__(self, base: Path, brokers: int = 3, overrides: dict[str, str] | None = None,
+                 name: str = "test") -> None:
+        self.base = Path(base)
+        self.etcd = EtcdProcess(self.base / "etcd")
+        self.name = name
+        self.overrides = dict(overrides or {})
+        self.brokers: dict[int, BrokerProcess] = {}
+        self.n = brokers
+
+    def broker_overrides(self, node_id: int) -> dict[str, str]:
+        return {"node.id": str(node_id), "etcd.connect": f"{self.etcd.endpoint_hostport}/{self.name}",
+                "broker.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000",
+                "group.initial.rebalance.delay.ms": "0", **self.overrides}
+
+    def start(self) -> "Cluster":
+        self.etcd.start()
+        for i in range(1, self.n + 1):
+            self.add_broker(i)
+        return self
+
+    def add_broker(self, node_id: int) -> BrokerProcess:
+        b = BrokerProcess(self.base / f"broker-{node_id}", self.broker_overrides(node_id))
+        self.brokers[node_id] = b
+        b.start()
+        return b
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            b.stop()
+        self.etcd.stop()
+
+    def pause(self, node_id: int) -> None:
+        proc = self.brokers[node_id].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        proc = self.brokers[node_id].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGCONT)
+
+    def logs(self) -> str:
+        return "\n".join(f"==== broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--brokers", type=int, default=3)
+    ap.add_argument("--dir", default=None, help="data directory (default: a temporary one)")
+    args = ap.parse_args()
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="tidelog-cluster-"))
+    c = Cluster(base, args.brokers, name="dev").start()
+    print(f"etcd {c.etcd.endpoint_hostport}; brokers {c.bootstrap}; data in {base}", flush=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        c.stop()
+
+
+if __name__ == "__main__":
+    main()
