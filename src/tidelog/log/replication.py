@@ -181,6 +181,7 @@ class ReplicaLogMixin:
             self._bases = [offset]
             self._next_offset = offset
             self._log_start_offset = offset
+            self._hw = offset
             self.epochs.clear()
             self._after_truncate()
             self._recovery_point = offset
