@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broker_process import BrokerProcess
+from broker_process import BrokerProcess, free_port
 from etcd_process import EtcdProcess
 
 
@@ -26,10 +26,12 @@ class Cluster:
         self.name = name
         self.overrides = dict(overrides or {})
         self.brokers: dict[int, BrokerProcess] = {}
+        self.metrics_ports: dict[int, int] = {}
         self.n = brokers
 
     def broker_overrides(self, node_id: int) -> dict[str, str]:
-        return {"node.id": str(node_id), "etcd.connect": f"{self.etcd.endpoint_hostport}/{self.name}",
+        mport = self.metrics_ports.setdefault(node_id, free_port())
+        return {"node.id": str(node_id), "metrics.listener": f"127.0.0.1:{mport}", "etcd.connect": f"{self.etcd.endpoint_hostport}/{self.name}",
                 "broker.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000",
                 "group.initial.rebalance.delay.ms": "0", **self.overrides}
 
@@ -53,6 +55,18 @@ class Cluster:
         for b in self.brokers.values():
             b.stop()
         self.etcd.stop()
+
+    def metrics(self, node_id: int) -> dict[str, float]:
+        """The broker's Prometheus samples, `name{labels}` -> value."""
+        import urllib.request
+
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_ports[node_id]}/metrics", timeout=10).read()
+        out = {}
+        for line in text.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, _, v = line.rpartition(" ")
+                out[k] = float(v)
+        return out
 
     def pause(self, node_id: int) -> None:
         proc = self.brokers[node_id].proc

@@ -198,6 +198,9 @@ def test_min_insync_replicas(cluster):
         cluster.brokers[b].kill()
     try:
         wait_for(lambda: describe(cluster, topic)[0]["isr"] == [leader], 30, "the ISR shrunk to the leader")
+        m = cluster.metrics(leader)
+        assert m["tidelog_under_replicated_partitions"] >= 1
+        assert m[f'tidelog_high_watermark{{partition="0",topic="{topic}"}}'] == 0
         lb = cluster.brokers[leader].bootstrap
         r = raw_produce(lb, topic, -1)
         assert r.error_code.value == 19, r  # NOT_ENOUGH_REPLICAS: nothing appended
@@ -207,8 +210,12 @@ def test_min_insync_replicas(cluster):
         for b in others:
             cluster.brokers[b].start()
     wait_for(lambda: len(describe(cluster, topic)[0]["isr"]) == 3, 40, "the ISR full again")
+    assert cluster.metrics(leader)["tidelog_isr_expands_total"] >= 2
     r = raw_produce(cluster.brokers[leader_of(cluster, topic, 0)].bootstrap, topic, -1)
     assert r.error_code.value == 0 and r.base_offset == 1, r
+    lags = {k: v for k, v in cluster.metrics(leader_of(cluster, topic, 0)).items()
+            if k.startswith("tidelog_follower_lag") and f'topic="{topic}"' in k}
+    assert len(lags) == 2
 
 
 def test_controller_failover(cluster):

@@ -64,8 +64,9 @@ def instruction(stage: list[str], name: str) -> list[str]:
 
 def test_compose_file_structure():
     c = compose()
-    assert set(c["services"]) == {"broker", "export"}
-    assert set(c["volumes"]) == {"tidelog-data", "tidelog-warehouse"}
+    default = {n for n, svc in c["services"].items() if not svc.get("profiles")}
+    assert default == {"broker", "export"}
+    assert {"tidelog-data", "tidelog-warehouse"} <= set(c["volumes"])
     broker, export = c["services"]["broker"], c["services"]["export"]
 
     assert broker["build"]["target"] == "broker" and export["build"]["target"] == "export"
@@ -192,6 +193,100 @@ def test_compose_equivalent_produce_consume_export(tmp_path):
     got = sorted((r["partition"], r["offset"]) for r in rows)
     assert got == sorted((p, o) for p in (0, 1) for o in range(closed[p]))
     assert all(consumed[r["key"].decode()] == r["value"].decode() for r in rows)
+
+
+# ---- the cluster profile: etcd and three brokers ---------------------------------------------
+
+CLUSTER_BROKERS = ("broker-1", "broker-2", "broker-3")
+
+
+def test_cluster_profile_structure():
+    c = compose()
+    svcs = c["services"]
+    assert {n for n, svc in svcs.items() if "cluster" in svc.get("profiles", [])} == {"etcd", *CLUSTER_BROKERS}
+    etcd_port = next(int(a.rsplit(":", 1)[1]) for a in svcs["etcd"]["command"] if a.startswith("--listen-client-urls"))
+    ids, ports, volumes = set(), set(), set()
+    for name in CLUSTER_BROKERS:
+        b = svcs[name]
+        assert b["entrypoint"] == BROKER_ENTRYPOINT and b["build"]["target"] == "broker"
+        env = {k: str(v) for k, v in b["environment"].items()}
+        unknown = [k for k in env if env_to_property(k[len("KAFKA_"):]) not in BROKER_KEYS]
+        assert not unknown, f"{name}: not broker properties: {unknown}"
+        config = BrokerConfig(dict(item.split("=", 1) for item in env_overrides(env, "KAFKA_")))
+        assert config["etcd.connect"] == f"etcd:{etcd_port}/compose"
+        assert config["inter.broker.listener.name"] in {lst.name for lst in config.listeners}
+        ids.add(config.node_id)
+        ext = [a for a in config.advertised if a.name != config["inter.broker.listener.name"]][0]
+        assert f"{ext.port}:{ext.port}" in b["ports"] and ext.host == "localhost"
+        internal = [a for a in config.advertised if a.name == config["inter.broker.listener.name"]][0]
+        assert internal.host == name  # the other brokers reach it by its service name
+        ports.add(ext.port)
+        volumes.update(v.split(":")[0] for v in b["volumes"])
+    assert ids == {1, 2, 3} and len(ports) == 3 and len(volumes) == 3 and volumes <= set(c["volumes"])
+
+
+@pytest.mark.interop
+def test_compose_cluster_equivalent(tmp_path):
+    """The cluster profile as processes: etcd plus the three brokers with their compose
+    environment (addresses mapped to loopback ports); a replicated topic round trip."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from etcd_process import EtcdProcess
+
+    c = compose()
+    etcd = EtcdProcess(tmp_path / "etcd").start()
+    procs = []
+    try:
+        ports = {name: (free_port(), free_port()) for name in CLUSTER_BROKERS}
+        for name in CLUSTER_BROKERS:
+            internal, external = ports[name]
+            env = _service_env(name, {
+                "KAFKA_ETCD_CONNECT": f"{etcd.endpoint_hostport}/compose",
+                "KAFKA_LISTENERS": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+                "KAFKA_ADVERTISED_LISTENERS": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+                "KAFKA_LOG_DIRS": str(tmp_path / name),
+            })
+            argv = c["services"][name]["entrypoint"]
+            log = open(tmp_path / f"{name}.log", "wb")
+            procs.append(subprocess.Popen([str(BIN / argv[0]), *argv[1:]], env=env, stdout=log,
+                                          stderr=subprocess.STDOUT))
+        bootstrap = ",".join(f"127.0.0.1:{ports[n][1]}" for n in CLUSTER_BROKERS)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        deadline = time.monotonic() + 60
+        while len(admin.list_topics(timeout=5).brokers) < 3:
+            assert all(p.poll() is None for p in procs), "a broker exited"
+            assert time.monotonic() < deadline, "three brokers never registered"
+            time.sleep(0.5)
+        admin.create_topics([NewTopic("compose-rt", 3)])["compose-rt"].result(20)  # default RF 3
+        deadline = time.monotonic() + 30
+        while True:
+            md = admin.list_topics("compose-rt", timeout=5).topics["compose-rt"]
+            if all(len(p.isrs) == 3 and p.leader > 0 for p in md.partitions.values()):
+                break
+            assert time.monotonic() < deadline, "partitions never fully in sync"
+            time.sleep(0.3)
+        assert all(len(p.replicas) == 3 for p in md.partitions.values())
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(300):
+            producer.produce("compose-rt", f"v{i}".encode(), key=str(i).encode())
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compose-rt",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe(["compose-rt"])
+        got = set()
+        deadline = time.monotonic() + 60
+        while len(got) < 300 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got.add(m.value().decode())
+        consumer.close()
+        assert got == {f"v{i}" for i in range(300)}
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            assert p.wait(30) == 0
+        etcd.stop()
 
 
 def test_export_loop_schedule(tmp_path):

@@ -338,7 +338,7 @@ class ClusterNode:
 
     def is_leader(self, topic: str, partition: int) -> bool:
         r = self.leader_replica(topic, partition)
-        return r is not None and r.role == LEADER and self.lease_valid()
+        return r is not None and r.role == LEADER
 
     def under_replicated(self) -> int:
         return self.replicas.under_replicated() if self.replicas is not None else 0

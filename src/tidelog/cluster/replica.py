@@ -202,12 +202,16 @@ class ReplicaManager:
         if not r.waiters:
             return
         hw = r.plog.high_watermark
+        # as Kafka's DelayedProduce: reaching the HW with an ISR below min.insync.replicas is
+        # NOT_ENOUGH_REPLICAS_AFTER_APPEND (the HW moved because the ISR shrank, not because
+        # enough replicas have the batch)
+        code = 0 if len(r.isr) >= self.min_isr(r.topic) else E.not_enough_replicas_after_append.value
         keep = []
         for w in r.waiters:
             if w.future.done():
                 continue
             if w.offset < hw:
-                w.future.set_result(0)
+                w.future.set_result(code)
             else:
                 keep.append(w)
         r.waiters = keep
@@ -218,10 +222,10 @@ class ReplicaManager:
 
     async def wait_replicated(self, r: Replica, last_offset: int, timeout_s: float) -> int:
         """0 once the high watermark passes `last_offset`, else the error code to answer."""
-        if r.plog.high_watermark > last_offset:
-            return 0
         if len(r.isr) < self.min_isr(r.topic):
             return E.not_enough_replicas_after_append.value
+        if r.plog.high_watermark > last_offset:
+            return 0
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         r.waiters.append(Waiter(last_offset, fut))
         self.maybe_advance_hw(r)
@@ -229,8 +233,6 @@ class ReplicaManager:
             code = await asyncio.wait_for(asyncio.shield(fut), timeout_s)
         except asyncio.TimeoutError:
             return E.request_timed_out.value
-        if code == 0 and not self.lease_valid():
-            return E.not_leader_or_follower.value
         return code
 
     def check_isr_lag(self) -> None:

@@ -135,11 +135,13 @@ class LeaseKeeper:
         self.lease = 0
         self.on_lost: Callable[[], None] | None = None
         self._last_ok = 0.0
+        self._warned = False
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        asked = time.monotonic()
         self.lease = await self.store.grant(self.ttl_s)
-        self._last_ok = time.monotonic()
+        self._last_ok = asked
         self._task = asyncio.ensure_future(self._keep())
 
     def valid(self) -> bool:
@@ -158,9 +160,14 @@ class LeaseKeeper:
                 self._lost("expired")
                 return
             except StoreUnavailable as e:
-                if time.monotonic() - self._last_ok >= self.ttl_s:
-                    self._lost(f"etcd unreachable for a whole session ({e})")
-                    return
+                # etcd away: keep serving the last known state (no ISR change can be written,
+                # so acks=all waits: the safe direction); only etcd saying the lease is gone
+                # ends it
+                if time.monotonic() - self._last_ok >= self.ttl_s and not self._warned:
+                    self._warned = True
+                    log.warning("etcd unreachable for a whole session (%s): serving the last known state", e)
+                continue
+            self._warned = False
 
     def _lost(self, why: str) -> None:
         log.warning("lease %x lost: %s", self.lease, why)

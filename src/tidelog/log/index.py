@@ -98,12 +98,18 @@ class AbstractIndex:
             self._map(False)
 
     def reset(self) -> None:
-        """Drop every entry (before a rebuild)."""
+        """Drop every entry (before a rebuild); the file is zero-filled again, so a rebuilt
+        index is byte for byte what appends would have written."""
         if self._fd is None:
             if self.path.exists():
                 self.path.unlink()
             self.open(preallocate=True)
         self._entries = 0
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
         self._map(True)
 
     def flush(self) -> None:
@@ -172,7 +178,11 @@ class AbstractIndex:
         return self._entries >= self._max_entries
 
     def truncate_entries(self, n: int) -> None:
-        self._entries = min(self._entries, max(0, n))
+        """Keep the first `n` entries; the slots of the others are zeroed (as never written)."""
+        n = min(self._entries, max(0, n))
+        if n < self._entries and self._mm is not None:
+            self._mm[n * self.ENTRY_SIZE: self._entries * self.ENTRY_SIZE] = bytes((self._entries - n) * self.ENTRY_SIZE)
+        self._entries = n
 
     def _key(self, slot: int) -> int:
         raise NotImplementedError

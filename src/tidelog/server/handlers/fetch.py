@@ -19,6 +19,8 @@ from kio.schema.errors import ErrorCode as E
 from ...log.errors import OffsetOutOfRangeError
 from ...log.legacy import downconvert
 from ...wire import fetch as codec
+from ...wire import leader_hint
+from ..leader_hints import LeaderHints
 from ..router_hot import hot_route
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ READ_COMMITTED = 1
 
 
 
-def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any, int, bool, list[Any]]:
+def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: str = "") -> tuple[Any, int, bool, list[Any]]:
     partitions = broker.partitions
     registry = broker.registry
     remaining = req.max_bytes if version >= 3 else 0x7FFF_FFFF
@@ -40,6 +42,7 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
     cluster = broker.cluster if broker.cluster.clustered else None
     follower = req.replica_id if cluster is not None and req.replica_id >= 0 else -1
+    hints = LeaderHints(cluster, listener) if cluster is not None and version >= 12 else None
     for t in req.topics:
         name: str | None = t.topic
         if version >= 13:
@@ -50,20 +53,26 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
             plog = partitions.get(name, p.partition) if name is not None else None
             if plog is None:
                 code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
+                tags = None
                 if cluster is not None and name is not None and cluster.partition(name, p.partition).replicas:
                     code = E.not_leader_or_follower.value  # another broker holds it
+                    hint = hints.current_leader(name, p.partition) if hints is not None else None
+                    tags = {leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None
                 parts.append(codec.FetchResponsePartition(
                     partition_index=p.partition, error_code=code,
-                    aborted_transactions=[] if version >= 13 else None))
+                    aborted_transactions=[] if version >= 13 else None, tagged_fields=tags))
                 errors = True
                 continue
             replica = None
             if cluster is not None:
                 code, replica = _leader_check(cluster, name, p.partition, p.current_leader_epoch)
                 if code:
+                    hint = hints.current_leader(name, p.partition) if hints is not None and code in (
+                        E.not_leader_or_follower.value, E.fenced_leader_epoch.value) else None
                     parts.append(codec.FetchResponsePartition(
                         partition_index=p.partition, error_code=code,
-                        aborted_transactions=[] if version >= 13 else None))
+                        aborted_transactions=[] if version >= 13 else None,
+                        tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None))
                     errors = True
                     continue
                 if follower >= 0:
@@ -110,13 +119,16 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int) -> tuple[Any
                     ]
             parts.append(out)
         topics.append(codec.FetchResponseTopic(topic=t.topic, partitions=parts, topic_id=t.topic_id))
-    return codec.FetchResponse(responses=topics, session_id=0), total, errors, keys
+    endpoints = hints.node_endpoints() if hints is not None and version >= 16 else None
+    return (codec.FetchResponse(responses=topics, session_id=0,
+                                tagged_fields={leader_hint.NODE_ENDPOINTS_TAG: endpoints} if endpoints else None),
+            total, errors, keys)
 
 def _leader_check(cluster: Any, topic: str, partition: int, current_epoch: int) -> tuple[int, Any]:
     """(error code, the leader's replica): NOT_LEADER_OR_FOLLOWER off the leader; KIP-320's epoch
     checks when the client names the leader epoch it knows."""
     replica = cluster.leader_replica(topic, partition)
-    if replica is None or not cluster.lease_valid():
+    if replica is None:
         return E.not_leader_or_follower.value, None
     if current_epoch >= 0:
         if current_epoch < replica.leader_epoch:
@@ -128,17 +140,19 @@ def _leader_check(cluster: Any, topic: str, partition: int, current_epoch: int) 
 
 def handle(broker: Broker, ctx: RequestContext, req: codec.FetchRequest) -> Any:
     version = ctx.api_version
-    resp, total, errors, keys = read_all(broker, req, version)
+    resp, total, errors, keys = read_all(broker, req, version, ctx.connection.listener_name)
     if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not keys:
         return resp
-    return _long_poll(broker, req, version, keys, time.monotonic() + req.max_wait_ms / 1000)
+    return _long_poll(broker, req, version, keys, time.monotonic() + req.max_wait_ms / 1000,
+                      ctx.connection.listener_name)
 
-async def _long_poll(broker: Broker, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float) -> Any:
+async def _long_poll(broker: Broker, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float,
+                     listener: str) -> Any:
     waiters = broker.partitions.waiters
     while True:
         remaining = deadline - time.monotonic()
         woken = await waiters.wait_any(keys, remaining)
-        resp, total, errors, keys = read_all(broker, req, version)
+        resp, total, errors, keys = read_all(broker, req, version, listener)
         if total >= req.min_bytes or errors or not woken or broker.stopping.is_set() or time.monotonic() >= deadline:
             return resp
 

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode as E
 
 from ...log.errors import LogError
+from ...wire import leader_hint
 from ...wire import produce as codec
+from ..leader_hints import LeaderHints
 from ..router import NO_RESPONSE
 from ..router_hot import hot_route
 
@@ -45,6 +47,8 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
     to_flush = []
     cluster = broker.cluster if broker.cluster.clustered else None
     replicated: list[tuple[Any, int, codec.ProduceResponsePartition]] = []
+    hints = LeaderHints(cluster, ctx.connection.listener_name) if cluster is not None and \
+        ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION else None
     now_ms = int(time.time() * 1000)
     for t in req.topic_data:
         parts = []
@@ -54,11 +58,15 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
                 continue
             replica = None
             if cluster is not None:
-                replica = cluster.leader_replica(t.name, p.index) if cluster.lease_valid() else None
+                replica = cluster.leader_replica(t.name, p.index)
                 if replica is None:
                     known = cluster.partition(t.name, p.index).replicas
-                    parts.append(partition_error(p.index, E.not_leader_or_follower.value if known
-                                                 else E.unknown_topic_or_partition.value))
+                    err = partition_error(p.index, E.not_leader_or_follower.value if known
+                                          else E.unknown_topic_or_partition.value)
+                    hint = hints.current_leader(t.name, p.index) if hints is not None and known else None
+                    if hint:
+                        err.tagged_fields = {leader_hint.PRODUCE_CURRENT_LEADER_TAG: hint}
+                    parts.append(err)
                     continue
                 if acks == -1 and len(replica.isr) < cluster.replicas.min_isr(t.name):
                     # as Kafka: refused before anything is appended
@@ -99,6 +107,9 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
                 asyncio.ensure_future(group_commit.flush(plog))
         return NO_RESPONSE
     response = codec.ProduceResponse(responses=results)
+    endpoints = hints.node_endpoints() if hints is not None else None
+    if endpoints:
+        response.tagged_fields = {leader_hint.NODE_ENDPOINTS_TAG: endpoints}
     if replicated:
         return _replicated_then(broker, replicated, to_flush, req.timeout_ms, response)
     if to_flush:
