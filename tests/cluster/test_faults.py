@@ -134,3 +134,22 @@ def test_not_enough_replicas_after_append(cluster):
     wait_for(lambda: len(describe(c, topic)[0]["isr"]) == 3, 40, "the ISR full again")
     r = raw_produce(c.brokers[leader_of(c, topic, 0)].bootstrap, topic, -1, b"fine", timeout_ms=20000)
     assert r.error_code.value == 0, r
+
+
+def test_etcd_away_brokers_keep_serving_the_last_known_state(cluster):
+    c = cluster
+    topic = new_topic(c, min_isr=2)
+    before = produce_acked(c, topic, [f"e-{i}" for i in range(20)], "all")
+    state = describe(c, topic)[0]
+    c.etcd.pause()
+    try:
+        time.sleep(5)  # longer than a broker session: nobody can renew a lease
+        during = produce_acked(c, topic, [f"d-{i}" for i in range(20)], "all")
+        assert len(during) == 20  # the ISR is whole: acks=all needs no etcd
+        assert describe(c, topic)[0] == state  # no election, no ISR change
+    finally:
+        c.etcd.resume()
+    time.sleep(2)
+    after = produce_acked(c, topic, [f"a-{i}" for i in range(20)], "all")
+    assert len(after) == 20
+    assert [v.decode() for v in read_all(c, topic, 1)[0]] == before + during + after

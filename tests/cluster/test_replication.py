@@ -240,3 +240,32 @@ def test_controller_failover(cluster):
     finally:
         cluster.brokers[controller].start()
     wait_for(lambda: len(describe(cluster, topic)[0]["isr"]) == 3, 40, "the ISR full again")
+
+
+def test_not_leader_answers_carry_kip951_leader_hints(cluster):
+    topic = create_topic(cluster, partitions=1)
+    st = describe(cluster, topic)[0]
+    other = next(b for b in cluster.brokers if b != st["leader"])
+    leader_port = cluster.brokers[st["leader"]].port
+    batch = build_batch([Record(value=b"x", timestamp=int(time.time() * 1000))])
+    with KafkaClient(cluster.brokers[other].bootstrap) as client:
+        resp = client.request(0, {"acks": -1, "timeout": 5000, "transactional_id": None,
+                                  "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}]},
+                              version=11)
+        part = resp.responses[0].partition_responses[0]
+        assert part.error_code.value == 6  # NOT_LEADER_OR_FOLLOWER
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (st["leader"], st["epoch"])
+        assert [(n.node_id, n.port) for n in resp.node_endpoints] == [(st["leader"], leader_port)]
+        md = client.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}, version=12)
+        topic_id = md.topics[0].topic_id
+        fetch = client.request(1, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                              "fetch_offset": 0, "last_fetched_epoch": -1,
+                                                              "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+        }, version=16)
+        fp = fetch.responses[0].partitions[0]
+        assert fp.error_code.value == 6
+        assert fp.current_leader.leader_id == st["leader"]
+        assert [(n.node_id, n.port) for n in fetch.node_endpoints] == [(st["leader"], leader_port)]
