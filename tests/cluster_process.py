@@ -27,6 +27,7 @@ class Cluster:
         self.overrides = dict(overrides or {})
         self.brokers: dict[int, BrokerProcess] = {}
         self.metrics_ports: dict[int, int] = {}
+        self.paused: set[int] = set()
         self.n = brokers
 
     def broker_overrides(self, node_id: int) -> dict[str, str]:
@@ -72,11 +73,13 @@ class Cluster:
         proc = self.brokers[node_id].proc
         assert proc is not None
         os.kill(proc.pid, signal.SIGSTOP)
+        self.paused.add(node_id)
 
     def resume(self, node_id: int) -> None:
         proc = self.brokers[node_id].proc
         assert proc is not None
         os.kill(proc.pid, signal.SIGCONT)
+        self.paused.discard(node_id)
 
     def logs(self) -> str:
         return "\n".join(f"==== broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())

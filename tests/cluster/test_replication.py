@@ -51,8 +51,8 @@ def describe(c: Cluster, topic: str) -> list[dict]:
 
 
 def iter_live(c: Cluster):
-    for b in c.brokers.values():
-        if b.proc is not None and b.proc.poll() is None:
+    for i, b in c.brokers.items():
+        if b.proc is not None and b.proc.poll() is None and i not in c.paused:
             yield b
 
 
@@ -269,3 +269,27 @@ def test_not_leader_answers_carry_kip951_leader_hints(cluster):
         assert fp.error_code.value == 6
         assert fp.current_leader.leader_id == st["leader"]
         assert [(n.node_id, n.port) for n in fetch.node_endpoints] == [(st["leader"], leader_port)]
+
+
+def test_delete_records_on_the_leader_moves_followers_log_start(cluster):
+    from confluent_kafka import TopicPartition as TP
+
+    topic = create_topic(cluster, partitions=1)
+    produce(cluster, topic, 100, "d")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    res = admin.delete_records([TP(topic, 0, 60)])
+    assert res[TP(topic, 0, 60)].result(15).low_watermark == 60
+    st = describe(cluster, topic)[0]
+    follower = next(b for b in st["replicas"] if b != st["leader"])
+    with KafkaClient(cluster.brokers[follower].bootstrap) as client:
+        r = client.request(21, {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 10}]}],
+                                "timeout": 5000}, version=2)
+    assert r.topics[0].partitions[0].error_code.value == 6  # NOT_LEADER_OR_FOLLOWER off the leader
+
+    def follower_starts() -> bool:
+        for b in st["replicas"]:
+            text = (cluster.brokers[b].data_dir / "log-start-offset-checkpoint").read_text()
+            if f"{topic} 0 60" not in text:
+                return False
+        return True
+    wait_for(follower_starts, 20, "every replica's log start offset at 60")

@@ -159,6 +159,8 @@ class ReplicaFetcher:
                             self.m.append(key[0], key[1], plog, data)
                     if plog.update_high_watermark(min(pr.high_watermark, plog.log_end_offset)):
                         self.m.partitions.notify(*key)
+                    if pr.log_start_offset > plog.log_start_offset:
+                        plog.follow_log_start_offset(pr.log_start_offset)
                 elif code == E.offset_out_of_range.value:
                     self._out_of_range(key, plog, pr)
                 else:

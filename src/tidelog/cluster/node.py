@@ -24,6 +24,7 @@ from .etcd import EtcdStore
 from .fetcher import FetcherManager
 from .metadata import MetadataCache
 from .model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, assign_replicas, root
+from .markers import MarkerSender
 from .pids import ClusterProducerIds
 from .replica import LEADER, ReplicaManager
 from .store import Compare, LeaseKeeper, Op, StoreUnavailable
@@ -78,6 +79,9 @@ class ClusterNode:
         txn.pids = self.pids
         if hasattr(txn, "coordinator"):
             txn.coordinator.pids = self.pids
+        self.markers = MarkerSender(self.node_id, self.cache, self.replicas, txn, self.partitions, listener)
+        txn.marker_sender = self.markers
+        txn.verify_here = lambda: self.coordinator_id() == self.node_id
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -125,6 +129,8 @@ class ClusterNode:
             t.cancel()
         if self.fetchers is not None:
             self.fetchers.stop()
+        if getattr(self, "markers", None) is not None:
+            self.markers.close()
         try:
             if self.controller.active:
                 await self.store.txn([Compare.create(self.keys.controller, self.controller.epoch)],

@@ -15,6 +15,7 @@ from kio.serial import entity_reader, entity_writer
 
 from ..wire import control
 from ..wire import fetch as fetch_codec
+from ..wire.primitives import Reader
 from ..wire.schemas import request_schema, response_schema
 
 _I32 = struct.Struct(">i")
@@ -50,10 +51,15 @@ class Peer:
             self._writer.close()
         self._reader = self._writer = None
 
-    async def _call(self, api_key: int, version: int, body: list[Any] | bytes, timeout_s: float) -> bytes:
+    async def _call(self, api_key: int, version: int, body: list[Any] | bytes, timeout_s: float,
+                    flexible: bool = False) -> bytes:
+        """One request; `flexible` versions use request header v2 / response header v1 (tagged
+        fields after the client id / the correlation id)."""
         reader, writer = await self._ensure()
         self._correlation = (self._correlation + 1) & 0x7FFF_FFFF
         header = struct.pack(">hhih", api_key, version, self._correlation, len(self.client_id)) + self.client_id
+        if flexible:
+            header += b"\x00"  # no tagged fields
         parts = [header] + ([body] if isinstance(body, (bytes, bytearray)) else list(body))
         size = sum(len(p) for p in parts)
         try:
@@ -69,7 +75,11 @@ class Peer:
         if _I32.unpack_from(frame, 0)[0] != self._correlation:
             self.close()
             raise PeerError("correlation id mismatch")
-        return frame[4:]
+        if not flexible:
+            return frame[4:]
+        r = Reader(frame, 4)
+        r.tagged_fields()
+        return frame[r.pos:]
 
     async def fetch(self, req: fetch_codec.FetchRequest) -> fetch_codec.FetchResponse:
         body = fetch_codec.encode_request(req, FETCH_VERSION)
@@ -83,7 +93,7 @@ class Peer:
             raise PeerError(f"no schema for api {api_key} v{version}")
         buf = io.BytesIO()
         entity_writer(cls)(buf, control.build(cls, data))
-        frame = await self._call(api_key, version, buf.getvalue(), self.timeout_s)
+        frame = await self._call(api_key, version, buf.getvalue(), self.timeout_s, bool(getattr(cls, "__flexible__", False)))
         value: Any
         value, _ = entity_reader(rcls)(frame, 0)
         return value

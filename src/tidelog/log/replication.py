@@ -145,6 +145,22 @@ class ReplicaLogMixin:
             self.on_append(self)
         return v
 
+    def follow_log_start_offset(self, offset: int) -> bool:
+        """A follower moves its log start offset to the leader's (DeleteRecords, retention on the
+        leader); segments wholly below it go. True when it moved."""
+        offset = min(offset, self._next_offset)
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        self.epochs.truncate_from_start(offset)
+        self._delete_below_log_start(None)
+        if self.on_log_start_offset_change is not None:
+            self.on_log_start_offset_change(self)
+        return True
+
+    def _delete_below_log_start(self, now_ms: int | None) -> int:
+        raise NotImplementedError
+
     # -- truncation ------------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:

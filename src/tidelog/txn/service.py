@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator
 
 from ..wire.errors import INVALID_TOPIC_EXCEPTION
 from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
@@ -101,6 +101,7 @@ class _Markers:
         s = self.service
         to_flush = []
         offsets_done = False
+        data: list[tuple[str, int]] = []
         for topic, partition in partitions:
             if topic == OFFSETS_TOPIC:
                 if not offsets_done:
@@ -109,6 +110,11 @@ class _Markers:
                     if store is not None:
                         await store.complete(producer_id, producer_epoch, commit)
                 continue
+            data.append((topic, partition))
+        if s.marker_sender is not None:  # cluster mode: markers go to each partition's leader
+            await s.marker_sender(producer_id, producer_epoch, commit, data)
+            return
+        for topic, partition in data:
             plog = s.write_marker(topic, partition, producer_id, producer_epoch, commit)
             if plog is not None:
                 to_flush.append(plog)
@@ -144,6 +150,11 @@ class TxnService:
             partition_exists=self._partition_exists,
         )
         self.states: dict[tuple[str, int], PartitionProducers] = {}
+        # Cluster mode (set by the cluster node): markers are written by each partition's leader
+        # (a WriteTxnMarkers call when that is another broker), and KIP-890 verification is only
+        # done where the coordinator's state is (elsewhere the pre-KIP-890 checks apply).
+        self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]]], Awaitable[None]] | None = None
+        self.verify_here: Callable[[], bool] = lambda: True
         self._active_base: dict[tuple[str, int], int] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -238,7 +249,8 @@ class TxnService:
 
         def check(v: Any) -> None:
             nonlocal staged
-            staged = state.check(v.batches, lambda pid, epoch: coordinator.verify(pid, epoch, key), self.pids.issued)
+            verify = (lambda pid, epoch: coordinator.verify(pid, epoch, key)) if self.verify_here() else None
+            staged = state.check(v.batches, verify, self.pids.issued)
 
         try:
             info = plog.append(records, now_ms=now_ms, before_write=check)

@@ -1,4 +1,6 @@
-"""DeleteRecords (key 21, v0-2): move a partition's log start offset forward."""
+"""DeleteRecords (key 21, v0-2): move a partition's log start offset forward. In a cluster only the
+leader answers (NOT_LEADER_OR_FOLLOWER elsewhere); followers follow the leader's log start offset
+from its fetch responses."""
 
 from __future__ import annotations
 
@@ -21,11 +23,17 @@ HIGH_WATERMARK = -1
 
 def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
     partitions = broker.partitions
+    cluster = broker.cluster if broker.cluster.clustered else None
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             plog = partitions.get(t.name, p.partition_index)
+            if cluster is not None and cluster.partition(t.name, p.partition_index).replicas \
+                    and cluster.leader_replica(t.name, p.partition_index) is None:
+                parts.append({"partition_index": p.partition_index, "low_watermark": -1,
+                              "error_code": E.not_leader_or_follower.value})
+                continue
             if plog is None:
                 parts.append({"partition_index": p.partition_index, "low_watermark": -1,
                               "error_code": E.unknown_topic_or_partition.value})

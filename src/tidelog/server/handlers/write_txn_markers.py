@@ -1,8 +1,10 @@
 """WriteTxnMarkers (key 27, v0-1; v0 derived in `wire.schemas`): write COMMIT/ABORT markers for a producer on the named
-partitions. In Kafka the coordinator sends it to partition leaders; here the coordinator writes
-markers itself, and this API is served for completeness (tools, tests). A partition where the
-producer has no open transaction is answered without a marker; group offsets staged by the
-producer are completed when `__consumer_offsets` is named."""
+partitions. On a single node the coordinator writes markers itself and this API is served for
+completeness (tools, tests); in a cluster the coordinator sends it to each partition's leader
+(cluster/markers.py), which answers NOT_LEADER_OR_FOLLOWER off the leader and answers once the
+marker is replicated (the high watermark passed it). A partition where the producer has no open
+transaction is answered without a marker; group offsets staged by the producer are completed
+when `__consumer_offsets` is named."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
     txn = broker.txn
+    cluster = broker.cluster if broker.cluster.clustered else None
     out = []
     for m in request.markers:
         commit = bool(m.transaction_result)
@@ -39,6 +42,8 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                     if txn.groups.store is not None:
                         await txn.groups.store.complete(m.producer_id, m.producer_epoch, commit)
                     code = 0
+                elif cluster is not None:
+                    code = await _on_leader(broker, cluster, t.name, p, m, commit)
                 else:
                     plog = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
                                             m.coordinator_epoch)
@@ -51,6 +56,18 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
             await txn.partitions.group_commit.flush(plog)
         out.append({"producer_id": m.producer_id, "topics": topics})
     return {"markers": out}
+
+
+async def _on_leader(broker: Broker, cluster: Any, topic: str, p: int, m: Any, commit: bool) -> int:
+    replica = cluster.leader_replica(topic, p)
+    if replica is None:
+        return E.not_leader_or_follower.value
+    plog = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+    if plog is None:
+        return 0
+    await broker.partitions.group_commit.flush(plog)
+    code: int = await cluster.replicas.wait_replicated(replica, plog.log_end_offset - 1, 30.0)
+    return code
 
 
 ROUTE = control_route(ApiKey.WRITE_TXN_MARKERS, 0, 1, handle)

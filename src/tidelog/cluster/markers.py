@@ -1,0 +1,115 @@
+"""Transaction markers in cluster mode: the coordinator's COMMIT/ABORT markers are written by each
+data partition's leader, as in Kafka (TransactionMarkerChannelManager): locally when this broker
+leads the partition, else with a WriteTxnMarkers request to the leader. A marker counts once the
+partition's high watermark passed it (acks=all: a failover cannot lose it). Partitions without a
+leader, a leader that moved (NOT_LEADER_OR_FOLLOWER) or is unreachable are retried with backoff
+until every marker is written, which is what keeps the transaction in PrepareCommit/PrepareAbort
+meanwhile. A retry is harmless: a leader whose producer has no open transaction on the partition
+answers without writing a second marker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .peer import Peer, PeerError
+
+log = logging.getLogger("tidelog.cluster")
+
+WRITE_TXN_MARKERS = 27
+WRITE_TXN_MARKERS_VERSION = 1
+REPLICATED_TIMEOUT_S = 30.0
+
+
+class MarkerSender:
+    def __init__(self, node_id: int, cache: Any, replicas: Any, txn: Any, partitions: Any, listener: str) -> None:
+        self.node_id = node_id
+        self.cache = cache
+        self.replicas = replicas
+        self.txn = txn
+        self.partitions = partitions
+        self.listener = listener
+        self._peers: dict[int, tuple[Peer, asyncio.Lock]] = {}
+
+    async def __call__(self, producer_id: int, producer_epoch: int, commit: bool,
+                       partitions: list[tuple[str, int]]) -> None:
+        pending = set(partitions)
+        delay = 0.05
+        while pending:
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for tp in pending:
+                st = self.cache.state(*tp)
+                by_leader.setdefault(st.leader if st is not None else -1, []).append(tp)
+            results = await asyncio.gather(*(
+                self._local(producer_id, producer_epoch, commit, tps) if leader == self.node_id
+                else self._remote(leader, producer_id, producer_epoch, commit, tps)
+                for leader, tps in by_leader.items() if leader >= 0))
+            for done in results:
+                pending -= done
+            if pending:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def _local(self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        done = set()
+        for topic, p in tps:
+            r = self.replicas.leader(topic, p)
+            if r is None:
+                continue  # not (yet) acting as leader here: retried
+            plog = self.txn.write_marker(topic, p, pid, epoch, commit)
+            if plog is None:
+                done.add((topic, p))  # no open transaction there (a retry): nothing to write
+                continue
+            await self.partitions.group_commit.flush(plog)
+            code = await self.replicas.wait_replicated(r, plog.log_end_offset - 1, REPLICATED_TIMEOUT_S)
+            if code == 0:
+                done.add((topic, p))
+            else:
+                log.info("%s-%d: marker of producer %d not replicated yet (error %d): retrying", topic, p, pid, code)
+        return done
+
+    def _peer(self, leader: int) -> tuple[Peer, asyncio.Lock] | None:
+        info = self.cache.brokers.get(leader)
+        ep = info.endpoint(self.listener) if info is not None else None
+        if ep is None:
+            return None
+        have = self._peers.get(leader)
+        if have is None or (have[0].host, have[0].port) != (ep.host, ep.port):
+            if have is not None:
+                have[0].close()
+            have = self._peers[leader] = (Peer(ep.host, ep.port, f"tidelog-markers-{self.node_id}",
+                                               REPLICATED_TIMEOUT_S + 5), asyncio.Lock())
+        return have
+
+    async def _remote(self, leader: int, pid: int, epoch: int, commit: bool,
+                      tps: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        got = self._peer(leader)
+        if got is None:
+            return set()
+        peer, lock = got
+        topics: dict[str, list[int]] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append(p)
+        request = {"markers": [{
+            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit, "coordinator_epoch": 0,
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+        }]}
+        try:
+            async with lock:
+                resp = await peer.control(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, request)
+        except PeerError as e:
+            log.info("markers of producer %d to broker %d not sent (%s): retrying", pid, leader, e)
+            return set()
+        done = set()
+        for m in resp.markers:
+            for t in m.topics:
+                for part in t.partitions:
+                    if part.error_code.value == 0:
+                        done.add((t.name, part.partition_index))
+        return done
+
+    def close(self) -> None:
+        for peer, _lock in self._peers.values():
+            peer.close()
+        self._peers.clear()
