@@ -40,7 +40,8 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
-# Resolves Apache Kafka 4.1.1 (broker and tools) from Maven Central into ~/.m2 (java/kafka/pom.xml);
+# Resolves Apache Kafka 4.1.1 (broker and tools) from Maven Central into ~/.m2 (java/kafka/pom.xml), and Spark's
+# Kafka source (java/spark-kafka/pom.xml);
 # installs Maven and a JDK (javac, for the Java client checks) when missing (Debian/Ubuntu).
 # The difference tests, the Java client and tool tests, and `make bench` use it.
 kafka-jars: java
@@ -49,6 +50,8 @@ kafka-jars: java
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq maven openjdk-17-jdk-headless >/dev/null; }
 	@test -s java/kafka/target/classpath.txt -a java/kafka/target/classpath.txt -nt java/kafka/pom.xml || \
 	  mvn -B -q -f java/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
+	@test -s java/spark-kafka/target/classpath.txt -a java/spark-kafka/target/classpath.txt -nt java/spark-kafka/pom.xml || \
+	  mvn -B -q -f java/spark-kafka/pom.xml dependency:build-classpath -DincludeScope=runtime -Dmdep.outputFile=target/classpath.txt
 
 # Apache Kafka itself (KRaft single node) on 127.0.0.1:9092 with data in a temporary directory, until Ctrl-C.
 kafka: $(STAMP) kafka-jars

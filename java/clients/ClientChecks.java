@@ -3,6 +3,9 @@
 // it. Compiled by that test with javac against Kafka's classpath (java/kafka/pom.xml).
 //
 //   java ClientChecks <bootstrap> idempotent|eos|groups|admin <topic prefix>
+//   java ClientChecks <bootstrap> acls <topic prefix> <admin.properties> <user.properties>
+//     (a SASL_SSL broker with an authorizer: the admin grants, lists and deletes ACLs; the user's
+//      writes follow them)
 
 import java.time.Duration;
 import java.util.*;
@@ -11,6 +14,8 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.*;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.*;
 
@@ -25,8 +30,83 @@ public class ClientChecks {
             case "eos" -> eos(prefix);
             case "groups" -> groups(prefix);
             case "admin" -> admin(prefix);
+            case "acls" -> acls(prefix, load(args[3]), load(args[4]));
             default -> throw new IllegalArgumentException(args[1]);
         }
+    }
+
+    static Properties load(String path) throws Exception {
+        Properties p = new Properties();
+        try (var in = new java.io.FileInputStream(path)) {
+            p.load(in);
+        }
+        return p;
+    }
+
+    static String json(Map<String, Object> r) {
+        StringBuilder sb = new StringBuilder("{");
+        for (Map.Entry<String, Object> e : r.entrySet()) {
+            if (sb.length() > 1) sb.append(", ");
+            Object v = e.getValue();
+            sb.append('"').append(e.getKey()).append("\": ").append(v instanceof String ? "\"" + v + "\"" : v);
+        }
+        return sb.append("}").toString();
+    }
+
+    /** Can `user` write to `topic`? "ok", or the exception's simple class name. */
+    static String tryWrite(Properties user, String topic) {
+        Properties p = producerProps();
+        p.putAll(user);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "15000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "15000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.send(new ProducerRecord<>(topic, "k", "v")).get(20, TimeUnit.SECONDS);
+            return "ok";
+        } catch (Exception e) {
+            Throwable t = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+            return t.getClass().getSimpleName();
+        }
+    }
+
+    static void acls(String prefix, Properties adminProps, Properties userProps) throws Exception {
+        String topic = prefix + "-acl", other = prefix + "-other";
+        Map<String, Object> r = new LinkedHashMap<>();
+        Map<String, Object> conf = new HashMap<>();
+        adminProps.forEach((k, v) -> conf.put((String) k, v));
+        conf.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin a = Admin.create(conf)) {
+            a.createTopics(List.of(new NewTopic(topic, 1, (short) 1), new NewTopic(other, 1, (short) 1)))
+                .all().get(30, TimeUnit.SECONDS);
+            r.put("before_grant", tryWrite(userProps, topic));
+            AclBinding write = new AclBinding(
+                new org.apache.kafka.common.resource.ResourcePattern(org.apache.kafka.common.resource.ResourceType.TOPIC,
+                    prefix + "-ac", org.apache.kafka.common.resource.PatternType.PREFIXED),
+                new org.apache.kafka.common.acl.AccessControlEntry("User:bob", "*",
+                    org.apache.kafka.common.acl.AclOperation.WRITE, org.apache.kafka.common.acl.AclPermissionType.ALLOW));
+            AclBinding describe = new AclBinding(
+                new org.apache.kafka.common.resource.ResourcePattern(org.apache.kafka.common.resource.ResourceType.TOPIC,
+                    topic, org.apache.kafka.common.resource.PatternType.LITERAL),
+                new org.apache.kafka.common.acl.AccessControlEntry("User:bob", "*",
+                    org.apache.kafka.common.acl.AclOperation.DESCRIBE, org.apache.kafka.common.acl.AclPermissionType.ALLOW));
+            a.createAcls(List.of(write, describe)).all().get(30, TimeUnit.SECONDS);
+            AclBindingFilter bobs = new AclBindingFilter(
+                org.apache.kafka.common.resource.ResourcePatternFilter.ANY,
+                new org.apache.kafka.common.acl.AccessControlEntryFilter("User:bob", null,
+                    org.apache.kafka.common.acl.AclOperation.ANY, org.apache.kafka.common.acl.AclPermissionType.ANY));
+            Collection<AclBinding> listed = a.describeAcls(bobs).values().get(30, TimeUnit.SECONDS);
+            r.put("listed", listed.size());
+            r.put("listed_prefixed", listed.stream().anyMatch(b -> b.pattern().patternType()
+                == org.apache.kafka.common.resource.PatternType.PREFIXED && b.pattern().name().equals(prefix + "-ac")));
+            r.put("after_grant", tryWrite(userProps, topic));
+            r.put("other_topic", tryWrite(userProps, other));
+            Collection<AclBinding> deleted = a.deleteAcls(List.of(write.toFilter())).all().get(30, TimeUnit.SECONDS);
+            r.put("deleted", deleted.size());
+            r.put("after_delete", tryWrite(userProps, topic));
+            r.put("listed_after_delete", a.describeAcls(bobs).values().get(30, TimeUnit.SECONDS).size());
+            a.deleteAcls(List.of(bobs)).all().get(30, TimeUnit.SECONDS);
+        }
+        System.out.println(json(r));
     }
 
     static Admin admin() {

@@ -293,3 +293,32 @@ def test_delete_records_on_the_leader_moves_followers_log_start(cluster):
                 return False
         return True
     wait_for(follower_starts, 20, "every replica's log start offset at 60")
+
+
+def test_cli_describe_and_cluster_status(cluster):
+    import subprocess
+    import sys
+
+    topic = create_topic(cluster, partitions=2)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tidelog", *args, "--bootstrap-server",
+                               next(iter_live(cluster)).bootstrap], capture_output=True, text=True, timeout=60)
+
+    out = cli("topics", "describe", "--topic", topic).stdout
+    assert "ReplicationFactor: 3" in out or "ReplicationFactor:3" in out, out
+    for p in describe(cluster, topic):
+        assert f"Leader: {p['leader']}" in out and "Isr: " + ",".join(map(str, p["isr"])) in out, out
+    st = cli("cluster", "status")
+    assert st.returncode == 0 and "UnderReplicatedPartitions: 0" in st.stdout, st.stdout
+    assert all(f"Broker: {b}\t" in st.stdout for b in cluster.brokers)
+    assert "Controller: " in st.stdout and "Coordinator: " in st.stdout
+    victim = next(b for b in describe(cluster, topic)[0]["replicas"] if b != describe(cluster, topic)[0]["leader"])
+    cluster.brokers[victim].kill()
+    try:
+        wait_for(lambda: "UnderReplicatedPartitions: 0" not in cli("cluster", "status").stdout, 30,
+                 "under-replicated partitions reported")
+        assert f"{topic}-0" in cli("cluster", "status").stdout
+    finally:
+        cluster.brokers[victim].start()
+    wait_for(lambda: "UnderReplicatedPartitions: 0" in cli("cluster", "status").stdout, 40, "all in sync again")

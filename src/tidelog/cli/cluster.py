@@ -1,5 +1,6 @@
-"""`tidelog cluster status`: brokers, the controller, under-replicated and offline partitions,
-read from any broker's Metadata (as kafka-topics --under-replicated-partitions does)."""
+"""`tidelog cluster status`: brokers, the controller, the group/transaction coordinator, under-replicated
+and offline partitions, read from any broker's Metadata and FindCoordinator (as
+kafka-topics --under-replicated-partitions does)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ def status(client: KafkaClient) -> dict[str, Any]:
                 offline.append((t.name, p.partition_index))
             elif len(p.isr_nodes) < len(p.replica_nodes):
                 under.append((t.name, p.partition_index, list(p.replica_nodes), list(p.isr_nodes)))
+    coord = client.request(10, {"key": "tidelog-cluster-status", "key_type": 0}, version=1)
     return {"brokers": sorted((b.node_id, b.host, b.port, b.rack) for b in md.brokers),
-            "controller": md.controller_id, "under_replicated": sorted(under), "offline": sorted(offline)}
+            "controller": md.controller_id, "coordinator": coord.node_id if coord.error_code.value == 0 else -1, "under_replicated": sorted(under), "offline": sorted(offline)}
 
 
 def cmd_status(args: Any) -> int:
@@ -30,6 +32,7 @@ def cmd_status(args: Any) -> int:
         print(f"Error: {e}", file=sys.stderr)
         return 1
     print(f"Controller: {st['controller']}")
+    print(f"Coordinator: {st['coordinator']}\t(groups and transactions)")
     for node, host, port, rack in st["brokers"]:
         print(f"Broker: {node}\t{host}:{port}" + (f"\track {rack}" if rack else ""))
     print(f"UnderReplicatedPartitions: {len(st['under_replicated'])}")

@@ -30,6 +30,8 @@ from .replica import LEADER, ReplicaManager
 from .store import Compare, LeaseKeeper, Op, StoreUnavailable
 from .view import PartitionView
 
+COORDINATOR_TOPICS = ("__consumer_offsets", "__transaction_state")
+
 log = logging.getLogger("tidelog.cluster")
 
 
@@ -334,6 +336,11 @@ class ClusterNode:
         replicas = self.cache.replicas(topic, partition)
         st: PartitionState | None = self.cache.state(topic, partition)
         live = self.cache.brokers
+        if st is None and not replicas and topic in COORDINATOR_TOPICS:
+            # the coordinators' topics are the pinned coordinator's own (not replicated yet: issue 22)
+            coord = self.coordinator_id()
+            up = coord in live
+            return PartitionView(coord if up else -1, 0, (coord,), (coord,) if up else (), () if up else (coord,))
         if st is None:
             return PartitionView(-1, -1, replicas, (), tuple(b for b in replicas if b not in live))
         leader = st.leader if st.leader in live else -1
