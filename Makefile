@@ -65,11 +65,14 @@ check: $(STAMP)
 test: $(STAMP) kcat java etcd kafka-jars check
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# tidelog vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/.
+# tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
+# then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py).
 # BENCH_ARGS=--quick for a few-minute run.
 bench: $(STAMP) kafka-jars
 	$(PY) -m pip install -q 'matplotlib>=3.7'
 	$(PY) bench/compare.py $(BENCH_ARGS)
+	$(MAKE) etcd
+	$(PY) bench/cluster_replication.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
