@@ -6,10 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -83,16 +81,6 @@ class Cluster:
 
     def logs(self) -> str:
         return "\n".join(f"==== broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())
-
-
-def wait_port(port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
 
 
 def main() -> None:

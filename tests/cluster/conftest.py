@@ -18,3 +18,15 @@ def etcd(tmp_path_factory):
         yield e
     finally:
         e.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, request):
+    """One etcd and three brokers, as real processes, for one test module."""
+    from cluster_process import Cluster
+
+    c = Cluster(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]), 3).start()
+    try:
+        yield c
+    finally:
+        c.stop()

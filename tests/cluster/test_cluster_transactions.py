@@ -22,15 +22,6 @@ pytestmark = pytest.mark.timeout(300)
 PARTS = 3
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("txn"), 3).start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 def coordinator_of(c: Cluster, txn_id: str) -> int:
     with KafkaClient(c.bootstrap.split(",")[0]) as client:
         r = client.request(10, {"key": txn_id, "key_type": 1}, version=1)

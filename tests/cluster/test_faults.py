@@ -18,15 +18,6 @@ from test_replication import describe, leader_of, raw_produce, read_all, wait_fo
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("faults"), 3).start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 def new_topic(c: Cluster, min_isr: int) -> str:
     name = f"f-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})

@@ -34,15 +34,6 @@ PARTITIONS = 6
 pytestmark = pytest.mark.timeout(300 + int(SECONDS) * 3)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("nemesis"), 3).start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 class Clients:
     """The three producers and the consumer, each in its own thread, recording into one History."""
 

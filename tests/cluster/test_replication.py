@@ -22,15 +22,6 @@ from cluster_process import Cluster
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("cluster"), 3).start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 def create_topic(c: Cluster, partitions: int = 3, rf: int = 3, min_isr: int = 2, **configs: str) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
@@ -285,6 +276,9 @@ def test_delete_records_on_the_leader_moves_followers_log_start(cluster):
         r = client.request(21, {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 10}]}],
                                 "timeout": 5000}, version=2)
     assert r.topics[0].partitions[0].error_code.value == 6  # NOT_LEADER_OR_FOLLOWER off the leader
+    with KafkaClient(cluster.brokers[follower].bootstrap) as client:
+        r = client.request(61, {"topics": [{"name": topic, "partition_indexes": [0]}]}, version=0)
+    assert r.topics[0].partitions[0].error_code.value == 6  # DescribeProducers too
 
     def follower_starts() -> bool:
         for b in st["replicas"]:

@@ -10,12 +10,13 @@ def batch_of(n: int, ts: int, key_prefix: bytes = b"k", **kw) -> bytes:
     return build_batch([Record(key_prefix + b"%d" % i, b"v%d" % i, ts) for i in range(n)], **kw)
 
 
-def all_records(log: PartitionLog, start: int | None = None) -> list[Record]:
-    """Every record from `start` (default: log start) to the end, via read()."""
+def all_records(log: PartitionLog, start: int | None = None, *, to_end: bool = False) -> list[Record]:
+    """Every record from `start` (default: log start) to the high watermark (`to_end`: to the log
+    end offset, as a follower's copy holds it), via read()."""
     out: list[Record] = []
     off = log.log_start_offset if start is None else start
     while off < log.log_end_offset:
-        f = log.read(off, 1 << 20)
+        f = log.read(off, 1 << 20, max_offset=log.log_end_offset if to_end else None)
         if f.records is None:
             break
         data = f.data

@@ -11,7 +11,7 @@ from crc32c import crc32c
 
 from tidelog.log import LogConfig, PartitionLog
 from tidelog.log.epochs import FILE as EPOCH_FILE, LeaderEpochCache
-from tidelog.log.records import decode_records, iter_batches
+from tidelog.log.records import iter_batches
 from loghelpers import T0, all_records, batch_of
 
 SMALL = LogConfig(segment_bytes=400, index_interval_bytes=100)
@@ -29,18 +29,8 @@ def copy_all(leader: PartitionLog, follower: PartitionLog) -> None:
 
 
 def records(log: PartitionLog) -> list:
-    """Every record up to the log end (all_records stops at the high watermark)."""
-    out = []
-    off = log.log_start_offset
-    while off < log.log_end_offset:
-        f = log.read(off, 1 << 20, max_offset=log.log_end_offset)
-        if f.records is None:
-            break
-        data = f.data
-        for pos, _h in iter_batches(data):
-            out.extend(r for r in decode_records(data, pos) if r.offset >= off)
-        off = f.records.last_offset + 1
-    return out
+    """Every record up to the log end (a replicated log's reads stop at the high watermark)."""
+    return all_records(log, to_end=True)
 
 
 def dir_files(log: PartitionLog) -> dict[str, bytes]:

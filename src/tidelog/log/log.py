@@ -49,7 +49,7 @@ from .epochs import LeaderEpochCache
 from .replication import ReplicaLogMixin
 from .segment import LOG_SUFFIX, FileSlice, LogSegment
 from .txnindex import AbortedTxn
-from .validation import BatchInfo, set_partition_leader_epoch, validate_and_assign
+from .validation import BatchInfo, ValidatedAppend, set_partition_leader_epoch, validate_and_assign
 
 logger = logging.getLogger("tidelog.log")
 
@@ -271,15 +271,7 @@ class PartitionLog(ReplicaLogMixin):
             before_write(v)
         if self._leader_epoch is not None:
             set_partition_leader_epoch(buf, v.batches, self._leader_epoch)
-        seg = self._segments[-1]
-        why = seg.should_roll(len(buf), v.max_timestamp, v.last_offset, now)
-        if why:
-            seg = self._roll(now, why)
-        seg.append(buf, v)
-        self._next_offset = v.last_offset + 1
-        with self._lock:  # flush() (a worker thread) subtracts what it flushed under this lock
-            self._unflushed_messages += v.num_records
-            unflushed = self._unflushed_messages
+        unflushed = self._write(buf, v, now)
         info = AppendInfo(
             v.first_offset, v.last_offset, v.log_append_time, self._log_start_offset, v.max_timestamp,
             v.offset_of_max_timestamp, v.num_records, v.size, v.batches,
@@ -288,6 +280,19 @@ class PartitionLog(ReplicaLogMixin):
         if self.on_append is not None:
             self.on_append(self)
         return info
+
+    def _write(self, buf: bytearray | memoryview, v: ValidatedAppend, now: int) -> int:
+        """Write validated batches to the active segment (rolling first when due); returns the
+        records appended since the last flush."""
+        seg = self._segments[-1]
+        why = seg.should_roll(len(buf), v.max_timestamp, v.last_offset, now)
+        if why:
+            seg = self._roll(now, why)
+        seg.append(buf, v)
+        self._next_offset = v.last_offset + 1
+        with self._lock:  # flush() (a worker thread) subtracts what it flushed under this lock
+            self._unflushed_messages += v.num_records
+            return self._unflushed_messages
 
     def append_raw(self, data: bytes | bytearray | memoryview, *, now_ms: int | None = None) -> AppendInfo:
         """Coordinator writes (control batches allowed)."""

@@ -64,7 +64,7 @@ class ReplicaLogMixin:
     _graveyard: list[tuple[int, LogSegment]]
     _lock: threading.Lock
 
-    def _roll(self, now: int, why: str) -> LogSegment:
+    def _write(self, buf: bytearray, v: ValidatedAppend, now: int) -> int:
         raise NotImplementedError
 
     @property
@@ -127,20 +127,12 @@ class ReplicaLogMixin:
             return v
         if v.size < len(buf):
             del buf[v.size:]
-        now = self.clock_ms()
-        seg = self._segments[-1]
-        why = seg.should_roll(len(buf), v.max_timestamp, v.last_offset, now)
-        if why:
-            seg = self._roll(now, why)
-        seg.append(buf, v)
-        self._next_offset = v.last_offset + 1
+        self._write(buf, v, self.clock_ms())
         cache = self.epochs
         for b in v.batches:
             epoch = _EPOCH_AT.unpack_from(buf, b.position + 12)[0]
             if epoch > cache.latest_epoch:
                 cache.assign(epoch, b.base_offset)
-        with self._lock:
-            self._unflushed_messages += v.num_records
         if self.on_append is not None:
             self.on_append(self)
         return v

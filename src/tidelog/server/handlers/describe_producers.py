@@ -21,8 +21,14 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
     txn = broker.txn
+    cluster = broker.cluster if broker.cluster.clustered else None
+
     def partition(topic: str, index: int) -> dict:
         plog = txn.partitions.get(topic, index)
+        if cluster is not None and topic not in UNTRACKED and cluster.partition(topic, index).replicas \
+                and cluster.leader_replica(topic, index) is None:
+            return {"partition_index": index, "error_code": E.not_leader_or_follower.value,
+                    "error_message": None, "active_producers": []}
         if plog is None:
             return {"partition_index": index, "error_code": E.unknown_topic_or_partition.value,
                     "error_message": None, "active_producers": []}
