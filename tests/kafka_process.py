@@ -67,6 +67,7 @@ class KafkaProcess:
         self.controller_port = free_port()
         self.overrides = dict(overrides or {})
         self.heap = heap
+        self.client_config: dict[str, str] = {}  # what a client needs to talk to it (SASL settings)
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir / "kafka.out"
 
@@ -136,7 +137,7 @@ class KafkaProcess:
         Metadata answer that lists this broker."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, **self.client_config})
         while time.monotonic() < deadline:
             try:
                 if admin.list_topics(timeout=2).brokers:

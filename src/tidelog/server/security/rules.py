@@ -141,6 +141,14 @@ def metadata(session, ctx, req):
     refused = [{"error_code": TOPIC_DENIED, "name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None),
                 "partitions": []} for t in denied]
     add_refused = extend("topics", refused)
+    if not ok:
+        # nothing left to ask for; an empty list would mean "every topic" in v0: drop whatever the
+        # handler lists, keep only the refusals (as Kafka)
+        def only_refused(r):
+            d = visible(r) if with_ops or with_cluster_ops else plain(r)
+            d["topics"] = []
+            return add_refused(d)
+        return Partial(dataclasses.replace(req, topics=tuple(ok)), only_refused)
     return Partial(dataclasses.replace(req, topics=tuple(ok)),
                    (lambda r: add_refused(visible(r))) if with_ops else add_refused)
 
@@ -155,6 +163,9 @@ def create_topics(session, ctx, req):
         return None
     refused = [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed.",
                 "num_partitions": -1, "replication_factor": -1} for t in denied]
+    if ctx.api_version >= 5:  # as Kafka: an empty (not null) config list
+        for x in refused:
+            x["configs"] = []
     if not ok:
         return Reply({"throttle_time": 0, "topics": refused})
     return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))

@@ -80,7 +80,8 @@ def offset_fetch(session, ctx, req):
         return Partial(req, visible)
     if not _group(session, req.group_id, Op.DESCRIBE):
         return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "topics": [
-            {"name": t.name, "partitions": [{"partition_index": i, "committed_offset": -1, "error_code": GROUP_DENIED}
+            {"name": t.name, "partitions": [{"partition_index": i, "committed_offset": -1, "metadata": "",
+                                             "error_code": GROUP_DENIED}
                                             for i in t.partition_indexes]} for t in req.topics or ()]})
     return Partial(req, visible)
 
@@ -289,7 +290,10 @@ def _config_rule(op: int, field: str):
             return None
         refused = [{"error_code": TOPIC_DENIED if r.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED,
                     "error_message": "Authorization failed.", "resource_type": r.resource_type,
-                    "resource_name": r.resource_name, "configs": []} for r in denied]
+                    "resource_name": r.resource_name} for r in denied]
+        if field == "results":  # DescribeConfigs' results carry (no) configs; the alter answers have none
+            for x in refused:
+                x["configs"] = []
         if not ok:
             return Reply({"throttle_time": 0, field: refused})
         return Partial(dataclasses.replace(req, resources=tuple(ok)), extend(field, refused))
