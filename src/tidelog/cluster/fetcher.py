@@ -188,8 +188,11 @@ class FetcherManager:
         self.max_bytes = config["replica.fetch.response.max.bytes"]
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.where: dict[tuple[str, int], int] = {}
+        self.stopped = False
 
     def add(self, topic: str, partition: int, leader: int, epoch: int) -> None:
+        if self.stopped:
+            return
         self.remove(topic, partition)
         f = self.fetchers.get(leader)
         if f is None:
@@ -219,6 +222,7 @@ class FetcherManager:
         self.txn.rebuild_after_truncate(topic, partition, plog)
 
     def stop(self) -> None:
+        self.stopped = True
         for f in self.fetchers.values():
             f.stop()
         self.fetchers.clear()

@@ -55,7 +55,7 @@ class MarkerSender:
         done = set()
         for topic, p in tps:
             r = self.replicas.leader(topic, p)
-            if r is None:
+            if r is None or r.draining:
                 continue  # not (yet) acting as leader here: retried
             plog = self.txn.write_marker(topic, p, pid, epoch, commit)
             if plog is None:

@@ -54,6 +54,7 @@ class Replica:
     isr_write_pending: bool = False
     waiters: list[Waiter] = field(default_factory=list)
     epoch_start: int = 0
+    draining: bool = False  # controlled shutdown: no more appends, followers still served
 
     @property
     def leader_epoch(self) -> int:
@@ -131,11 +132,50 @@ class ReplicaManager:
             if self.fetchers is not None:
                 self.fetchers.remove(topic, partition)
 
+    # ---- controlled shutdown -----------------------------------------------------------------
+    async def hand_over_all(self, timeout_s: float = 5.0) -> int:
+        """Before this broker stops: every partition it leads stops taking appends, its followers
+        catch up to its log end, and the first live in-sync follower (assignment order) is made
+        leader at the next epoch (a compare-and-swap, as the leader's own ISR changes), this
+        broker leaving the ISR. Partitions without such a follower stay (they go offline with the
+        registration, as before). Returns how many were handed over."""
+        led = [r for r in self.replicas.values() if r.role == LEADER and r.state is not None]
+        for r in led:
+            r.draining = True
+        deadline = time.monotonic() + timeout_s
+        moved = 0
+        for r in led:
+            st = r.state
+            assert st is not None
+            live = self.cache.brokers
+            successors = [b for b in self.cache.replicas(r.topic, r.partition)
+                          if b != self.node_id and b in st.isr and b in live]
+            if not successors:
+                continue
+            successor = successors[0]
+            leo = r.plog.log_end_offset
+            while r.follower_leo.get(successor, -1) < leo and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)  # its fetches are still served
+            new = PartitionState(successor, st.leader_epoch + 1, tuple(b for b in st.isr if b != self.node_id),
+                                 st.controller_epoch)
+            key = self.keys.partition(r.topic, r.partition)
+            try:
+                res = await self.store.txn([Compare.mod(key, st.version)], [Op.put(key, new.encode())])
+            except Exception as e:  # noqa: BLE001 - etcd away: the partition fails over at session expiry
+                log.warning("%s-%d: leadership not handed over: %s", r.topic, r.partition, e)
+                continue
+            if res.succeeded:
+                moved += 1
+                r.role = OFFLINE
+                r.fail_waiters(E.not_leader_or_follower.value)
+        return moved
+
     def _become_leader(self, r: Replica, state: PartitionState) -> None:
         if self.fetchers is not None:
             self.fetchers.remove(r.topic, r.partition)
         r.state = state
         r.role = LEADER
+        r.draining = False
         r.plog.set_leader_epoch(state.leader_epoch)
         r.epoch_start = r.plog.log_end_offset
         now = time.monotonic()

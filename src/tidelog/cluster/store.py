@@ -136,9 +136,11 @@ class LeaseKeeper:
         self.on_lost: Callable[[], None] | None = None
         self._last_ok = 0.0
         self._warned = False
+        self._stopped = False
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        self._stopped = False
         asked = time.monotonic()
         self.lease = await self.store.grant(self.ttl_s)
         self._last_ok = asked
@@ -152,6 +154,8 @@ class LeaseKeeper:
         every = self.ttl_s / 3
         while True:
             await asyncio.sleep(every)
+            if self._stopped or not self.lease:
+                return
             sent = time.monotonic()
             try:
                 await self.store.keepalive(self.lease)
@@ -170,14 +174,18 @@ class LeaseKeeper:
             self._warned = False
 
     def _lost(self, why: str) -> None:
+        if self._stopped:
+            return
         log.warning("lease %x lost: %s", self.lease, why)
         self.lease = 0
         if self.on_lost is not None:
             self.on_lost()
 
     async def stop(self) -> None:
+        self._stopped = True
         if self._task is not None:
             self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
         if self.lease:
             lease, self.lease = self.lease, 0
             await self.store.revoke(lease)

@@ -118,6 +118,8 @@ class Broker:
         return self.servers[0].sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        if self.cluster.clustered:
+            await self.cluster.controlled_shutdown()  # listeners still open: followers catch up
         self.stopping.set()
         for server in self.servers:
             server.close()

@@ -59,6 +59,8 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
             replica = None
             if cluster is not None:
                 replica = cluster.leader_replica(t.name, p.index)
+                if replica is not None and replica.draining:  # controlled shutdown: handing over
+                    replica = None
                 if replica is None:
                     known = cluster.partition(t.name, p.index).replicas
                     err = partition_error(p.index, E.not_leader_or_follower.value if known

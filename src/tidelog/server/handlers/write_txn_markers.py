@@ -60,7 +60,7 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
 
 async def _on_leader(broker: Broker, cluster: Any, topic: str, p: int, m: Any, commit: bool) -> int:
     replica = cluster.leader_replica(topic, p)
-    if replica is None:
+    if replica is None or replica.draining:
         return E.not_leader_or_follower.value
     plog = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
     if plog is None:
