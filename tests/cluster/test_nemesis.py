@@ -205,12 +205,18 @@ def batches_upto(data_dir: Path, topic: str, p: int, hw: int) -> list[tuple[int,
     return out
 
 
-def test_leader_kills_under_load_three_clients(cluster):
-    c = cluster
-    topic = f"nemesis-{uuid.uuid4().hex[:6]}"
+def replicated_topic(c: Cluster, prefix: str) -> str:
+    """A fresh topic of PARTITIONS partitions, RF 3, min ISR 2, every partition led with a full ISR."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[topic].result(20)
     wait_for(lambda: all(len(p["isr"]) == 3 and p["leader"] > 0 for p in describe(c, topic)), 30, "a full ISR")
+    return topic
+
+
+def test_leader_kills_under_load_three_clients(cluster):
+    c = cluster
+    topic = replicated_topic(c, "nemesis")
     h = History()
     clients = Clients(c, topic, h)
     clients.start()

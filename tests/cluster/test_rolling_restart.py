@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from history import History
-from test_nemesis import PARTITIONS, Clients, final_log
+from test_nemesis import Clients, final_log, replicated_topic
 from test_replication import describe, wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -21,10 +19,7 @@ pytestmark = pytest.mark.timeout(600)
 
 def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
     c = cluster
-    topic = f"roll-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[topic].result(20)
-    wait_for(lambda: all(len(p["isr"]) == 3 and p["leader"] > 0 for p in describe(c, topic)), 30, "a full ISR")
+    topic = replicated_topic(c, "roll")
     h = History()
     clients = Clients(c, topic, h)
     clients.threads = [t for t in clients.threads if t.name != "kafka_python"]  # two producers and the consumer
