@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
 from pathlib import Path
+
+from .atomic import replace_file
 
 log = logging.getLogger("tidelog.log")
 
@@ -72,13 +73,8 @@ class LeaderEpochCache:
             log.warning("ignoring malformed %s: %s", self.path, e)
 
     def _write(self) -> None:
-        tmp = self.path.with_name(FILE + ".tmp")
-        body = "0\n%d\n" % len(self._epochs) + "".join(f"{e} {s}\n" for e, s in zip(self._epochs, self._starts))
-        with open(tmp, "w") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        replace_file(self.path, "0\n%d\n" % len(self._epochs)
+                     + "".join(f"{e} {s}\n" for e, s in zip(self._epochs, self._starts)))
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -91,10 +87,6 @@ class LeaderEpochCache:
     @property
     def latest_epoch(self) -> int:
         return self._epochs[-1] if self._epochs else UNDEFINED
-
-    def start_offset_of(self, epoch: int) -> int:
-        i = bisect.bisect_left(self._epochs, epoch)
-        return self._starts[i] if i < len(self._epochs) and self._epochs[i] == epoch else UNDEFINED
 
     def end_offset_for(self, requested: int, log_end: int) -> tuple[int, int]:
         if requested < 0 or not self._epochs:

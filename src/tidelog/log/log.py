@@ -44,12 +44,13 @@ from .records import H_LENGTH
 from . import legacy
 from .config import LogConfig
 from .errors import OffsetOutOfRangeError
-from .records import NO_TIMESTAMP, Record, build_batch, build_control_batch, record_timestamps
+from .records import (NO_TIMESTAMP, Record, build_batch, build_control_batch, record_timestamps,
+                      set_partition_leader_epoch)
 from .epochs import LeaderEpochCache
 from .replication import ReplicaLogMixin
 from .segment import LOG_SUFFIX, FileSlice, LogSegment
 from .txnindex import AbortedTxn
-from .validation import BatchInfo, ValidatedAppend, set_partition_leader_epoch, validate_and_assign
+from .validation import BatchInfo, ValidatedAppend, validate_and_assign
 
 logger = logging.getLogger("tidelog.log")
 
@@ -269,8 +270,9 @@ class PartitionLog(ReplicaLogMixin):
             return AppendInfo(-1, -1, v.log_append_time, self._log_start_offset, NO_TIMESTAMP, -1, 0, 0)
         if before_write is not None:
             before_write(v)
-        if self._leader_epoch is not None:
-            set_partition_leader_epoch(buf, v.batches, self._leader_epoch)
+        if self._leader_epoch is not None:  # outside the CRC: stamped in place
+            for b in v.batches:
+                set_partition_leader_epoch(buf, b.position, self._leader_epoch)
         unflushed = self._write(buf, v, now)
         info = AppendInfo(
             v.first_offset, v.last_offset, v.log_append_time, self._log_start_offset, v.max_timestamp,
@@ -475,10 +477,13 @@ class PartitionLog(ReplicaLogMixin):
         seg = self._segments.pop(0)
         self._bases.pop(0)
         logger.info("%s-%d: deleting segment %d (%s)", self.topic, self.partition, seg.base_offset, why)
-        seg.unlink()
-        now = self.clock_ms() if now_ms is None else now_ms
-        self._graveyard.append((now + self.config.file_delete_delay_ms, seg))
+        self._retire(seg, self.clock_ms() if now_ms is None else now_ms)
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+
+    def _retire(self, seg: LogSegment, now: int) -> None:
+        """Unlink a segment leaving the log; its descriptors close after file.delete.delay.ms."""
+        seg.unlink()
+        self._graveyard.append((now + self.config.file_delete_delay_ms, seg))
 
     def _reap(self, now: int) -> None:
         keep = []

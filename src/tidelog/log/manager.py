@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from .atomic import replace_file
 from .config import LogConfig
 from .log import PartitionLog, wall_clock_ms
 
@@ -83,13 +84,7 @@ def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
 
 
 def write_checkpoint(path: Path, entries: dict[TopicPartition, int]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    body = "0\n%d\n" % len(entries) + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
-    with open(tmp, "w") as f:
-        f.write(body)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    replace_file(path, "0\n%d\n" % len(entries) + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items())))
 
 
 class LogManager:

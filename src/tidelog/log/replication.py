@@ -22,18 +22,17 @@ single-node engine; everything here is inert until the cluster code sets `replic
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from .config import LogConfig
 from .epochs import LeaderEpochCache
+from .records import BatchHeader
 from .segment import LogSegment
 from .validation import ValidatedAppend, validate_replicated
 
 logger = logging.getLogger("tidelog.log")
-_EPOCH_AT = struct.Struct(">i")
 
 
 class ReplicaLogMixin:
@@ -60,8 +59,6 @@ class ReplicaLogMixin:
     _log_start_offset: int
     _recovery_point: int
     _first_unstable_offset: int | None
-    _unflushed_messages: int
-    _graveyard: list[tuple[int, LogSegment]]
     _lock: threading.Lock
 
     def _write(self, buf: bytearray, v: ValidatedAppend, now: int) -> int:
@@ -93,10 +90,6 @@ class ReplicaLogMixin:
         return False
 
     # -- leader epochs --------------------------------------------------------------------------
-
-    @property
-    def leader_epoch(self) -> int | None:
-        return self._leader_epoch
 
     def set_leader_epoch(self, epoch: int) -> None:
         """This broker leads from now on at `epoch`: it starts at the log end offset."""
@@ -130,7 +123,7 @@ class ReplicaLogMixin:
         self._write(buf, v, self.clock_ms())
         cache = self.epochs
         for b in v.batches:
-            epoch = _EPOCH_AT.unpack_from(buf, b.position + 12)[0]
+            epoch = BatchHeader(buf, b.position).partition_leader_epoch
             if epoch > cache.latest_epoch:
                 cache.assign(epoch, b.base_offset)
         if self.on_append is not None:
@@ -153,6 +146,9 @@ class ReplicaLogMixin:
     def _delete_below_log_start(self, now_ms: int | None) -> int:
         raise NotImplementedError
 
+    def _retire(self, seg: LogSegment, now: int) -> None:
+        raise NotImplementedError
+
     # -- truncation ------------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
@@ -165,10 +161,8 @@ class ReplicaLogMixin:
         now = self.clock_ms()
         with self._lock:
             while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-                seg = self._segments.pop()
                 self._bases.pop()
-                seg.unlink()
-                self._graveyard.append((now + self.config.file_delete_delay_ms, seg))
+                self._retire(self._segments.pop(), now)
             seg = self._segments[-1]
             removed = seg.truncate_to(offset)
             self._next_offset = seg.next_offset
@@ -182,8 +176,7 @@ class ReplicaLogMixin:
         now = self.clock_ms()
         with self._lock:
             for seg in self._segments:
-                seg.unlink()
-                self._graveyard.append((now + self.config.file_delete_delay_ms, seg))
+                self._retire(seg, now)
             new = LogSegment.create(self.dir, offset, self.config, now)
             self._segments = [new]
             self._bases = [offset]

@@ -23,7 +23,6 @@ decoding on append). Timestamps of -1 (magic 0 data) are not checked.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from .config import LogConfig
@@ -51,7 +50,6 @@ from .records import (
 from crc32c import crc32c
 
 _MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
-_EPOCH = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -221,8 +219,3 @@ def validate_replicated(buf: bytearray | memoryview, next_offset: int) -> Valida
     out.offset_of_max_timestamp = offset_of_max
     return out
 
-
-def set_partition_leader_epoch(buf: bytearray | memoryview, batches: list[BatchInfo], epoch: int) -> None:
-    """Stamp `partitionLeaderEpoch` (bytes 12-15 of each batch, outside the CRC)."""
-    for b in batches:
-        _EPOCH.pack_into(buf, b.position + 12, epoch)

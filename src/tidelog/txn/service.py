@@ -31,7 +31,7 @@ from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator
 from .producers import DuplicateBatch, PartitionProducers
-from .snapshots import load_state, replay, snapshot_files, write_snapshot
+from .snapshots import load_state, replay, write_snapshot
 
 if TYPE_CHECKING:
     from ..groups import GroupCoordinator
@@ -289,12 +289,8 @@ class TxnService:
         self._after_append(plog, state)
 
     def rebuild_after_truncate(self, topic: str, partition: int, plog: "PartitionLog") -> None:
-        """The log was truncated: producer state (and its snapshots past the new end) are
-        rebuilt from the newest snapshot still valid."""
-        leo = plog.log_end_offset
-        for offset, path in snapshot_files(plog.dir):
-            if offset > leo:
-                path.unlink(missing_ok=True)
+        """The log was truncated: producer state is rebuilt from the newest snapshot still valid
+        (`load_state` drops the snapshots past the new log end)."""
         self.states.pop((topic, partition), None)
         self._load(plog)
 
