@@ -49,8 +49,7 @@ class ReplicaFetcher:
             self.peer.close()
 
     def _endpoint(self) -> tuple[str, int] | None:
-        info = self.m.cache.brokers.get(self.leader_id)
-        ep = info.endpoint(self.m.listener) if info is not None else None
+        ep = self.m.cache.endpoint(self.leader_id, self.m.listener)
         return (ep.host, ep.port) if ep is not None else None
 
     async def _run(self) -> None:
@@ -205,9 +204,6 @@ class FetcherManager:
         leader = self.where.pop((topic, partition), None)
         if leader is not None and leader in self.fetchers:
             self.fetchers[leader].parts.pop((topic, partition), None)
-
-    def lag(self) -> dict[tuple[str, int], int]:
-        return {}
 
     def append(self, topic: str, partition: int, plog: Any, data: bytes) -> None:
         self.txn.append_as_follower(topic, partition, plog, data)

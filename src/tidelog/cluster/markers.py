@@ -70,8 +70,7 @@ class MarkerSender:
         return done
 
     def _peer(self, leader: int) -> tuple[Peer, asyncio.Lock] | None:
-        info = self.cache.brokers.get(leader)
-        ep = info.endpoint(self.listener) if info is not None else None
+        ep = self.cache.endpoint(leader, self.listener)
         if ep is None:
             return None
         have = self._peers.get(leader)

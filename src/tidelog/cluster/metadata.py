@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .model import BrokerInfo, Keys, PartitionState, TopicAssignment
+from .model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment
 from .store import Store, StoreUnavailable, WatchEvent
 
 log = logging.getLogger("tidelog.cluster")
@@ -141,6 +141,11 @@ class MetadataCache:
     # ---- questions ---------------------------------------------------------------------------
     def live(self) -> set[int]:
         return set(self.brokers)
+
+    def endpoint(self, node_id: int, listener: str) -> Endpoint | None:
+        """Where a live broker listens for `listener` (None: not registered)."""
+        info = self.brokers.get(node_id)
+        return info.endpoint(listener) if info is not None else None
 
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         a = self.topics.get(topic)

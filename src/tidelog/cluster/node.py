@@ -27,7 +27,7 @@ from .metadata import MetadataCache
 from .model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, assign_replicas, root
 from .markers import MarkerSender
 from .pids import ClusterProducerIds
-from .replica import LEADER, ReplicaManager
+from .replica import ReplicaManager
 from .store import Compare, LeaseKeeper, Op, StoreUnavailable
 from .view import PartitionView
 
@@ -74,9 +74,8 @@ class ClusterNode:
         """The parts built after the partitions (the transaction service) and the listeners."""
         self.txn = txn
         self._bound = bound_port
-        self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions, txn,
-                                       self.config, self.lease_valid, lambda: self.controller.epoch)
-        self.replicas.min_isr = self._min_isr  # type: ignore[method-assign]
+        self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
+                                       self.config, self.lease_valid, self._min_isr)
         listener = self.config["inter.broker.listener.name"] or self.config.listeners[0].name
         self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn, self.config, listener)
         self.replicas.fetchers = self.fetchers
@@ -240,17 +239,20 @@ class ClusterNode:
     def hosts(self, topic: str, partition: int) -> bool:
         a = self.cache.topics.get(topic)
         if a is None:
-            return topic in ("__consumer_offsets", "__transaction_state")
+            return topic in COORDINATOR_TOPICS
         return 0 <= partition < a.partitions and self.node_id in a.replicas[partition]
 
-    def _unclean(self, topic: str) -> bool:
+    def _topic_override(self, topic: str, key: str) -> str | None:
+        """The topic's own value of `key` (None: the broker's applies)."""
         t = self.registry.get(topic)
-        v = t.configs.get("unclean.leader.election.enable") if t is not None else None
+        return t.configs.get(key) if t is not None else None
+
+    def _unclean(self, topic: str) -> bool:
+        v = self._topic_override(topic, "unclean.leader.election.enable")
         return (v == "true") if v is not None else bool(self.config["unclean.leader.election.enable"])
 
     def _min_isr(self, topic: str) -> int:
-        t = self.registry.get(topic)
-        v = t.configs.get("min.insync.replicas") if t is not None else None
+        v = self._topic_override(topic, "min.insync.replicas")
         return int(v) if v is not None else int(self.config["min.insync.replicas"])
 
     # ---- topic administration through etcd ---------------------------------------------------
@@ -364,10 +366,6 @@ class ClusterNode:
 
     def leader_replica(self, topic: str, partition: int) -> Any:
         return self.replicas.leader(topic, partition) if self.replicas is not None else None
-
-    def is_leader(self, topic: str, partition: int) -> bool:
-        r = self.leader_replica(topic, partition)
-        return r is not None and r.role == LEADER
 
     def under_replicated(self) -> int:
         return self.replicas.under_replicated() if self.replicas is not None else 0

@@ -72,16 +72,15 @@ class Replica:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, store: Store, keys: Any, cache: Any, partitions: Any, txn: Any,
-                 config: Any, lease_valid: Callable[[], bool], controller_epoch: Callable[[], int]) -> None:
+    def __init__(self, node_id: int, store: Store, keys: Any, cache: Any, partitions: Any, config: Any,
+                 lease_valid: Callable[[], bool], min_isr: Callable[[str], int]) -> None:
         self.node_id = node_id
         self.store = store
         self.keys = keys
         self.cache = cache
         self.partitions = partitions
-        self.txn = txn
-        self.config = config
         self.lease_valid = lease_valid
+        self.min_isr = min_isr  # topic -> its min.insync.replicas (topic config, else the broker's)
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.fetchers: Any = None  # FetcherManager, set by the node
         self.lag_max_s = config["replica.lag.time.max.ms"] / 1000
@@ -206,10 +205,6 @@ class ReplicaManager:
     def leader(self, topic: str, partition: int) -> Replica | None:
         r = self.replicas.get((topic, partition))
         return r if r is not None and r.role == LEADER else None
-
-    def min_isr(self, topic: str) -> int:
-        cfg = self.partitions.topic_configs(topic)
-        return int(cfg.get("min.insync.replicas", "1"))
 
     # ---- the leader's bookkeeping ------------------------------------------------------------
     def on_follower_fetch(self, r: Replica, follower: int, fetch_offset: int) -> None:

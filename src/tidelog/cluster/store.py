@@ -5,10 +5,11 @@ mod_revision, version), multi-key transactions with compare-and-swap (`txn`), le
 ephemeral keys, and ordered watches that resume from a revision. `EtcdStore` (etcd.py) speaks to
 etcd; anything with the same semantics can stand in for it.
 
-`LeaseKeeper` keeps one lease alive and tells its owner, once, when it is lost: etcd refused a
-keepalive (the lease expired) or no keepalive succeeded for a whole TTL (etcd unreachable — by
-then etcd may have expired it). `valid()` is false from that moment, so a leader stops
-answering before anyone else can have been elected in its place.
+`LeaseKeeper` keeps one lease alive and tells its owner, once, when etcd says it is lost (a
+keepalive refused: the lease expired). While etcd is unreachable nothing is reported (the broker
+keeps its last known state; acks=all still needs every ISR member, so nothing is acknowledged by
+fewer replicas) and `valid()` is false once no keepalive succeeded for a whole TTL: no ISR change
+is attempted meanwhile.
 """
 
 from __future__ import annotations

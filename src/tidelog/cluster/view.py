@@ -27,7 +27,6 @@ class ClusterView(Protocol):
     def coordinator_id(self) -> int: ...
     def brokers(self, listener: str) -> list[dict[str, Any]]: ...
     def partition(self, topic: str, partition: int) -> PartitionView: ...
-    def is_leader(self, topic: str, partition: int) -> bool: ...
 
 
 class SingleNode:
@@ -49,9 +48,6 @@ class SingleNode:
     def partition(self, topic: str, partition: int) -> PartitionView:
         n = self.node_id
         return PartitionView(n, 0, (n,), (n,), ())
-
-    def is_leader(self, topic: str, partition: int) -> bool:
-        return True
 
     def under_replicated(self) -> int:
         return 0

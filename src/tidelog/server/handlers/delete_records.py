@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...log.errors import LogError
 from ..router import control_route
+from ._leadership import off_leader
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -29,8 +30,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -
         parts = []
         for p in t.partitions:
             plog = partitions.get(t.name, p.partition_index)
-            if cluster is not None and cluster.partition(t.name, p.partition_index).replicas \
-                    and cluster.leader_replica(t.name, p.partition_index) is None:
+            if cluster is not None and off_leader(cluster, t.name, p.partition_index):
                 parts.append({"partition_index": p.partition_index, "low_watermark": -1,
                               "error_code": E.not_leader_or_follower.value})
                 continue

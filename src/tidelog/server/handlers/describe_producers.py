@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...txn.service import UNTRACKED
 from ..router import control_route
+from ._leadership import off_leader
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -25,8 +26,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersReques
 
     def partition(topic: str, index: int) -> dict:
         plog = txn.partitions.get(topic, index)
-        if cluster is not None and topic not in UNTRACKED and cluster.partition(topic, index).replicas \
-                and cluster.leader_replica(topic, index) is None:
+        if cluster is not None and topic not in UNTRACKED and off_leader(cluster, topic, index):
             return {"partition_index": index, "error_code": E.not_leader_or_follower.value,
                     "error_message": None, "active_producers": []}
         if plog is None:

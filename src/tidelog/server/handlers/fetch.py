@@ -22,6 +22,7 @@ from ...wire import fetch as codec
 from ...wire import leader_hint
 from ..leader_hints import LeaderHints
 from ..router_hot import hot_route
+from ._leadership import leader_check
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -65,7 +66,7 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
                 continue
             replica = None
             if cluster is not None:
-                code, replica = _leader_check(cluster, name, p.partition, p.current_leader_epoch)
+                code, replica = leader_check(cluster, name, p.partition, p.current_leader_epoch)
                 if code:
                     hint = hints.current_leader(name, p.partition) if hints is not None and code in (
                         E.not_leader_or_follower.value, E.fenced_leader_epoch.value) else None
@@ -123,20 +124,6 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
     return (codec.FetchResponse(responses=topics, session_id=0,
                                 tagged_fields={leader_hint.NODE_ENDPOINTS_TAG: endpoints} if endpoints else None),
             total, errors, keys)
-
-def _leader_check(cluster: Any, topic: str, partition: int, current_epoch: int) -> tuple[int, Any]:
-    """(error code, the leader's replica): NOT_LEADER_OR_FOLLOWER off the leader; KIP-320's epoch
-    checks when the client names the leader epoch it knows."""
-    replica = cluster.leader_replica(topic, partition)
-    if replica is None:
-        return E.not_leader_or_follower.value, None
-    if current_epoch >= 0:
-        if current_epoch < replica.leader_epoch:
-            return E.fenced_leader_epoch.value, None
-        if current_epoch > replica.leader_epoch:
-            return E.unknown_leader_epoch.value, None
-    return 0, replica
-
 
 def handle(broker: Broker, ctx: RequestContext, req: codec.FetchRequest) -> Any:
     version = ctx.api_version

@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire import list_offsets as codec
 from ..router_hot import hot_route
-from .fetch import _leader_check as leader_check
+from ._leadership import leader_check
 
 if TYPE_CHECKING:
     from ..broker import Broker

@@ -15,7 +15,7 @@ from ...wire.apis import ApiKey
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
-from .fetch import _leader_check as leader_check
+from ._leadership import leader_check
 
 if TYPE_CHECKING:
     from ..broker import Broker
