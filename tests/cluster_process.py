@@ -38,7 +38,33 @@ class Cluster:
         self.etcd.start()
         for i in range(1, self.n + 1):
             self.add_broker(i)
+        self.wait_ready()
         return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until every broker lists all of them and names a controller: a listening port alone
+        does not mean registered (an admin client that first sees controller -1 waits for it)."""
+        import time
+
+        from tidelog.cli.client import KafkaClient
+
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while time.monotonic() < deadline:
+            try:
+                ready = True
+                for b in self.brokers.values():
+                    with KafkaClient(b.bootstrap) as client:
+                        md = client.request(3, {"topics": [], "allow_auto_topic_creation": False}, version=9)
+                    if len(md.brokers) < len(self.brokers) or md.controller_id < 0:
+                        ready, last = False, (b.bootstrap, len(md.brokers), md.controller_id)
+                        break
+                if ready:
+                    return
+            except (OSError, ConnectionError) as e:
+                last = e
+            time.sleep(0.1)
+        raise TimeoutError(f"cluster not ready after {timeout}s (last {last!r})\n{self.logs()}")
 
     def add_broker(self, node_id: int) -> BrokerProcess:
         b = BrokerProcess(self.base / f"broker-{node_id}", self.broker_overrides(node_id))

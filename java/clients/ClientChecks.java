@@ -212,6 +212,7 @@ public class ClientChecks {
                 producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
                 txns++;
                 if (txns % 7 == 0) {
+                    producer.flush();  // the aborted copies reach the log (abort alone may drop queued sends)
                     producer.abortTransaction();
                     aborted++;
                     // rewind to the last committed positions: the aborted batch is copied again

@@ -26,7 +26,10 @@ def create_topic(c: Cluster, partitions: int = 3, rf: int = 3, min_isr: int = 2,
     name = f"t-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     fut = admin.create_topics([NewTopic(name, partitions, rf, config={"min.insync.replicas": str(min_isr), **configs})])
-    fut[name].result(15)
+    try:
+        fut[name].result(30)
+    except TimeoutError:
+        raise AssertionError(f"CreateTopics {name} unanswered after 30 s\n{c.logs()}") from None
     wait_for(lambda: all(len(p["isr"]) == rf and p["leader"] > 0 for p in describe(c, name)), 20,
              f"partitions of {name} led with a full ISR")
     return name

@@ -159,21 +159,30 @@ class ClusterNode:
         if self._stopping:
             return
         log.warning("node %d: etcd lease lost; leading nothing until registered again", self.node_id)
-        if self.replicas is not None:
-            self.replicas.stop_leading_all()
+        self._registered.clear()
         self._tasks.append(asyncio.ensure_future(self._rejoin()))
+        if self.replicas is not None:
+            try:
+                self.replicas.stop_leading_all()
+            except Exception:  # noqa: BLE001 - the rejoin must happen whatever a waiter did
+                log.exception("node %d: stepping down after the lease loss", self.node_id)
 
     async def _rejoin(self) -> None:
+        """A new lease, the registration again, then the state etcd holds now. Retried until it
+        succeeds or the broker stops: a broker that gave up here would stay out of every ISR."""
         while not self._stopping:
             try:
                 await self.lease.start()
                 await self._register()
                 await self.cache.load()
                 self._apply_all()
+                log.info("node %d: registered again after the lease loss", self.node_id)
                 return
             except StoreUnavailable as e:
                 log.warning("node %d: cannot register again yet: %s", self.node_id, e)
-                await asyncio.sleep(1.0)
+            except Exception:  # noqa: BLE001 - logged and retried, never a silently dead task
+                log.exception("node %d: registering again failed; retrying", self.node_id)
+            await asyncio.sleep(1.0)
 
     def lease_valid(self) -> bool:
         return self.lease.valid()

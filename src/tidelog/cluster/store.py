@@ -141,6 +141,8 @@ class LeaseKeeper:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        if self._task is not None:  # a restart after a loss: one keeper, for the newest lease
+            self._task.cancel()
         self._stopped = False
         asked = time.monotonic()
         self.lease = await self.store.grant(self.ttl_s)
