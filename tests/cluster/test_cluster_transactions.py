@@ -16,17 +16,25 @@ from tidelog.cli.client import KafkaClient
 
 from cluster_process import Cluster
 from test_nemesis import batches_upto
-from test_replication import create_topic, describe, leader_of, wait_for
+from test_replication import create_topic, describe, iter_live, leader_of, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 PARTS = 3
 
 
-def coordinator_of(c: Cluster, txn_id: str) -> int:
-    with KafkaClient(c.bootstrap.split(",")[0]) as client:
-        r = client.request(10, {"key": txn_id, "key_type": 1}, version=1)
-    assert r.error_code.value == 0, r
-    return int(r.node_id)
+def coordinator_of(c: Cluster, txn_id: str, key_type: int = 1) -> int:
+    """The broker FindCoordinator names (retried while it answers COORDINATOR_NOT_AVAILABLE)."""
+    found: list[int] = []
+
+    def ask() -> bool:
+        with KafkaClient(next(iter_live(c)).bootstrap) as client:
+            r = client.request(10, {"key": txn_id, "key_type": key_type}, version=1)
+        if r.error_code.value == 0:
+            found.append(int(r.node_id))
+        return bool(found)
+
+    wait_for(ask, 30, f"the coordinator of {txn_id}")
+    return found[0]
 
 
 def read(c: Cluster, topic: str, isolation: str) -> dict[int, list[str]]:

@@ -1,5 +1,6 @@
-"""`tidelog cluster status`: brokers, the controller, the group/transaction coordinator, under-replicated
-and offline partitions, read from any broker's Metadata and FindCoordinator (as
+"""`tidelog cluster status`: brokers, the controller, how many group and transaction coordinator
+partitions (`__consumer_offsets` / `__transaction_state` leaderships) each broker holds,
+under-replicated and offline partitions, read from any broker's Metadata (as
 kafka-topics --under-replicated-partitions does)."""
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from .client import ClientError, KafkaClient
 def status(client: KafkaClient) -> dict[str, Any]:
     md = client.request(3, {"topics": None, "allow_auto_topic_creation": False}, highest=9)
     under, offline = [], []
+    coordinators: dict[int, list[int]] = {b.node_id: [0, 0] for b in md.brokers}
     for t in md.topics:
         for p in t.partitions:
+            if t.name in ("__consumer_offsets", "__transaction_state") and p.leader_id in coordinators:
+                coordinators[p.leader_id][0 if t.name == "__consumer_offsets" else 1] += 1
             if p.leader_id < 0:
                 offline.append((t.name, p.partition_index))
             elif len(p.isr_nodes) < len(p.replica_nodes):
                 under.append((t.name, p.partition_index, list(p.replica_nodes), list(p.isr_nodes)))
-    coord = client.request(10, {"key": "tidelog-cluster-status", "key_type": 0}, version=1)
     return {"brokers": sorted((b.node_id, b.host, b.port, b.rack) for b in md.brokers),
-            "controller": md.controller_id, "coordinator": coord.node_id if coord.error_code.value == 0 else -1, "under_replicated": sorted(under), "offline": sorted(offline)}
+            "controller": md.controller_id, "coordinators": coordinators,
+            "under_replicated": sorted(under), "offline": sorted(offline)}
 
 
 def cmd_status(args: Any) -> int:
@@ -32,9 +36,10 @@ def cmd_status(args: Any) -> int:
         print(f"Error: {e}", file=sys.stderr)
         return 1
     print(f"Controller: {st['controller']}")
-    print(f"Coordinator: {st['coordinator']}\t(groups and transactions)")
     for node, host, port, rack in st["brokers"]:
-        print(f"Broker: {node}\t{host}:{port}" + (f"\track {rack}" if rack else ""))
+        groups, txns = st["coordinators"].get(node, (0, 0))
+        print(f"Broker: {node}\t{host}:{port}" + (f"\track {rack}" if rack else "")
+              + f"\tCoordinates: {groups} group / {txns} transaction partitions")
     print(f"UnderReplicatedPartitions: {len(st['under_replicated'])}")
     for t, p, replicas, isr in st["under_replicated"]:
         print(f"\t{t}-{p}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}")

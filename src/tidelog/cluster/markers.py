@@ -5,7 +5,8 @@ partition's high watermark passed it (acks=all: a failover cannot lose it). Part
 leader, a leader that moved (NOT_LEADER_OR_FOLLOWER) or is unreachable are retried with backoff
 until every marker is written, which is what keeps the transaction in PrepareCommit/PrepareAbort
 meanwhile. A retry is harmless: a leader whose producer has no open transaction on the partition
-answers without writing a second marker."""
+answers without writing a second marker. A `__consumer_offsets` partition's marker goes to its
+leader, the group coordinator, which completes the offsets the producer staged there."""
 
 from __future__ import annotations
 
@@ -17,14 +18,17 @@ from .peer import Peer, PeerError
 
 log = logging.getLogger("tidelog.cluster")
 
+OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TXN_MARKERS = 27
 WRITE_TXN_MARKERS_VERSION = 1
 REPLICATED_TIMEOUT_S = 30.0
 
 
 class MarkerSender:
-    def __init__(self, node_id: int, cache: Any, replicas: Any, txn: Any, partitions: Any, listener: str) -> None:
+    def __init__(self, node_id: int, cache: Any, replicas: Any, txn: Any, partitions: Any, listener: str,
+                 groups: Any) -> None:
         self.node_id = node_id
+        self.groups = groups
         self.cache = cache
         self.replicas = replicas
         self.txn = txn
@@ -57,6 +61,10 @@ class MarkerSender:
             r = self.replicas.leader(topic, p)
             if r is None or r.draining:
                 continue  # not (yet) acting as leader here: retried
+            if topic == OFFSETS_TOPIC:
+                if await self.groups.complete_txn_partition(pid, epoch, commit, p) == 0:
+                    done.add((topic, p))
+                continue
             plog = self.txn.write_marker(topic, p, pid, epoch, commit)
             if plog is None:
                 done.add((topic, p))  # no open transaction there (a retry): nothing to write
@@ -112,3 +120,4 @@ class MarkerSender:
         for peer, _lock in self._peers.values():
             peer.close()
         self._peers.clear()
+

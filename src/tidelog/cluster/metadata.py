@@ -32,7 +32,6 @@ class MetadataCache:
     states: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
     controller_id: int = -1
     controller_epoch: int = -1
-    coordinator_id: int = -1
     producer_ids_next: int = 0
     revision: int = 0
     listeners: list[Listener] = field(default_factory=list)
@@ -43,7 +42,7 @@ class MetadataCache:
         self.brokers.clear()
         self.topics.clear()
         self.states.clear()
-        self.controller_id = self.controller_epoch = self.coordinator_id = -1
+        self.controller_id = self.controller_epoch = -1
         for kv in kvs:
             self._apply_put(kv.key, kv.value, kv.create_revision, kv.mod_revision)
         self.revision = rev
@@ -89,10 +88,6 @@ class MetadataCache:
                 self.controller_id = int(json.loads(value)["broker"])
                 self.controller_epoch = create_rev
                 return "controller", self.controller_id
-            if key == k.coordinator:
-                import json
-                self.coordinator_id = int(json.loads(value)["broker"])
-                return "coordinator", self.coordinator_id
             if key == k.producer_ids:
                 import json
                 self.producer_ids_next = int(json.loads(value)["next"])

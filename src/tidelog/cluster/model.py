@@ -9,8 +9,6 @@ Modelled on Kafka's ZooKeeper layout, under `/tidelog/<cluster>/`:
     topics/<t>              TopicAssignment: topic id, replicas of each partition, config overrides
     topics/<t>/p/<p>        PartitionState: leader, leader_epoch, isr (every write is a
                             compare-and-swap on the key's mod_revision, as Kafka used zkVersion)
-    coordinator             {"broker": id}: the broker pinned to host the group and transaction
-                            coordinators (chosen once, by the first broker that starts)
     producer-ids            {"next": n}: the first producer id no broker has reserved yet
 
 Every record is UTF-8 JSON; unknown fields are ignored so a newer broker can add some.
@@ -49,10 +47,6 @@ class Keys:
     @property
     def controller(self) -> str:
         return self.root + "controller"
-
-    @property
-    def coordinator(self) -> str:
-        return self.root + "coordinator"
 
     @property
     def producer_ids(self) -> str:

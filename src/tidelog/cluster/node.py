@@ -12,7 +12,6 @@ again with a new lease and takes the roles etcd then gives it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -21,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from .controller import Controller
+from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement, CoordinatorWrites
 from .etcd import EtcdStore
 from .fetcher import FetcherManager
 from .metadata import MetadataCache
@@ -30,8 +30,6 @@ from .pids import ClusterProducerIds
 from .replica import ReplicaManager
 from .store import Compare, LeaseKeeper, Op, StoreUnavailable
 from .view import PartitionView
-
-COORDINATOR_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -62,6 +60,7 @@ class ClusterNode:
                                      self._unclean)
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
+        self.placement: CoordinatorPlacement | None = None
         self.pids = ClusterProducerIds(self.store, self.keys.producer_ids, self.cache)
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False  # set first thing in stop(): no re-registration, no new fetchers
@@ -82,9 +81,18 @@ class ClusterNode:
         txn.pids = self.pids
         if hasattr(txn, "coordinator"):
             txn.coordinator.pids = self.pids
-        self.markers = MarkerSender(self.node_id, self.cache, self.replicas, txn, self.partitions, listener)
+        groups = txn.groups
+        self.markers = MarkerSender(self.node_id, self.cache, self.replicas, txn, self.partitions, listener,
+                                    groups)
         txn.marker_sender = self.markers
-        txn.verify_here = lambda: self.coordinator_id() == self.node_id
+        # KIP-890 verification where this broker coordinates the producer's transactional id
+        # (elsewhere the pre-KIP-890 checks of the partition's producer state apply)
+        txn.verify_here = lambda producer_id: producer_id in txn.coordinator.by_pid
+        writes = CoordinatorWrites(self.replicas, self.lease_valid, self.config["offsets.commit.timeout.ms"] / 1000)
+        groups._group_log.guard = writes
+        txn.state_log.guard = writes
+        self.placement = CoordinatorPlacement(self.config, self.cache, self.replicas, groups, txn, self.lease_valid,
+                                              self.create_topic)
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -93,8 +101,6 @@ class ClusterNode:
         await self.cache.load()
         self._sync_all_topics()
         await self._register()
-        await self.store.txn([Compare.create(self.keys.coordinator, 0)],
-                             [Op.put(self.keys.coordinator, json.dumps({"broker": self.node_id}).encode())])
         await self.pids.start()
         self._tasks.append(asyncio.ensure_future(self.cache.run()))
         self._tasks.append(asyncio.ensure_future(self.controller.run()))
@@ -135,6 +141,7 @@ class ClusterNode:
             return
         t0 = time.monotonic()
         moved = await self.replicas.hand_over_all()
+        self._reconcile()  # the coordinators of the partitions handed over move with them
         log.info("controlled shutdown: handed over the leadership of %d partitions in %.0f ms",
                  moved, (time.monotonic() - t0) * 1000)
 
@@ -142,6 +149,8 @@ class ClusterNode:
         self._stopping = True
         for t in self._tasks:
             t.cancel()
+        if self.placement is not None:
+            self.placement.stop()
         if self.fetchers is not None:
             self.fetchers.stop()
         if getattr(self, "markers", None) is not None:
@@ -164,8 +173,9 @@ class ClusterNode:
         if self.replicas is not None:
             try:
                 self.replicas.stop_leading_all()
-            except Exception:  # noqa: BLE001 - the rejoin must happen whatever a waiter did
+            except Exception:
                 log.exception("node %d: stepping down after the lease loss", self.node_id)
+        self._reconcile()
 
     async def _rejoin(self) -> None:
         """A new lease, the registration again, then the state etcd holds now. Retried until it
@@ -180,7 +190,7 @@ class ClusterNode:
                 return
             except StoreUnavailable as e:
                 log.warning("node %d: cannot register again yet: %s", self.node_id, e)
-            except Exception:  # noqa: BLE001 - logged and retried, never a silently dead task
+            except Exception:
                 log.exception("node %d: registering again failed; retrying", self.node_id)
             await asyncio.sleep(1.0)
 
@@ -214,10 +224,21 @@ class ClusterNode:
     def _apply(self, topic: str, partition: int) -> None:
         if self.replicas is not None and self._registered.is_set():
             self.replicas.apply(topic, partition)
+            if topic in COORDINATOR_TOPICS and self.placement is not None:
+                self.placement.reconcile(topic, partition)
 
     def _apply_all(self) -> None:
         for (t, p) in list(self.cache.states):
             self._apply(t, p)
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        """The coordinators follow this broker's leaderships of the internal topics' partitions."""
+        if self.placement is not None:
+            try:
+                self.placement.reconcile()
+            except Exception:
+                log.exception("node %d: moving coordinators failed", self.node_id)
 
     def _sync_all_topics(self) -> None:
         for name in list(self.cache.topics):
@@ -248,7 +269,7 @@ class ClusterNode:
     def hosts(self, topic: str, partition: int) -> bool:
         a = self.cache.topics.get(topic)
         if a is None:
-            return topic in COORDINATOR_TOPICS
+            return False
         return 0 <= partition < a.partitions and self.node_id in a.replicas[partition]
 
     def _topic_override(self, topic: str, key: str) -> str | None:
@@ -348,9 +369,6 @@ class ClusterNode:
     def controller_id(self) -> int:
         return self.cache.controller_id
 
-    def coordinator_id(self) -> int:
-        return self.cache.coordinator_id if self.cache.coordinator_id >= 0 else self.node_id
-
     def brokers(self, listener: str) -> list[dict[str, Any]]:
         out = []
         for b in sorted(self.cache.brokers):
@@ -363,11 +381,6 @@ class ClusterNode:
         replicas = self.cache.replicas(topic, partition)
         st: PartitionState | None = self.cache.state(topic, partition)
         live = self.cache.brokers
-        if st is None and not replicas and topic in COORDINATOR_TOPICS:
-            # the coordinators' topics are the pinned coordinator's own (not replicated yet: issue 22)
-            coord = self.coordinator_id()
-            up = coord in live
-            return PartitionView(coord if up else -1, 0, (coord,), (coord,) if up else (), () if up else (coord,))
         if st is None:
             return PartitionView(-1, -1, replicas, (), tuple(b for b in replicas if b not in live))
         leader = st.leader if st.leader in live else -1

@@ -1,7 +1,7 @@
 """What the request handlers ask about the cluster, and the single node's answers.
 
 `SingleNode` is the default: this broker is the only one, leads every partition at epoch 0, is
-the controller and hosts the coordinators. `ClusterNode` (node.py) answers the same questions
+the controller and hosts the coordinators (FindCoordinator answers it). `ClusterNode` (node.py) answers the same questions
 from etcd's state when `etcd.connect` is set.
 """
 
@@ -24,7 +24,6 @@ class ClusterView(Protocol):
     clustered: bool
 
     def controller_id(self) -> int: ...
-    def coordinator_id(self) -> int: ...
     def brokers(self, listener: str) -> list[dict[str, Any]]: ...
     def partition(self, topic: str, partition: int) -> PartitionView: ...
 
@@ -37,9 +36,6 @@ class SingleNode:
         self._endpoint = endpoint  # (listener name) -> {"node_id", "host", "port", "rack"}
 
     def controller_id(self) -> int:
-        return self.node_id
-
-    def coordinator_id(self) -> int:
         return self.node_id
 
     def brokers(self, listener: str) -> list[dict[str, Any]]:

@@ -3,7 +3,12 @@
 itself lives beside it: `membership` (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, rebalances,
 session expiry) and `offsets` (OffsetCommit/OffsetFetch/OffsetDelete, TxnOffsetCommit, retention).
 
-This node coordinates every group (a single-node cluster). All state lives on the event loop.
+A single node coordinates every group. In a cluster (`start_clustered`) the coordinator of group
+G is the leader of `__consumer_offsets` partition `partition_for(G)`, as in Kafka: the cluster node
+calls `load_partition` when this broker becomes that leader (the partition's groups and offsets
+are replayed) and `unload_partition` when it stops (parked requests get NOT_COORDINATOR and the
+clients find the new coordinator); requests for groups of other partitions get NOT_COORDINATOR.
+All state lives on the event loop.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any, Coroutine, Iterable, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
+from ..log.errors import LogError
 from .group import Group, Member
 from .membership import Membership
 from .offsets import GroupOffsets
@@ -46,6 +52,8 @@ class GroupCoordinator:
         self.store: OffsetStore | None = None
         self.groups: dict[str, Group] = {}
         self.loaded = False
+        # cluster mode: the __consumer_offsets partitions led (and loaded) here -> leader epoch
+        self.owned: dict[int, int] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
         self.offsets = GroupOffsets(self)
@@ -64,6 +72,54 @@ class GroupCoordinator:
         self.loaded = True
         self.offsets.schedule_expiry()
 
+    def start_clustered(self, num_partitions: int) -> None:
+        """Cluster mode: nothing is loaded until this broker leads a partition of the topic."""
+        self.num_partitions = num_partitions
+        self.store = OffsetStore(self._group_log, num_partitions)
+        self.owned = {}
+        self.admin.listeners.append(self.offsets.topic_event)
+        self.loaded = True
+        self.offsets.schedule_expiry()
+
+    def status(self, group_id: str) -> int:
+        """NONE when this broker coordinates `group_id` now, else the error a client retries on."""
+        if not self.loaded or self.store is None:
+            return E.coordinator_load_in_progress.value
+        if self.owned is not None and self.store.partition_for(group_id) not in self.owned:
+            return E.not_coordinator.value
+        return NONE
+
+    def load_partition(self, partition: int, leader_epoch: int) -> None:
+        assert self.store is not None and self.owned is not None
+        n = self.store.load_partition(partition)
+        restored = self._restore(partition)
+        self.owned[partition] = leader_epoch
+        log.info("%s-%d: coordinating its groups (epoch %d): %d records, %d groups", OFFSETS_TOPIC, partition,
+                 leader_epoch, n, restored)
+
+    def unload_partition(self, partition: int) -> None:
+        assert self.store is not None and self.owned is not None
+        self.owned.pop(partition, None)
+        mine = self.store.partition_for
+        for group_id in [g for g in self.groups if mine(g) == partition]:
+            self.membership.shutdown(self.groups.pop(group_id), E.not_coordinator)
+        self.store.forget_partition(partition)
+        log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, partition)
+
+    async def complete_txn_partition(self, producer_id: int, producer_epoch: int, commit: bool,
+                                     partition: int) -> int:
+        """A transaction marker for `__consumer_offsets`-`partition` (cluster mode: sent by the
+        transaction coordinator to this partition's leader): the producer's offsets staged there
+        become visible or are dropped. 0, or the error of the write (NOT_COORDINATOR: moved)."""
+        if self.store is None or (self.owned is not None and partition not in self.owned):
+            return E.not_coordinator.value
+        try:
+            await self.store.complete_partition(producer_id, producer_epoch, commit, partition)
+        except LogError as e:
+            log.info("%s-%d: offsets of producer %d not completed: %s", OFFSETS_TOPIC, partition, producer_id, e)
+            return e.error_code
+        return NONE
+
     def stop(self) -> None:
         self.loaded = False
         self.offsets.cancel_expiry()
@@ -72,9 +128,15 @@ class GroupCoordinator:
         for t in self._tasks:
             t.cancel()
 
-    def _restore(self) -> None:
+    def _restore(self, partition: int | None = None) -> int:
+        """Groups from the store's view (of one partition, or all); how many."""
         assert self.store is not None
+        mine = self.store.partition_for
+        restored = 0
         for group_id, value in self.store.groups.items():
+            if partition is not None and mine(group_id) != partition:
+                continue
+            restored += 1
             group = Group(group_id, generation=value.generation, protocol_type=value.protocol_type or None,
                           protocol_name=value.protocol)
             if value.current_state_timestamp > 0:
@@ -90,9 +152,12 @@ class GroupCoordinator:
                 group.transition(Event.LOADED_ACTIVE)
             self.groups[group_id] = group
         for group_id in self.store.offsets:
-            self.groups.setdefault(group_id, Group(group_id))
-        active = sum(1 for g in self.groups.values() if g.members)
-        log.info("restored %d groups (%d with members)", len(self.groups), active)
+            if partition is None or mine(group_id) == partition:
+                self.groups.setdefault(group_id, Group(group_id))
+        if partition is None:
+            active = sum(1 for g in self.groups.values() if g.members)
+            log.info("restored %d groups (%d with members)", len(self.groups), active)
+        return restored
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -138,7 +203,7 @@ class GroupCoordinator:
 
     # ---- listing, describing, deleting -------------------------------------------------------
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[int, list[dict[str, Any]]]:
-        if not self.loaded:
+        if not self.loaded:  # cluster mode: the groups coordinated here (Kafka's ListGroups is per broker)
             return E.coordinator_load_in_progress.value, []
         wanted = {s.lower() for s in states}
         kinds = {t.lower() for t in types}
@@ -155,8 +220,8 @@ class GroupCoordinator:
     def describe(self, group_id: str) -> dict[str, Any]:
         base = {"error_code": NONE, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
                 "protocol_data": "", "members": []}
-        if not self.loaded:
-            return {**base, "error_code": E.coordinator_load_in_progress.value}
+        if code := self.status(group_id):
+            return {**base, "error_code": code}
         g = self.groups.get(group_id)
         if g is None:
             return base
@@ -170,8 +235,8 @@ class GroupCoordinator:
                             for m in g.members.values()]}
 
     async def delete_group(self, group_id: str) -> int:
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value
+        if code := self.status(group_id):
+            return code
         if not group_id:
             return E.invalid_group_id.value
         g = self.groups.get(group_id)

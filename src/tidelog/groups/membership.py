@@ -58,20 +58,17 @@ class Membership:
         self.initial_delay_ms = cfg["group.initial.rebalance.delay.ms"]
 
     @property
-    def loaded(self) -> bool:
-        return self.coord.loaded
-
-    @property
     def store(self) -> OffsetStore | None:
         return self.coord.store
 
-    def shutdown(self, group: Group) -> None:
-        """Cancel the group's timers and answer every parked request (the coordinator stops)."""
+    def shutdown(self, group: Group, code: E = E.coordinator_not_available) -> None:
+        """Cancel the group's timers and answer every parked request with `code` (the coordinator
+        stops, or moves: NOT_COORDINATOR)."""
         self.cancel_rebalance_timer(group)
         for m in group.members.values():
             m.cancel_timer()
-            resolve(m.join_waiter, join_error(E.coordinator_not_available, m.member_id))
-            resolve(m.sync_waiter, sync_error(E.coordinator_not_available))
+            resolve(m.join_waiter, join_error(code, m.member_id))
+            resolve(m.sync_waiter, sync_error(code))
         for handle in group.pending_members.values():
             if handle is not None:
                 handle.cancel()
@@ -234,8 +231,8 @@ class Membership:
     async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, client_host: str,
                    session_ms: int, rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
                    require_known_member_id: bool) -> dict[str, Any]:
-        if not self.loaded:
-            return join_error(E.coordinator_load_in_progress, member_id)
+        if code := self.coord.status(group_id):
+            return join_error(E(code), member_id)
         if not group_id:
             return join_error(E.invalid_group_id, member_id)
         if not self.min_session_ms <= session_ms <= self.max_session_ms:
@@ -364,8 +361,8 @@ class Membership:
 
     async def sync(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
                    protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict[str, Any]:
-        if not self.loaded:
-            return sync_error(E.coordinator_load_in_progress)
+        if code := self.coord.status(group_id):
+            return sync_error(E(code))
         group = self.groups.get(group_id)
         err = self._check_member(group, member_id, instance_id, generation)
         if err:
@@ -427,8 +424,8 @@ class Membership:
 
     # ---- Heartbeat / LeaveGroup --------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value
+        if code := self.coord.status(group_id):
+            return code
         group = self.groups.get(group_id)
         err = self._check_member(group, member_id, instance_id, generation)
         if err:
@@ -441,8 +438,8 @@ class Membership:
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
         """(top-level error, per-member results) for members given as (member_id, group_instance_id)."""
-        if not self.loaded:
-            return E.coordinator_load_in_progress.value, []
+        if code := self.coord.status(group_id):
+            return code, []
         group = self.groups.get(group_id)
         if group is None:
             return E.unknown_member_id.value, []

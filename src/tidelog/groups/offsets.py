@@ -82,8 +82,8 @@ class GroupOffsets:
 
     def _committer_error(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
         """OffsetCommit's checks of who commits; creates an offsets-only group for a simple consumer."""
-        if not self.coord.loaded:
-            return E.coordinator_load_in_progress.value
+        if code := self.coord.status(group_id):
+            return code
         if not group_id:
             return E.invalid_group_id.value
         group = self.groups.get(group_id)
@@ -115,16 +115,16 @@ class GroupOffsets:
         results, accepted = self._validate(offsets)
         try:
             await self.store.commit(group_id, accepted)
-        except Exception:
-            log.exception("group %s: offset commit could not be written", group_id)
+        except Exception as e:  # noqa: BLE001 - any failed write is answered, with the guard's code if any
+            code = _write_error(group_id, "offset commit", e)
             for tp in accepted:
-                results[tp] = E.coordinator_not_available.value
+                results[tp] = code
         return results
 
     def _txn_committer_error(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
         """TxnOffsetCommit's checks (Kafka's): no rebalance check, a missing group is created."""
-        if not self.coord.loaded:
-            return E.coordinator_load_in_progress.value
+        if code := self.coord.status(group_id):
+            return code
         if not group_id:
             return E.invalid_group_id.value
         group = self.groups.setdefault(group_id, Group(group_id))
@@ -148,10 +148,10 @@ class GroupOffsets:
         if accepted:
             try:
                 await self.store.stage(producer_id, producer_epoch, group_id, accepted)
-            except Exception:
-                log.exception("group %s: transactional offsets could not be written", group_id)
+            except Exception as e:  # noqa: BLE001 - as in commit
+                code = _write_error(group_id, "transactional offsets", e)
                 for tp in accepted:
-                    results[tp] = E.coordinator_not_available.value
+                    results[tp] = code
         return results
 
     async def complete_txn(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
@@ -161,8 +161,8 @@ class GroupOffsets:
     def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
               require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
         """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
-        if not self.coord.loaded:
-            return E.coordinator_load_in_progress.value, []
+        if code := self.coord.status(group_id):
+            return code, []
         committed = self.store.committed(group_id)
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -185,8 +185,8 @@ class GroupOffsets:
 
     async def delete(self, group_id: str, tps: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
         """OffsetDelete: (group error, per-partition errors)."""
-        if not self.coord.loaded:
-            return E.coordinator_load_in_progress.value, {}
+        if code := self.coord.status(group_id):
+            return code, {}
         group = self.groups.get(group_id)
         if group is None or group.is_(S.DEAD):
             return E.group_id_not_found.value, {}
@@ -267,3 +267,15 @@ class GroupOffsets:
             tps = [tp for tp in offs if tp[0] == topic.name]
             if tps:
                 self.coord.spawn(self.store.delete_offsets(group_id, tps))
+
+
+def _write_error(group_id: str, what: str, e: Exception) -> int:
+    """The error a failed write of `__consumer_offsets` answers: the guard's (NOT_COORDINATOR when
+    leadership moved, COORDINATOR_NOT_AVAILABLE when not replicated in time), else
+    COORDINATOR_NOT_AVAILABLE; both make the client retry."""
+    code = getattr(e, "error_code", None)
+    if code in (E.not_coordinator.value, E.coordinator_not_available.value):
+        log.info("group %s: %s not written: %s", group_id, what, e)
+        return int(code)
+    log.error("group %s: %s could not be written", group_id, what, exc_info=e)
+    return E.coordinator_not_available.value

@@ -92,20 +92,46 @@ class OffsetStore:
     def load(self) -> None:
         count = 0
         for p in range(self.num_partitions):
-            for entry in self.backend.replay(p):
-                count += 1
-                try:
-                    self._apply(entry)
-                except R.RecordFormatError as e:
-                    log.warning("__consumer_offsets-%d: skipping unreadable record: %s", p, e)
+            count += self.load_partition(p)
         log.info("loaded %d groups with committed offsets, %d group metadata records from %d records",
                  len(self.offsets), len(self.groups), count)
 
-    def _apply(self, entry: LogEntry) -> None:
+    def load_partition(self, partition: int) -> int:
+        """Replay one partition into the view (cluster mode: this broker became its leader);
+        the number of records read."""
+        count = 0
+        for entry in self.backend.replay(partition):
+            count += 1
+            try:
+                self._apply(entry, partition)
+            except R.RecordFormatError as e:
+                log.warning("__consumer_offsets-%d: skipping unreadable record: %s", partition, e)
+        return count
+
+    def forget_partition(self, partition: int) -> None:
+        """Drop the view of one partition's groups (cluster mode: leadership moved away)."""
+        mine = self.partition_for
+        for group in [g for g in self.offsets if mine(g) == partition]:
+            del self.offsets[group]
+        for group in [g for g in self.groups if mine(g) == partition]:
+            del self.groups[group]
+        for pid, staged in list(self.pending.items()):
+            for group in [g for g in staged if mine(g) == partition]:
+                del staged[group]
+            if not staged:
+                del self.pending[pid]
+
+    def _apply(self, entry: LogEntry, partition: int) -> None:
         if entry.control is not None:
-            staged = self.pending.pop(entry.producer_id, {})
+            # a marker completes what the producer staged in this partition (its groups)
+            staged = self.pending.get(entry.producer_id, {})
+            here = {g: offs for g, offs in staged.items() if self.partition_for(g) == partition}
+            for g in here:
+                del staged[g]
+            if not staged:
+                self.pending.pop(entry.producer_id, None)
             if entry.control:
-                for group, offs in staged.items():
+                for group, offs in here.items():
                     self.offsets.setdefault(group, {}).update(offs)
             return
         if entry.key is None:
@@ -184,24 +210,52 @@ class OffsetStore:
         if not staged:
             return
         for partition in sorted({self.partition_for(g) for g in staged}):
-            await _maybe_await(self.backend.append_marker(partition, producer_id, producer_epoch, commit))
-        self.pending.pop(producer_id, None)
+            await self.complete_partition(producer_id, producer_epoch, commit, partition)
+
+    async def complete_partition(self, producer_id: int, producer_epoch: int, commit: bool, partition: int) -> None:
+        """The transaction's marker on one partition: what the producer staged for this
+        partition's groups becomes visible (commit) or is dropped (abort). Nothing staged here
+        (a retried marker): nothing written."""
+        staged = self.pending.get(producer_id)
+        here = {g: offs for g, offs in (staged or {}).items() if self.partition_for(g) == partition}
+        if not here:
+            return
+        await _maybe_await(self.backend.append_marker(partition, producer_id, producer_epoch, commit))
+        assert staged is not None
+        for g in here:
+            staged.pop(g, None)
+        if not staged:
+            self.pending.pop(producer_id, None)
         if commit:
-            for group, offs in staged.items():
+            for group, offs in here.items():
                 self.offsets.setdefault(group, {}).update(offs)
+
+
+class WriteGuard(Protocol):
+    """Cluster mode: a coordinator writes only to internal-topic partitions this broker leads,
+    and a write counts once replicated (acks=all). Both raise `LogError` with NOT_COORDINATOR
+    (leadership moved) or COORDINATOR_NOT_AVAILABLE (not replicated in time)."""
+
+    def check(self, topic: str, partition: int) -> None: ...
+
+    def replicated(self, topic: str, partition: int, offset: int) -> Awaitable[None]: ...
 
 
 class EngineGroupLog:
     """A GroupLog over the log engine: one v2 record batch per append, to the partition log of
-    `__consumer_offsets` that owns the group; replay reads whole batches from the log start."""
+    `__consumer_offsets` that owns the group; replay reads whole batches from the log start.
+    With a `guard` (cluster mode) an append is refused off the leader and returns once replicated."""
 
     READ_BYTES = 1 << 20
 
     def __init__(self, partitions: Any, topic: str) -> None:
         self.partitions = partitions  # the broker's Partitions service
         self.topic = topic
+        self.guard: WriteGuard | None = None
 
-    def _log(self, partition: int) -> PartitionLog:
+    def _log(self, partition: int, writing: bool = True) -> PartitionLog:
+        if writing and self.guard is not None:
+            self.guard.check(self.topic, partition)
         plog: PartitionLog | None = self.partitions.get(self.topic, partition)
         if plog is None:
             raise RuntimeError(f"{self.topic}-{partition} does not exist")
@@ -211,6 +265,8 @@ class EngineGroupLog:
         self.partitions.notify(self.topic, plog.partition)
         if info.flush_needed:
             await self.partitions.group_commit.flush(plog)
+        if self.guard is not None:
+            await self.guard.replicated(self.topic, plog.partition, info.last_offset)
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
                      producer_epoch: int = -1, transactional: bool = False) -> None:
@@ -232,7 +288,7 @@ class EngineGroupLog:
     def replay(self, partition: int) -> Iterator[LogEntry]:
         from ..log import records as LR
 
-        plog = self._log(partition)
+        plog = self._log(partition, writing=False)
         offset, end = plog.log_start_offset, plog.log_end_offset
         while offset < end:
             data = plog.read(offset, self.READ_BYTES, max_offset=end).data

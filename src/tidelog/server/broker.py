@@ -84,8 +84,12 @@ class Broker:
 
         loop = asyncio.get_running_loop()
         self.partitions.start()
-        self.groups.start()
-        self.txn.start()
+        if self.cluster.clustered:  # the coordinators load what this broker comes to lead
+            self.groups.start_clustered(self.config["offsets.topic.num.partitions"])
+            self.txn.start(clustered=True)
+        else:
+            self.groups.start()
+            self.txn.start()
         await self.metrics.start()
         for lst in self.config.listeners:
             server = await loop.create_server(

@@ -146,6 +146,10 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "offsets.retention.minutes": (_int(1), "10080"),
     "offsets.retention.check.interval.ms": (_int(1), "600000"),
     "offsets.commit.timeout.ms": (_int(1), "5000"),
+    # cluster mode: the internal topics' replication (a single node keeps one replica)
+    "offsets.topic.replication.factor": (_int(1), "3"),
+    "transaction.state.log.replication.factor": (_int(1), "3"),
+    "transaction.state.log.min.isr": (_int(1), "2"),
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.state.log.segment.bytes": (_int(1), str(100 * 1024 * 1024)),
     "transaction.max.timeout.ms": (_int(1), "900000"),

@@ -18,6 +18,12 @@ the producer) and the timeout scan both move Ongoing -> PrepareEpochFence -> Pre
 the epoch bumped, so the old instance's later requests are refused (PRODUCER_FENCED, or
 INVALID_PRODUCER_EPOCH on Produce) and its open transaction is aborted.
 
+Cluster mode (`owned` is not None): this broker coordinates the transactional ids of the
+`__transaction_state` partitions it leads, as in Kafka. The cluster node calls `load_partition`
+when it becomes a partition's leader (its ids are replayed, then `resume` finishes what was being
+prepared: the same recovery as a restart) and `unload_partition` when it stops; other ids get
+NOT_COORDINATOR. A state write refused because leadership moved meanwhile answers NOT_COORDINATOR.
+
 All on the event loop; no locks. Error results are Kafka error codes (ints).
 """
 
@@ -28,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
+from ..log.errors import LogError
 from ..wire.errors import (
     CONCURRENT_TRANSACTIONS,
     COORDINATOR_NOT_AVAILABLE,
@@ -36,17 +43,19 @@ from ..wire.errors import (
     INVALID_TRANSACTION_TIMEOUT,
     INVALID_TXN_STATE,
     NONE,
+    NOT_COORDINATOR,
     OPERATION_NOT_ATTEMPTED,
     PRODUCER_FENCED,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
 from .pids import ProducerIdAllocator
-from .records import TxnLogValue
+from .records import TxnLogValue, partition_for
 from .state import COMPLETED, PREPARING, TxnState as S, check_transition
 
 log = logging.getLogger("tidelog.txn")
 
 MAX_EPOCH = 32767
+MOVED = (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)  # a state write's errors a client retries on
 
 TopicPartition = tuple[str, int]
 
@@ -103,6 +112,41 @@ class TxnCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.by_pid: dict[int, TxnMetadata] = {}
         self.loaded = False
+        self.num_partitions = 50  # of __transaction_state, set by the service
+        # cluster mode: the __transaction_state partitions led (and loaded) here -> leader epoch
+        self.owned: dict[int, int] | None = None
+
+    def status(self, txn_id: str) -> int:
+        """NONE when this broker coordinates `txn_id` now, else the error a client retries on."""
+        if not self.loaded:
+            return COORDINATOR_NOT_AVAILABLE
+        if self.owned is not None and partition_for(txn_id, self.num_partitions) not in self.owned:
+            return NOT_COORDINATOR
+        return NONE
+
+    def coordinator_epoch(self, txn_id: str) -> int:
+        """The leader epoch of the id's `__transaction_state` partition (0 on a single node)."""
+        if self.owned is None:
+            return 0
+        return self.owned.get(partition_for(txn_id, self.num_partitions), 0)
+
+    def load_partition(self, partition: int, leader_epoch: int,
+                       entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
+        assert self.owned is not None
+        before = len(self.txns)
+        self.load(entries)
+        self.owned[partition] = leader_epoch
+        log.info("__transaction_state-%d: coordinating its transactional ids (epoch %d): %d loaded", partition,
+                 leader_epoch, len(self.txns) - before)
+
+    def unload_partition(self, partition: int) -> None:
+        assert self.owned is not None
+        self.owned.pop(partition, None)
+        for txn_id in [t for t in self.txns if partition_for(t, self.num_partitions) == partition]:
+            meta = self.txns.pop(txn_id)
+            if self.by_pid.get(meta.producer_id) is meta:
+                del self.by_pid[meta.producer_id]
+        log.info("__transaction_state-%d: no longer coordinating its transactional ids", partition)
 
     # ---- loading -------------------------------------------------------------------------------
     def load(self, entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
@@ -188,8 +232,17 @@ class TxnCoordinator:
         """(error, producer id, epoch)."""
         if not txn_id:
             return NONE, self.pids.next_id(), 0
-        if not self.loaded:
-            return COORDINATOR_NOT_AVAILABLE, -1, -1
+        if code := self.status(txn_id):
+            return code, -1, -1
+        try:
+            return await self._init_producer_id(txn_id, timeout_ms, producer_id, epoch)
+        except LogError as e:
+            if e.error_code in MOVED:
+                return e.error_code, -1, -1
+            raise
+
+    async def _init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int,
+                                epoch: int) -> tuple[int, int, int]:
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return INVALID_TRANSACTION_TIMEOUT, -1, -1
         meta = self.txns.get(txn_id)
@@ -226,8 +279,8 @@ class TxnCoordinator:
         def all_(code: int) -> dict[TopicPartition, int]:
             return {tp: code for tp in tps}
 
-        if not self.loaded:
-            return all_(COORDINATOR_NOT_AVAILABLE)
+        if code := self.status(txn_id):
+            return all_(code)
         err, meta = self._lookup(txn_id, producer_id, epoch)
         if meta is None:
             return all_(err)
@@ -239,12 +292,25 @@ class TxnCoordinator:
         if meta.state != S.ONGOING and meta.state not in COMPLETED:
             return all_(INVALID_TXN_STATE)
         start = meta.start_ms if meta.state == S.ONGOING else self.clock()
-        await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
+        try:
+            await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
+        except LogError as e:
+            if e.error_code in MOVED:
+                return all_(e.error_code)
+            raise
         return all_(NONE)
 
     async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
-        if not self.loaded:
-            return COORDINATOR_NOT_AVAILABLE
+        if code := self.status(txn_id):
+            return code
+        try:
+            return await self._end_txn(txn_id, producer_id, epoch, commit)
+        except LogError as e:
+            if e.error_code in MOVED:
+                return e.error_code
+            raise
+
+    async def _end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
         meta = self.txns.get(txn_id)
         if meta is None or meta.producer_id != producer_id:
             return INVALID_PRODUCER_ID_MAPPING

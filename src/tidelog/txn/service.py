@@ -51,28 +51,38 @@ def _now() -> int:
 
 
 class _StateLog:
-    """The coordinator's `StateStore` over `__transaction_state`."""
+    """The coordinator's `StateStore` over `__transaction_state`. With a `guard` (cluster mode,
+    a `groups.store.WriteGuard`) a write is refused off the partition's leader and returns once
+    replicated."""
 
     READ_BYTES = 1 << 20
 
     def __init__(self, service: "TxnService") -> None:
         self.service = service
+        self.guard: Any = None
 
     async def write(self, transactional_id: str, value: TR.TxnLogValue | None) -> None:
         s = self.service
-        plog = s.partitions.get(STATE_TOPIC, TR.partition_for(transactional_id, s.num_partitions))
+        partition = TR.partition_for(transactional_id, s.num_partitions)
+        if self.guard is not None:
+            self.guard.check(STATE_TOPIC, partition)
+        plog = s.partitions.get(STATE_TOPIC, partition)
         if plog is None:
             raise LogError(15, f"{STATE_TOPIC} is missing")
         rec = Record(TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), _now())
-        plog.append_records([rec])
+        info = plog.append_records([rec])
         await s.partitions.group_commit.flush(plog)
+        if self.guard is not None:
+            await self.guard.replicated(STATE_TOPIC, partition, info.last_offset)
 
     def read_all(self) -> Iterator[tuple[str, TR.TxnLogValue | None]]:
+        for p in range(self.service.num_partitions):
+            yield from self.read_partition(p)
+
+    def read_partition(self, p: int) -> Iterator[tuple[str, TR.TxnLogValue | None]]:
         s = self.service
-        for p in range(s.num_partitions):
-            plog = s.partitions.get(STATE_TOPIC, p)
-            if plog is None:
-                continue
+        plog = s.partitions.get(STATE_TOPIC, p)
+        if plog is not None:
             offset, end = plog.log_start_offset, plog.log_end_offset
             while offset < end:
                 data = plog.read(offset, self.READ_BYTES, max_offset=end).data
@@ -99,6 +109,11 @@ class _Markers:
     async def write(self, producer_id: int, producer_epoch: int, commit: bool,
                     partitions: Iterable[tuple[str, int]]) -> None:
         s = self.service
+        if s.marker_sender is not None:
+            # cluster mode: every marker goes to the partition's leader, the group offsets' ones
+            # to the leader of their __consumer_offsets partition (the group coordinator)
+            await s.marker_sender(producer_id, producer_epoch, commit, list(partitions))
+            return
         to_flush = []
         offsets_done = False
         data: list[tuple[str, int]] = []
@@ -111,9 +126,6 @@ class _Markers:
                         await store.complete(producer_id, producer_epoch, commit)
                 continue
             data.append((topic, partition))
-        if s.marker_sender is not None:  # cluster mode: markers go to each partition's leader
-            await s.marker_sender(producer_id, producer_epoch, commit, data)
-            return
         for topic, partition in data:
             plog = s.write_marker(topic, partition, producer_id, producer_epoch, commit)
             if plog is not None:
@@ -154,7 +166,7 @@ class TxnService:
         # (a WriteTxnMarkers call when that is another broker), and KIP-890 verification is only
         # done where the coordinator's state is (elsewhere the pre-KIP-890 checks apply).
         self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]]], Awaitable[None]] | None = None
-        self.verify_here: Callable[[], bool] = lambda: True
+        self.verify_here: Callable[[int], bool] = lambda producer_id: True
         self._active_base: dict[tuple[str, int], int] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -163,17 +175,26 @@ class TxnService:
         return t is not None and 0 <= partition < t.partitions
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, clustered: bool = False) -> None:
+        """Single node: `__transaction_state` is created and every transactional id loaded. In a
+        cluster the coordinator starts empty and loads the partitions this broker leads
+        (cluster/coordinators.py)."""
         t0 = time.monotonic()
-        topic = self.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
-        })
-        self.num_partitions = topic.partitions
+        if clustered:
+            self.coordinator.owned = {}
+            self.coordinator.loaded = True
+        else:
+            topic = self.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+            })
+            self.num_partitions = topic.partitions
+        self.coordinator.num_partitions = self.num_partitions
         for plog in list(self.partitions.manager.logs()):
             if plog.topic not in UNTRACKED:
                 self._load(plog)
-        self.coordinator.load(self.state_log.read_all())
+        if not clustered:
+            self.coordinator.load(self.state_log.read_all())
         self.admin.listeners.append(self._topic_event)
         open_txns = sum(s.open_txn_count() for s in self.states.values())
         log.info("producer state of %d partitions loaded in %.0f ms (%d open transactions)",
@@ -249,7 +270,8 @@ class TxnService:
 
         def check(v: Any) -> None:
             nonlocal staged
-            verify = (lambda pid, epoch: coordinator.verify(pid, epoch, key)) if self.verify_here() else None
+            def verify(pid: int, epoch: int) -> int:
+                return coordinator.verify(pid, epoch, key) if self.verify_here(pid) else 0
             staged = state.check(v.batches, verify, self.pids.issued)
 
         try:

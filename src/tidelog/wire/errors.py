@@ -15,6 +15,8 @@ def code(error: ErrorCode) -> int:
 NONE = code(ErrorCode.none)
 UNKNOWN_TOPIC_OR_PARTITION = code(ErrorCode.unknown_topic_or_partition)
 COORDINATOR_NOT_AVAILABLE = code(ErrorCode.coordinator_not_available)
+COORDINATOR_LOAD_IN_PROGRESS = code(ErrorCode.coordinator_load_in_progress)
+NOT_COORDINATOR = code(ErrorCode.not_coordinator)
 INVALID_TOPIC_EXCEPTION = code(ErrorCode.invalid_topic_exception)
 OUT_OF_ORDER_SEQUENCE_NUMBER = code(ErrorCode.out_of_order_sequence_number)
 INVALID_PRODUCER_EPOCH = code(ErrorCode.invalid_producer_epoch)

@@ -25,7 +25,9 @@ async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTx
     coordinator = txn.coordinator
     async def one(txn_id, pid, epoch, topics, version, verify_only=False) -> list[dict]:
         tps = [(t.name, p) for t in topics for p in t.partitions]
-        if verify_only:
+        if verify_only and (moved := coordinator.status(txn_id)):
+            results = {tp: moved for tp in tps}
+        elif verify_only:
             results = {tp: coordinator.verify(pid, epoch, tp) if coordinator.txns.get(txn_id) is not None
                        else INVALID_TXN_STATE for tp in tps}
         else:

@@ -25,7 +25,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeTransactionsReq
     def describe(txn_id: str) -> dict:
         meta = txn.coordinator.txns.get(txn_id)
         if meta is None:
-            return {"error_code": TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id, "transaction_state": "",
+            return {"error_code": txn.coordinator.status(txn_id) or TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id, "transaction_state": "",
                     "transaction_timeout": 0, "transaction_start_time": 0, "producer_id": -1,
                     "producer_epoch": -1, "topics": []}
         by_topic: dict[str, list[int]] = {}

@@ -1,14 +1,20 @@
-"""FindCoordinator (key 10, v0-4): this node coordinates every group (key type 0) and every
-transactional id (key type 1). v4 answers a batch of keys."""
+"""FindCoordinator (key 10, v0-4): the coordinator of a group (key type 0) or a transactional id
+(key type 1). A single node coordinates every key. In a cluster the answer is the leader of the
+key's partition of `__consumer_offsets` / `__transaction_state` (created here on first use, see
+cluster/coordinators.py); COORDINATOR_NOT_AVAILABLE while it has no live leader. v4 answers a
+batch of keys."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
 
 from kio.schema.errors import ErrorCode as E
 
+from ...groups.records import partition_for as group_partition
+from ...txn.records import partition_for as txn_partition
 from ..router import control_route
 from .metadata import broker_entries
 
@@ -18,33 +24,65 @@ if TYPE_CHECKING:
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
 KEY_TYPES = (0, 1)  # group, transaction
+TOPIC_OF = {0: "__consumer_offsets", 1: "__transaction_state"}
+CREATED_WAIT_S = 5.0
 
 
 def handle(broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
-    coordinator = broker.groups
-    def answer(ctx, key: str, key_type: int) -> dict:
-        # The coordinators live on one broker (cluster mode: pinned in etcd, see README)
-        nodes = {b["node_id"]: b for b in broker_entries(broker, ctx.connection.listener_name)}
-        node = nodes.get(broker.cluster.coordinator_id())
-        if node is None:
-            return {"key": key, "error_code": E.coordinator_not_available, "error_message": "coordinator broker down",
-                    "node_id": -1, "host": "", "port": -1}
+    key_type = getattr(request, "key_type", 0)
+    keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
+    cluster = broker.cluster
+    if cluster.clustered and key_type in KEY_TYPES and TOPIC_OF[key_type] not in cluster.cache.topics:
+        return _after_creating(broker, ctx, keys, key_type)
+    return _respond(broker, ctx, keys, key_type)
+
+
+async def _after_creating(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int) -> Any:
+    code = await broker.cluster.placement.ensure_topic(TOPIC_OF[key_type])
+    if code:
+        return _respond(broker, ctx, keys, key_type, code)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CREATED_WAIT_S
+    while loop.time() < deadline and any(_coordinator(broker, key_type, k) < 0 for k in keys):
+        await asyncio.sleep(0.05)  # the new partitions' first leaders are being elected
+    return _respond(broker, ctx, keys, key_type)
+
+
+def _respond(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int, failed: int = 0) -> Any:
+    nodes = {b["node_id"]: b for b in broker_entries(broker, ctx.connection.listener_name)}
+
+    def answer(key: str) -> dict:
         if key_type not in KEY_TYPES:
-            return {"key": key, "error_code": E.invalid_request, "error_message": f"unknown key type {key_type}",
-                    "node_id": -1, "host": "", "port": -1}
-        if key_type == 0 and not coordinator.loaded:
-            return {"key": key, "error_code": E.coordinator_not_available, "error_message": "loading",
-                    "node_id": -1, "host": "", "port": -1}
+            return _error(key, E.invalid_request.value, f"unknown key type {key_type}")
+        if failed:
+            return _error(key, failed, "the coordinators' topic cannot be created yet")
+        node = nodes.get(_coordinator(broker, key_type, key))
+        if node is None:
+            return _error(key, E.coordinator_not_available.value, "no live coordinator")
+        if key_type == 0 and not broker.groups.loaded:
+            return _error(key, E.coordinator_not_available.value, "loading")
         return {"key": key, "error_code": 0, "error_message": None, "node_id": node["node_id"],
                 "host": node["host"], "port": node["port"]}
 
-    key_type = getattr(request, "key_type", 0)
     if ctx.api_version >= 4:
-        return {"throttle_time": 0,
-                "coordinators": [answer(ctx, k, key_type) for k in request.coordinator_keys]}
-    one = answer(ctx, request.key, key_type)
+        return {"throttle_time": 0, "coordinators": [answer(k) for k in keys]}
+    one = answer(keys[0])
     del one["key"]  # v0-3 answer one key, at the top level, without naming it
     return {"throttle_time": 0, **one}
+
+
+def _coordinator(broker: Broker, key_type: int, key: str) -> int:
+    cluster = broker.cluster
+    if not cluster.clustered:
+        return int(broker.node_id)
+    topic = TOPIC_OF[key_type]
+    n = cluster.placement.num_partitions(topic)
+    p = group_partition(key, n) if key_type == 0 else txn_partition(key, n)
+    return int(cluster.placement.leader(topic, p))
+
+
+def _error(key: str, code: int, message: str) -> dict:
+    return {"key": key, "error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
 ROUTE = control_route(ApiKey.FIND_COORDINATOR, 0, 4, handle)

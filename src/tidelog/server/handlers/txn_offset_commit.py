@@ -37,7 +37,11 @@ async def handle(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRe
     code = NONE
     if store is None or not groups.loaded:
         code = E.coordinator_load_in_progress.value
-    else:
+    elif code := groups.status(request.group_id):
+        pass
+    elif txn.coordinator.status(request.transactional_id) == 0:
+        # the transaction's coordinator is here (always on a single node): it vouches for the
+        # producer; in a cluster it may be another broker, and the group's checks apply alone
         tp = (OFFSETS_TOPIC, store.partition_for(request.group_id))
         code = txn.coordinator.check_offsets_commit(request.transactional_id, request.producer_id,
                                                     request.producer_epoch, tp)

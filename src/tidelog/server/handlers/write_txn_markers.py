@@ -4,7 +4,8 @@ completeness (tools, tests); in a cluster the coordinator sends it to each parti
 (cluster/markers.py), which answers NOT_LEADER_OR_FOLLOWER off the leader and answers once the
 marker is replicated (the high watermark passed it). A partition where the producer has no open
 transaction is answered without a marker; group offsets staged by the producer are completed
-when `__consumer_offsets` is named."""
+when `__consumer_offsets` is named (in a cluster: on that partition's leader, the group
+coordinator)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                 topic = broker.registry.get(t.name)
                 if topic is None or not 0 <= p < topic.partitions:
                     code = E.unknown_topic_or_partition.value
+                elif t.name == OFFSETS_TOPIC and cluster is not None:
+                    replica = cluster.leader_replica(t.name, p)
+                    code = (E.not_leader_or_follower.value if replica is None or replica.draining else
+                            await txn.groups.complete_txn_partition(m.producer_id, m.producer_epoch, commit, p))
                 elif t.name == OFFSETS_TOPIC:
                     if txn.groups.store is not None:
                         await txn.groups.store.complete(m.producer_id, m.producer_epoch, commit)

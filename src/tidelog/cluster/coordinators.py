@@ -1,0 +1,185 @@
+"""Coordinators that move with leadership, as in Kafka: the group coordinator of group G is the
+leader of `__consumer_offsets` partition `partition_for(G)`, the transaction coordinator of
+transactional id X the leader of its `__transaction_state` partition.
+
+- The two topics are ordinary replicated topics in etcd, created on the first FindCoordinator
+  once `offsets.topic.replication.factor` / `transaction.state.log.replication.factor` brokers are
+  live (until then COORDINATOR_NOT_AVAILABLE, as Kafka), compacted, with `min.insync.replicas` =
+  `transaction.state.log.min.isr` (default 2).
+- `reconcile` makes what this broker coordinates match what it leads: on becoming a partition's
+  leader its groups or transactional ids are replayed from the local replica (which holds every
+  record the previous leader had acknowledged: they were replicated to the ISR this broker was
+  elected from) and transactions left in PrepareCommit/PrepareAbort are completed; on losing it
+  (another leader, a lost etcd lease, controlled shutdown) they are dropped, parked requests get
+  NOT_COORDINATOR and clients find the new coordinator.
+- `CoordinatorWrites` is the coordinators' write guard: an append to an internal partition not
+  led here is refused with NOT_COORDINATOR, and an append counts once the high watermark passed it
+  (acks=all), else COORDINATOR_NOT_AVAILABLE (the client retries; the record may still become
+  committed, as a Kafka offset commit that timed out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable
+
+from ..log.errors import LogError
+from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
+
+log = logging.getLogger("tidelog.cluster")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+STATE_TOPIC = "__transaction_state"
+COORDINATOR_TOPICS = (OFFSETS_TOPIC, STATE_TOPIC)
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+class CoordinatorWrites:
+    """The `WriteGuard` of the group log and the transaction state log in cluster mode."""
+
+    def __init__(self, replicas: Any, lease_valid: Callable[[], bool], timeout_s: float) -> None:
+        self.replicas = replicas
+        self.lease_valid = lease_valid
+        self.timeout_s = timeout_s
+
+    def check(self, topic: str, partition: int) -> None:
+        r = self.replicas.leader(topic, partition)
+        if r is None or r.draining or not self.lease_valid():
+            raise LogError(NOT_COORDINATOR, f"{topic}-{partition} is not led by this broker")
+        if len(r.isr) < self.replicas.min_isr(topic):
+            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: in-sync replicas {list(r.isr)} "
+                                                      f"fewer than min.insync.replicas")
+
+    async def replicated(self, topic: str, partition: int, offset: int) -> None:
+        r = self.replicas.leader(topic, partition)
+        if r is None:
+            raise LogError(NOT_COORDINATOR, f"{topic}-{partition}: leadership moved before replication")
+        code = await self.replicas.wait_replicated(r, offset, self.timeout_s)
+        if code == NOT_LEADER_OR_FOLLOWER:
+            raise LogError(NOT_COORDINATOR, f"{topic}-{partition}: leadership moved before replication")
+        if code:
+            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: offset {offset} not replicated "
+                                                      f"(error {code})")
+
+
+class CoordinatorPlacement:
+    def __init__(self, config: Any, cache: Any, replicas: Any, groups: Any, txn: Any,
+                 lease_valid: Callable[[], bool],
+                 create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[tuple[int, Any, Any]]]) -> None:
+        self.config = config
+        self.cache = cache
+        self.replicas = replicas
+        self.groups = groups
+        self.txn = txn
+        self.lease_valid = lease_valid
+        self.create_topic = create_topic
+        self._creating: dict[str, asyncio.Future[int]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ---- the topics --------------------------------------------------------------------------
+    def num_partitions(self, topic: str) -> int:
+        a = self.cache.topics.get(topic)
+        if a is not None:
+            return int(a.partitions)
+        key = "offsets.topic.num.partitions" if topic == OFFSETS_TOPIC else "transaction.state.log.num.partitions"
+        return int(self.config[key])
+
+    async def ensure_topic(self, topic: str) -> int:
+        """NONE once `topic` exists in etcd, else COORDINATOR_NOT_AVAILABLE (too few brokers yet)."""
+        if topic in self.cache.topics:
+            return NONE
+        pending = self._creating.get(topic)
+        if pending is None:
+            pending = self._creating[topic] = asyncio.ensure_future(self._create(topic))
+
+            def forget(_f: object, t: str = topic) -> None:
+                self._creating.pop(t, None)
+
+            pending.add_done_callback(forget)
+        return await asyncio.shield(pending)
+
+    async def _create(self, topic: str) -> int:
+        if topic == OFFSETS_TOPIC:
+            rf, segment = self.config["offsets.topic.replication.factor"], self.config["offsets.topic.segment.bytes"]
+        else:
+            rf = self.config["transaction.state.log.replication.factor"]
+            segment = self.config["transaction.state.log.segment.bytes"]
+        live = len(self.cache.brokers)
+        if live < rf:
+            log.warning("%s not created: replication factor %d needs %d live brokers, %d are", topic, rf, rf, live)
+            return COORDINATOR_NOT_AVAILABLE
+        min_isr = min(int(self.config["transaction.state.log.min.isr"]), rf)
+        configs = {"cleanup.policy": "compact", "segment.bytes": str(segment), "min.insync.replicas": str(min_isr)}
+        code, msg, _ = await self.create_topic(topic, self.num_partitions(topic), rf, configs)
+        if code and topic not in self.cache.topics:
+            log.warning("%s not created: %s", topic, msg)
+            return COORDINATOR_NOT_AVAILABLE
+        log.info("%s created: %d partitions, replication factor %d, min.insync.replicas %d", topic,
+                 self.num_partitions(topic), rf, min_isr)
+        return NONE
+
+    def leader(self, topic: str, key_partition: int) -> int:
+        st = self.cache.state(topic, key_partition)
+        return st.leader if st is not None and st.leader in self.cache.brokers else -1
+
+    # ---- following leadership ------------------------------------------------------------------
+    def reconcile(self, topic: str | None = None, partition: int | None = None) -> None:
+        """Load or unload the coordinators' partitions so they match what this broker leads."""
+        resume = False
+        for name in (topic,) if topic is not None else COORDINATOR_TOPICS:
+            a = self.cache.topics.get(name)
+            coord = self.groups if name == OFFSETS_TOPIC else self.txn.coordinator
+            owned = coord.owned
+            if owned is None:
+                continue
+            if a is None:
+                for p in list(owned):
+                    self._unload(name, p)
+                continue
+            if not owned and coord.num_partitions != a.partitions:
+                self._set_partitions(name, a.partitions)
+            for p in (partition,) if partition is not None else range(a.partitions):
+                r = self.replicas.leader(name, p) if self.lease_valid() else None
+                if r is not None and not r.draining and owned.get(p) != r.leader_epoch:
+                    if p in owned:
+                        self._unload(name, p)
+                    self._load(name, p, r.leader_epoch)
+                    resume = resume or name == STATE_TOPIC
+                elif (r is None or r.draining) and p in owned:
+                    self._unload(name, p)
+        if resume:
+            self._spawn(self.txn.coordinator.resume())
+
+    def _set_partitions(self, topic: str, n: int) -> None:
+        if topic == OFFSETS_TOPIC:
+            self.groups.num_partitions = n
+            if self.groups.store is not None:
+                self.groups.store.num_partitions = n
+        else:
+            self.txn.num_partitions = n
+            self.txn.coordinator.num_partitions = n
+
+    def _load(self, topic: str, p: int, epoch: int) -> None:
+        try:
+            if topic == OFFSETS_TOPIC:
+                self.groups.load_partition(p, epoch)
+            else:
+                self.txn.coordinator.load_partition(p, epoch, self.txn.state_log.read_partition(p))
+        except Exception:
+            log.exception("%s-%d: loading the coordinator's state failed", topic, p)
+
+    def _unload(self, topic: str, p: int) -> None:
+        if topic == OFFSETS_TOPIC:
+            self.groups.unload_partition(p)
+        else:
+            self.txn.coordinator.unload_partition(p)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
