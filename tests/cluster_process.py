@@ -18,7 +18,7 @@ from etcd_process import EtcdProcess
 
 class Cluster:
     def __init__(self, base: Path, brokers: int = 3, overrides: dict[str, str] | None = None,
-                 name: str = "test") -> None:
+                 name: str = "test", extra=None) -> None:
         self.base = Path(base)
         self.etcd = EtcdProcess(self.base / "etcd")
         self.name = name
@@ -27,6 +27,7 @@ class Cluster:
         self.metrics_ports: dict[int, int] = {}
         self.paused: set[int] = set()
         self.n = brokers
+        self.extra = extra  # (node id, PLAINTEXT port) -> more overrides (own listeners, security)
 
     def broker_overrides(self, node_id: int) -> dict[str, str]:
         mport = self.metrics_ports.setdefault(node_id, free_port())
@@ -67,7 +68,11 @@ class Cluster:
         raise TimeoutError(f"cluster not ready after {timeout}s (last {last!r})\n{self.logs()}")
 
     def add_broker(self, node_id: int) -> BrokerProcess:
-        b = BrokerProcess(self.base / f"broker-{node_id}", self.broker_overrides(node_id))
+        port = free_port()
+        overrides = self.broker_overrides(node_id)
+        if self.extra is not None:
+            overrides.update(self.extra(node_id, port))
+        b = BrokerProcess(self.base / f"broker-{node_id}", overrides, port=port)
         self.brokers[node_id] = b
         b.start()
         return b

@@ -30,6 +30,7 @@ class MetadataCache:
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     topics: dict[str, TopicAssignment] = field(default_factory=dict)
     states: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
+    security: dict[str, bytes] = field(default_factory=dict)  # security/... key -> value
     controller_id: int = -1
     controller_epoch: int = -1
     producer_ids_next: int = 0
@@ -42,6 +43,7 @@ class MetadataCache:
         self.brokers.clear()
         self.topics.clear()
         self.states.clear()
+        self.security.clear()
         self.controller_id = self.controller_epoch = -1
         for kv in kvs:
             self._apply_put(kv.key, kv.value, kv.create_revision, kv.mod_revision)
@@ -92,6 +94,9 @@ class MetadataCache:
                 import json
                 self.producer_ids_next = int(json.loads(value)["next"])
                 return "producer-ids", self.producer_ids_next
+            if key.startswith(k.security):
+                self.security[key] = value
+                return "security", key
             parsed = k.parse_topic_key(key)
             if parsed is None:
                 return None
@@ -116,6 +121,9 @@ class MetadataCache:
         if key == k.controller:
             self.controller_id = self.controller_epoch = -1
             return "controller", -1
+        if key.startswith(k.security):
+            self.security.pop(key, None)
+            return "security", key
         parsed = k.parse_topic_key(key)
         if parsed is None:
             return None

@@ -10,6 +10,7 @@ Modelled on Kafka's ZooKeeper layout, under `/tidelog/<cluster>/`:
     topics/<t>/p/<p>        PartitionState: leader, leader_epoch, isr (every write is a
                             compare-and-swap on the key's mod_revision, as Kafka used zkVersion)
     producer-ids            {"next": n}: the first producer id no broker has reserved yet
+    security/...            ACL bindings and SCRAM credentials (security_state.py)
 
 Every record is UTF-8 JSON; unknown fields are ignored so a newer broker can add some.
 """
@@ -55,6 +56,10 @@ class Keys:
     @property
     def topics(self) -> str:
         return self.root + "topics/"
+
+    @property
+    def security(self) -> str:
+        return self.root + "security/"
 
     def topic(self, name: str) -> str:
         return self.topics + name

@@ -20,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from .controller import Controller
+from .security_state import SharedSecurity
 from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement, CoordinatorWrites
 from .etcd import EtcdStore
 from .fetcher import FetcherManager
@@ -65,13 +66,16 @@ class ClusterNode:
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False  # set first thing in stop(): no re-registration, no new fetchers
         self._registered = asyncio.Event()
+        self._security_pending = False
         self._bound: Any = None
         partitions.hosts = self.hosts
         self.cache.listeners.append(self._changed)
 
-    def bind(self, txn: Any, bound_port: Any) -> None:
-        """The parts built after the partitions (the transaction service) and the listeners."""
+    def bind(self, txn: Any, bound_port: Any, security: Any) -> None:
+        """The parts built after the partitions (the transaction service, security) and the listeners."""
         self.txn = txn
+        self.shared_security = SharedSecurity(self.store, self.keys.security, self.cache, security)
+        security.shared = self.shared_security
         self._bound = bound_port
         self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
                                        self.config, self.lease_valid, self._min_isr)
@@ -103,6 +107,8 @@ class ClusterNode:
         await self._register()
         await self.pids.start()
         self._tasks.append(asyncio.ensure_future(self.cache.run()))
+        await self.shared_security.seed()
+        self._security_changed()
         self._tasks.append(asyncio.ensure_future(self.controller.run()))
         self._tasks.append(asyncio.ensure_future(self._lag_loop()))
         self._apply_all()
@@ -206,9 +212,12 @@ class ClusterNode:
 
     # ---- following etcd -------------------------------------------------------------------
     def _changed(self, kind: str, detail: object) -> None:
-        if kind == "reload":
+        if kind == "security":
+            self._security_changed()
+        elif kind == "reload":
             self._sync_all_topics()
             self._apply_all()
+            self._security_changed()
         elif kind == "topic":
             assert isinstance(detail, str)
             self._sync_topic(detail)
@@ -220,6 +229,21 @@ class ClusterNode:
         elif kind == "broker" and self.fetchers is not None:
             for f in self.fetchers.fetchers.values():
                 f.wake.set()
+
+    def _security_changed(self) -> None:
+        """ACLs and credentials rebuilt from etcd's, once per burst of changes."""
+        if self._security_pending or not hasattr(self, "shared_security"):
+            return
+        self._security_pending = True
+
+        def rebuild() -> None:
+            self._security_pending = False
+            try:
+                self.shared_security.apply()
+            except Exception:
+                log.exception("node %d: applying the cluster's ACLs and credentials failed", self.node_id)
+
+        asyncio.get_running_loop().call_soon(rebuild)
 
     def _apply(self, topic: str, partition: int) -> None:
         if self.replicas is not None and self._registered.is_set():

@@ -57,7 +57,7 @@ class Broker:
         self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
         self.txn = TxnService(config, self.admin, self.partitions, self.groups)
         if self.cluster.clustered:
-            self.cluster.bind(self.txn, self.bound_port)
+            self.cluster.bind(self.txn, self.bound_port, self.security)
         self.connections: set[Any] = set()
         self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections)
         self.metrics.cluster = self.cluster

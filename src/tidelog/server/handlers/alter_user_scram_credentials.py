@@ -51,20 +51,34 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentia
                  f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}, got {op.iterations}")
         elif not op.salt or not op.salted_password:
             fail(op.name, E.unacceptable_credential, "Salt and salted password must not be empty")
+    response = {"throttle_time": 0, "results": [
+        results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order]}
+    deletions = [(op.name, BY_NUMBER[op.mechanism]) for op in request.deletions if op.name not in results]
+    upsertions = [(op.name, BY_NUMBER[op.mechanism],
+                   ScramCredential.from_salted(BY_NUMBER[op.mechanism], bytes(op.salt), op.iterations,
+                                               bytes(op.salted_password)))
+                  for op in request.upsertions if op.name not in results]
+    shared = broker.security.shared
+    if shared is not None and (deletions or upsertions):  # cluster: through etcd, to every broker
+        return _published(shared, deletions, upsertions, response)
     changed = False
-    for op in request.deletions:
-        if op.name not in results:
-            changed |= store.delete(op.name, BY_NUMBER[op.mechanism])
-    for op in request.upsertions:
-        if op.name not in results:
-            mech = BY_NUMBER[op.mechanism]
-            store.put(op.name, mech, ScramCredential.from_salted(mech, bytes(op.salt), op.iterations,
-                                                                 bytes(op.salted_password)))
-            changed = True
+    for user, mech in deletions:
+        changed |= store.delete(user, mech)
+    for user, mech, cred in upsertions:
+        store.put(user, mech, cred)
+        changed = True
     if changed:
         store.save()
-    return {"throttle_time": 0, "results": [
-        results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order]}
+    return response
+
+
+async def _published(shared: Any, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, Any]],
+                     response: dict[str, Any]) -> dict[str, Any]:
+    for user, mech in deletions:
+        await shared.delete_credential(user, mech)
+    for user, mech, cred in upsertions:
+        await shared.put_credential(user, mech, cred)
+    return response
 
 
 ROUTE = control_route(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable
 
 from ...wire.apis import ApiKey
 
@@ -34,9 +34,17 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateAclsRequest) -> A
         else:
             valid.append(b)
             results.append({"error_code": E.none, "error_message": None})
+    response = {"throttle_time": 0, "results": results}
+    if valid and security.shared is not None:  # cluster: through etcd, to every broker
+        return _published(security.shared.add_acls(valid), response)
     if valid:
         security.acls.add(valid)
-    return {"throttle_time": 0, "results": results}
+    return response
+
+
+async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
+    await write
+    return response
 
 
 ROUTE = control_route(ApiKey.CREATE_ACLS, 1, 3, handle)

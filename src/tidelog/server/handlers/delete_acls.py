@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable
 
 from ...wire.apis import ApiKey
 
@@ -25,18 +25,31 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> A
             {"error_code": E.security_disabled, "error_message": "No Authorizer is configured",
              "matching_acls": []} for _ in request.filters]}
     results = []
+    removed: list[Any] = []
     for f in request.filters:
         flt = acl_filter(f)
         if filter_error(flt):
             results.append({"error_code": E.invalid_request, "error_message": filter_error(flt),
                             "matching_acls": []})
             continue
-        gone = security.acls.remove(flt)
+        if security.shared is not None:  # cluster: removed through etcd, from every broker
+            gone = [b for b in security.acls.find(flt) if b not in removed]
+            removed.extend(gone)
+        else:
+            gone = security.acls.remove(flt)
         results.append({"error_code": E.none, "error_message": None, "matching_acls": [
             {"error_code": E.none, "error_message": None, "resource_type": b.resource_type,
              "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal,
              "host": b.host, "operation": b.operation, "permission_type": b.permission} for b in gone]})
-    return {"throttle_time": 0, "filter_results": results}
+    response = {"throttle_time": 0, "filter_results": results}
+    if removed:
+        return _published(security.shared.remove_acls(removed), response)
+    return response
+
+
+async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
+    await write
+    return response
 
 
 ROUTE = control_route(ApiKey.DELETE_ACLS, 1, 3, handle)

@@ -184,6 +184,12 @@ class AclStore:
             self._changed()
         return gone
 
+    def replace(self, bindings: list[AclBinding]) -> None:
+        """Cluster mode: the cluster's bindings, as etcd holds them now."""
+        if set(bindings) != self.bindings:
+            self.bindings = set(bindings)
+            self._changed()
+
     def _changed(self) -> None:
         self._reindex()
         if self.path is None:

@@ -94,6 +94,12 @@ class CredentialStore:
             del self.users[user]
         return True
 
+    def replace(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        """Cluster mode: the cluster's credentials, as etcd holds them now."""
+        if users != self.users:
+            self.users = users
+            self.save()
+
     def save(self) -> None:
         if self.path is None:
             return
