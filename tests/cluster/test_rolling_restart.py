@@ -35,7 +35,10 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
             parts = describe(c, topic)
             assert all(p["leader"] not in (node, -1) for p in parts), parts  # already moved, none offline
             c.brokers[node].start()
-            wait_for(lambda: all(len(p["isr"]) == 3 for p in describe(c, topic)), 60, "the ISR full again")
+            try:
+                wait_for(lambda: all(len(p["isr"]) == 3 for p in describe(c, topic)), 60, "the ISR full again")
+            except AssertionError as e:
+                raise AssertionError(f"{e}: {describe(c, topic)}\n{c.logs()}") from None
             time.sleep(1)
     finally:
         clients.join()

@@ -61,6 +61,8 @@ KAFKA_BROKER_TYPES = {
     "ssl.truststore.type": "STRING", "super.users": "STRING", "transaction.abort.timed.out.transaction.cleanup.interval.ms": "INT",
     "transaction.max.timeout.ms": "INT", "transaction.remove.expired.transaction.cleanup.interval.ms": "INT",
     "transaction.state.log.num.partitions": "INT", "transaction.state.log.segment.bytes": "INT",
+    "offsets.topic.replication.factor": "SHORT", "transaction.state.log.replication.factor": "SHORT",
+    "transaction.state.log.min.isr": "INT",
     "transactional.id.expiration.ms": "INT", "index.interval.bytes": "INT",
     # tidelog's own keys
     "broker.session.timeout.ms": "INT", "broker.rack": "STRING", "inter.broker.listener.name": "STRING",
