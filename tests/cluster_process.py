@@ -33,7 +33,9 @@ class Cluster:
         mport = self.metrics_ports.setdefault(node_id, free_port())
         return {"node.id": str(node_id), "metrics.listener": f"127.0.0.1:{mport}", "etcd.connect": f"{self.etcd.endpoint_hostport}/{self.name}",
                 "broker.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000",
-                "group.initial.rebalance.delay.ms": "0", **self.overrides}
+                "group.initial.rebalance.delay.ms": "0",
+                # leaders stay where failovers put them unless a test asks for the rebalance
+                "auto.leader.rebalance.enable": "false", **self.overrides}
 
     def start(self) -> "Cluster":
         self.etcd.start()

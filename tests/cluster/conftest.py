@@ -22,10 +22,12 @@ def etcd(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, request):
-    """One etcd and three brokers, as real processes, for one test module."""
+    """One etcd and three brokers, as real processes, for one test module (its CLUSTER_OVERRIDES
+    added to every broker's settings)."""
     from cluster_process import Cluster
 
-    c = Cluster(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]), 3).start()
+    overrides = getattr(request.module, "CLUSTER_OVERRIDES", None)  # a module's own broker settings
+    c = Cluster(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]), 3, overrides).start()
     try:
         yield c
     finally:

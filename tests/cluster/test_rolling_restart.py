@@ -1,7 +1,8 @@
 """Controlled shutdown and a rolling restart (issue 22's operations part, first piece): SIGTERM makes
 a broker hand its leaderships to caught-up in-sync followers before it stops; restarting the three
 brokers one after the other under idempotent acks=all load (confluent-kafka and aiokafka) costs no
-error beyond retriable ones, and the history checker finds no anomaly."""
+error beyond retriable ones, the history checker finds no anomaly, and the controller's leader
+rebalance puts every partition back on its preferred leader."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from test_nemesis import Clients, final_log, replicated_topic
 from test_replication import describe, wait_for
 
 pytestmark = pytest.mark.timeout(600)
+# the controller moves leaders back to their preferred replicas soon after the restarts
+CLUSTER_OVERRIDES = {"auto.leader.rebalance.enable": "true", "leader.imbalance.check.interval.seconds": "3"}
 
 
 def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
@@ -50,3 +53,5 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
     found = {k: v for k, v in h.check().items() if v}
     assert not found, h.summary()
     assert len(h.acks) == sum(clients.counts.values()) and len(h.acks) > 1000
+    # leaders end up balanced: every partition led by its preferred (first) replica again
+    wait_for(lambda: all(p["leader"] == p["replicas"][0] for p in describe(c, topic)), 30, "preferred leaders")

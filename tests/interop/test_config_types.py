@@ -62,7 +62,8 @@ KAFKA_BROKER_TYPES = {
     "transaction.max.timeout.ms": "INT", "transaction.remove.expired.transaction.cleanup.interval.ms": "INT",
     "transaction.state.log.num.partitions": "INT", "transaction.state.log.segment.bytes": "INT",
     "offsets.topic.replication.factor": "SHORT", "transaction.state.log.replication.factor": "SHORT",
-    "transaction.state.log.min.isr": "INT",
+    "transaction.state.log.min.isr": "INT", "auto.leader.rebalance.enable": "BOOLEAN",
+    "leader.imbalance.check.interval.seconds": "LONG", "leader.imbalance.per.broker.percentage": "INT",
     "transactional.id.expiration.ms": "INT", "index.interval.bytes": "INT",
     # tidelog's own keys
     "broker.session.timeout.ms": "INT", "broker.rack": "STRING", "inter.broker.listener.name": "STRING",

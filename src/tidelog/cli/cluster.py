@@ -49,9 +49,54 @@ def cmd_status(args: Any) -> int:
     return 1 if st["offline"] else 0
 
 
+def cmd_elect_leaders(args: Any) -> int:
+    """As kafka-leader-election: ElectLeaders for the named partitions (or all), one line each."""
+    parts: list[dict[str, Any]] | None = None
+    if args.topic:
+        parts = [{"topic": args.topic, "partitions": [args.partition] if args.partition is not None else []}]
+        if args.partition is None:
+            try:
+                with KafkaClient(args.bootstrap_server, client_id="tidelog-cluster") as client:
+                    md = client.request(3, {"topics": [{"name": args.topic}], "allow_auto_topic_creation": False},
+                                        highest=9)
+            except (OSError, ClientError) as e:
+                print(f"Error: {e}", file=sys.stderr)
+                return 1
+            parts[0]["partitions"] = sorted(p.partition_index for t in md.topics for p in t.partitions)
+    elif not args.all_topic_partitions:
+        raise SystemExit("tidelog cluster elect-leaders: --topic or --all-topic-partitions")
+    try:
+        with KafkaClient(args.bootstrap_server, client_id="tidelog-cluster") as client:
+            r = client.request(43, {"election_type": 0 if args.election_type == "preferred" else 1,
+                                    "topic_partitions": parts, "timeout": 60000}, version=2)
+    except (OSError, ClientError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    rc = 0
+    for t in r.replica_election_results:
+        for pr in t.partition_result:
+            code = pr.error_code.value
+            if code == 0:
+                print(f"Successfully completed leader election ({args.election_type.upper()}) for {t.topic}-{pr.partition_id}")
+            elif code == 84:  # ELECTION_NOT_NEEDED
+                print(f"Valid replica already elected for {t.topic}-{pr.partition_id}")
+            else:
+                rc = 1
+                print(f"Error completing leader election ({args.election_type.upper()}) for {t.topic}-"
+                      f"{pr.partition_id}: {pr.error_code.name} {pr.error_message or ''}".rstrip())
+    return rc
+
+
 def add_parser(sub: Any, default_bootstrap: str) -> None:
-    p = sub.add_parser("cluster", help="cluster status: brokers, controller, under-replicated/offline partitions")
+    p = sub.add_parser("cluster", help="cluster status, leader elections")
     csub = p.add_subparsers(dest="action", required=True)
-    s = csub.add_parser("status")
+    s = csub.add_parser("status", help="brokers, controller, coordinators, under-replicated/offline partitions")
     s.add_argument("--bootstrap-server", default=default_bootstrap)
     s.set_defaults(func=cmd_status)
+    e = csub.add_parser("elect-leaders", help="preferred or unclean leader election (kafka-leader-election)")
+    e.add_argument("--bootstrap-server", default=default_bootstrap)
+    e.add_argument("--election-type", choices=("preferred", "unclean"), default="preferred")
+    e.add_argument("--topic")
+    e.add_argument("--partition", type=int)
+    e.add_argument("--all-topic-partitions", action="store_true")
+    e.set_defaults(func=cmd_elect_leaders)

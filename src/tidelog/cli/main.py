@@ -69,9 +69,36 @@ def cmd_serve(args) -> int:
         await stop.wait()
         logging.getLogger("tidelog").info("shutting down")
         await broker.stop()
+        _exit_watchdog(5.0)
 
     asyncio.run(run())
     return 0
+
+
+def _exit_watchdog(grace_s: float) -> None:
+    """The broker stopped cleanly (logs flushed and closed): the process must now end. Should a
+    leftover task or thread keep it alive, the stacks go to the log and the process exits anyway
+    after `grace_s` (a supervisor's SIGTERM must never turn into its SIGKILL)."""
+    import faulthandler
+    import os
+    import threading
+
+    def expire() -> None:
+        logging.getLogger("tidelog").error("still running %.0f s after a clean stop; stacks follow", grace_s)
+        for h in logging.getLogger().handlers:
+            h.flush()
+        faulthandler.dump_traceback(all_threads=True)
+        for task in asyncio.all_tasks(loop) if loop is not None and not loop.is_closed() else ():
+            print(f"pending task: {task!r}", file=sys.stderr, flush=True)
+        os._exit(0)
+
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    timer = threading.Timer(grace_s, expire)
+    timer.daemon = True
+    timer.start()
 
 
 def main(argv: list[str] | None = None) -> int:

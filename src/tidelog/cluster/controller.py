@@ -13,7 +13,9 @@ Duties, recomputed from the whole state after every change (`reconcile`):
   in the ISR, with leader_epoch + 1; with none, it goes offline (leader -1, ISR kept, so the last
   in-sync replica can lead again when it returns) unless `unclean.leader.election.enable`;
 - an offline partition whose in-sync replica returns is led by it again (epoch + 1);
-- a follower that is gone leaves the ISR of the partitions it followed (no epoch change).
+- a follower that is gone leaves the ISR of the partitions it followed (no epoch change);
+- with `auto.leader.rebalance.enable`, every `leader.imbalance.check.interval.seconds` the
+  partitions of imbalanced brokers go back to their preferred leader (elections.py).
 Brokers learn the result from their own watch; there are no controller-to-broker requests.
 """
 
@@ -24,6 +26,7 @@ import json
 import logging
 from collections.abc import Callable
 
+from .elections import Elections, imbalanced
 from .metadata import MetadataCache
 from .model import NO_LEADER, Keys, PartitionState, TopicAssignment
 from .store import Compare, Op, Store, StoreUnavailable
@@ -60,8 +63,14 @@ def decide(assignment: TopicAssignment, partition: int, state: PartitionState | 
 
 class Controller:
     def __init__(self, store: Store, keys: Keys, cache: MetadataCache, node_id: int,
-                 lease: Callable[[], int], unclean: Callable[[str], bool]) -> None:
+                 lease: Callable[[], int], unclean: Callable[[str], bool],
+                 rebalance: tuple[bool, float, int] = (False, 300.0, 10)) -> None:
+        """`rebalance`: (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds,
+        leader.imbalance.per.broker.percentage)."""
         self.store = store
+        self.rebalance_enabled, self.rebalance_every_s, self.imbalance_percentage = rebalance
+        self.elections = Elections(store, keys, cache)
+        self._next_rebalance = 0.0
         self.keys = keys
         self.cache = cache
         self.node_id = node_id
@@ -86,6 +95,7 @@ class Controller:
                     await self._try_elect()
                 if self.active:
                     await self.reconcile()
+                    await self._maybe_rebalance()
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as e:
@@ -97,9 +107,29 @@ class Controller:
                 await asyncio.sleep(0.5)
                 self._wake.set()
             try:
-                await asyncio.wait_for(self._wake.wait(), 5.0)
+                await asyncio.wait_for(self._wake.wait(), min(5.0, self.rebalance_every_s))
             except asyncio.TimeoutError:
                 pass
+
+    async def _maybe_rebalance(self) -> int:
+        """Preferred leaders back, for imbalanced brokers, once per check interval."""
+        loop = asyncio.get_running_loop()
+        if not self.rebalance_enabled:
+            return 0
+        if self._next_rebalance == 0.0:  # the first check one interval after becoming controller
+            self._next_rebalance = loop.time() + self.rebalance_every_s
+        if loop.time() < self._next_rebalance:
+            return 0
+        self._next_rebalance = loop.time() + self.rebalance_every_s
+        moved = 0
+        for topic, p in imbalanced(self.cache.topics, self.cache.states, self.cache.live(), self.imbalance_percentage):
+            if not self.active:
+                break
+            code, _ = await self.elections.elect(topic, p, compares=[Compare.create(self.keys.controller, self.epoch)])
+            moved += code == 0
+        if moved:
+            log.info("leader rebalance: %d partitions back on their preferred leader", moved)
+        return moved
 
     async def _try_elect(self) -> None:
         lease = self._lease()

@@ -41,6 +41,7 @@ class ReplicaFetcher:
         self.parts: dict[tuple[str, int], FetchState] = {}
         self.wake = asyncio.Event()
         self.peer: Peer | None = None
+        self._last_error: dict[tuple[str, int], int] = {}
         self.task: asyncio.Task[None] = asyncio.ensure_future(self._run())
 
     def stop(self) -> None:
@@ -151,6 +152,8 @@ class ReplicaFetcher:
                 if plog is None:
                     continue
                 code = pr.error_code
+                if self.m.stopped:
+                    return True  # stopping: nothing more is appended to logs being closed
                 if code == 0:
                     if pr.records:
                         data = b"".join(bytes(c) for c in pr.records)
@@ -163,7 +166,10 @@ class ReplicaFetcher:
                 elif code == E.offset_out_of_range.value:
                     self._out_of_range(key, plog, pr)
                 else:
+                    if self._last_error.get(key) != code:  # once per change: a stuck follower says why
+                        log.info("%s-%d: fetch from %d answered error %d", key[0], key[1], self.leader_id, code)
                     backoff = True
+                self._last_error[key] = code
         return backoff
 
     def _out_of_range(self, key: tuple[str, int], plog: Any, pr: codec.FetchResponsePartition) -> None:

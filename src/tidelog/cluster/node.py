@@ -20,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from .controller import Controller
+from .elections import Elections
 from .security_state import SharedSecurity
 from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement, CoordinatorWrites
 from .etcd import EtcdStore
@@ -58,7 +59,10 @@ class ClusterNode:
         self.lease = LeaseKeeper(self.store, ttl)
         self.lease.on_lost = self._lease_lost
         self.controller = Controller(self.store, self.keys, self.cache, self.node_id, lambda: self.lease.lease,
-                                     self._unclean)
+                                     self._unclean, (bool(config["auto.leader.rebalance.enable"]),
+                                                     float(config["leader.imbalance.check.interval.seconds"]),
+                                                     int(config["leader.imbalance.per.broker.percentage"])))
+        self.elections = Elections(self.store, self.keys, self.cache)  # ElectLeaders
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
         self.placement: CoordinatorPlacement | None = None

@@ -67,8 +67,11 @@ class Peer:
             for p in parts:
                 writer.write(p)
             await writer.drain()
-            head = await asyncio.wait_for(reader.readexactly(4), timeout_s)
-            frame = await asyncio.wait_for(reader.readexactly(_I32.unpack(head)[0]), timeout_s)
+            # asyncio.timeout, not wait_for: no inner task, which (Python 3.11 with uvloop) could
+            # outlive the fetcher's cancellation at shutdown and keep the process alive
+            async with asyncio.timeout(timeout_s):
+                head = await reader.readexactly(4)
+                frame = await reader.readexactly(_I32.unpack(head)[0])
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
             self.close()
             raise PeerError(f"{self.host}:{self.port}: {type(e).__name__} {e}") from e

@@ -1,0 +1,105 @@
+"""Leader elections asked for by an operator (ElectLeaders) or by the controller's leader
+rebalance (`auto.leader.rebalance.enable`), as Kafka does them:
+
+- preferred: the first replica in assignment order leads again when it is live and in the ISR,
+  at the next leader epoch (ISR unchanged). The previous leader follows it and truncates anything
+  past the new leader's log end that was never committed (acks=all writes are all on every ISR
+  member, so none is lost);
+- unclean (a partition without a live leader): the first live in-sync replica, else the first
+  live replica with an ISR of itself alone (what `unclean.leader.election.enable` allows).
+
+Each is a compare-and-swap of the partition's state in etcd on the revision read (as every other
+partition-state write); a lost race is retried on the newer state.
+
+`imbalanced(...)` is Kafka's leader-imbalance rule: a broker is imbalanced when more than
+`leader.imbalance.per.broker.percentage` of the partitions it is preferred for are led by others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode as E
+
+from .model import PartitionState
+from .store import Compare, Op, Store
+
+log = logging.getLogger("tidelog.cluster")
+
+
+def choose(replicas: tuple[int, ...], state: PartitionState | None, live: set[int] | dict[int, Any],
+           unclean: bool) -> tuple[int, str | None, PartitionState | None]:
+    """(error code, message, the new state) of an election on this partition."""
+    if state is None:
+        return E.leader_not_available.value, "The partition has no state yet.", None
+    if not unclean:
+        preferred = replicas[0]
+        if state.leader == preferred:
+            return E.election_not_needed.value, "Leader election not needed for topic partition.", None
+        if preferred not in live or preferred not in state.isr:
+            return (E.preferred_leader_not_available.value,
+                    f"Failed to elect leader: preferred replica {preferred} is not live and in sync.", None)
+        return 0, None, PartitionState(preferred, state.leader_epoch + 1, state.isr, state.controller_epoch)
+    if state.leader >= 0 and state.leader in live:
+        return E.election_not_needed.value, "Leader election not needed for topic partition.", None
+    in_sync = [b for b in replicas if b in live and b in state.isr]
+    if in_sync:
+        isr = tuple(b for b in state.isr if b in live)
+        return 0, None, PartitionState(in_sync[0], state.leader_epoch + 1, isr, state.controller_epoch)
+    up = [b for b in replicas if b in live]
+    if not up:
+        return E.eligible_leaders_not_available.value, "No live replica.", None
+    return 0, None, PartitionState(up[0], state.leader_epoch + 1, (up[0],), state.controller_epoch)
+
+
+def imbalanced(assignments: dict[str, Any], states: dict[tuple[str, int], PartitionState], live: set[int],
+               percentage: int) -> list[tuple[str, int]]:
+    """The partitions to move back to their preferred leader: those of imbalanced brokers whose
+    preferred replica is live and in sync but not leading."""
+    preferred_of: dict[int, list[tuple[str, int]]] = {}
+    for name, a in assignments.items():
+        for p in range(a.partitions):
+            if a.replicas[p]:
+                preferred_of.setdefault(a.replicas[p][0], []).append((name, p))
+    out = []
+    for broker, tps in preferred_of.items():
+        if broker not in live:
+            continue
+        movable = [(t, p) for t, p in tps if (st := states.get((t, p))) is not None
+                   and st.leader != broker and broker in st.isr]
+        if movable and len(movable) * 100 > percentage * len(tps):
+            out.extend(movable)
+    return sorted(out)
+
+
+class Elections:
+    def __init__(self, store: Store, keys: Any, cache: Any) -> None:
+        self.store = store
+        self.keys = keys
+        self.cache = cache
+
+    async def elect(self, topic: str, partition: int, unclean: bool = False, timeout_s: float = 30.0,
+                    compares: list[Compare] | None = None) -> tuple[int, str | None]:
+        a = self.cache.topics.get(topic)
+        if a is None or not 0 <= partition < a.partitions:
+            return E.unknown_topic_or_partition.value, "The partition does not exist."
+        key = self.keys.partition(topic, partition)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            state = self.cache.state(topic, partition)
+            code, msg, new = choose(a.replicas[partition], state, self.cache.brokers, unclean)
+            if code or new is None or state is None:
+                return code, msg
+            res = await self.store.txn([*(compares or []), Compare.mod(key, state.version)], [Op.put(key, new.encode())])
+            if res.succeeded:
+                log.info("%s-%d: %s election: leader %d -> %d (epoch %d)", topic, partition,
+                         "unclean" if unclean else "preferred", state.leader, new.leader, new.leader_epoch)
+                while self.cache.revision < res.revision and loop.time() < deadline:
+                    await asyncio.sleep(0.01)  # answered once this broker's copy shows it
+                return 0, None
+            if compares or loop.time() >= deadline:  # the controller's pass: its next pass retries
+                return E.request_timed_out.value, "The partition state kept changing."
+            await asyncio.sleep(0.05)  # another writer was first: try on the newer state

@@ -1,0 +1,66 @@
+"""ElectLeaders (key 43, v0-2): elect the preferred replica (election type 0; v0 knows only that) or,
+for a partition without a live leader, any live replica (type 1, unclean). `topic_partitions`
+null means every partition. On a single node every partition is led by its only replica:
+ELECTION_NOT_NEEDED. In a cluster the new leader is written to etcd by compare-and-swap at the next
+leader epoch (cluster/elections.py) and the answer waits until this broker's copy shows it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode as E
+
+from ...wire.apis import ApiKey
+from ..router import control_route
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) -> Any:
+    election = getattr(request, "election_type", PREFERRED)
+    if request.topic_partitions is None:
+        wanted = [(t.name, p) for t in sorted(broker.registry.topics.values(), key=lambda t: t.name)
+                  for p in range(t.partitions)]
+    else:
+        wanted = [(tp.topic, int(p)) for tp in request.topic_partitions for p in tp.partitions]
+    if election not in (PREFERRED, UNCLEAN):
+        return _response(ctx, [(t, p, E.invalid_request.value, f"unknown election type {election}")
+                               for t, p in wanted], E.invalid_request.value)
+    if broker.cluster.clustered:
+        return _elect(broker, ctx, wanted, election)
+    out = []
+    for t, p in wanted:
+        topic = broker.registry.get(t)
+        if topic is None or not 0 <= p < topic.partitions:
+            out.append((t, p, E.unknown_topic_or_partition.value, "The partition does not exist."))
+        else:
+            out.append((t, p, E.election_not_needed.value, "Leader election not needed for topic partition."))
+    return _response(ctx, out)
+
+
+async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int) -> Any:
+    timeout_s = 60.0
+    out = []
+    for t, p in wanted:
+        code, msg = await broker.cluster.elections.elect(t, p, unclean=election == UNCLEAN, timeout_s=timeout_s)
+        out.append((t, p, code, msg))
+    return _response(ctx, out)
+
+
+def _response(ctx: RequestContext, results: list[tuple[str, int, int, str | None]], top: int = 0) -> dict[str, Any]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for t, p, code, msg in results:
+        by_topic.setdefault(t, []).append({"partition_id": p, "error_code": code, "error_message": msg})
+    body: dict[str, Any] = {"throttle_time": 0, "replica_election_results": [
+        {"topic": t, "partition_result": parts} for t, parts in by_topic.items()]}
+    if ctx.api_version >= 1:
+        body["error_code"] = top
+    return body
+
+
+ROUTE = control_route(ApiKey.ELECT_LEADERS, 0, 2, handle)

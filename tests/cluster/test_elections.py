@@ -1,0 +1,105 @@
+"""Leader elections asked for by an operator (issue 22): ElectLeaders through confluent-kafka's
+AdminClient and `tidelog cluster elect-leaders` (kafka-leader-election's output) put partitions
+back on their preferred replica after a controlled shutdown moved them; unclean election of a
+partition whose in-sync replicas are all gone; a single node answers ELECTION_NOT_NEEDED."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka._model import ElectionType
+
+from tidelog.cli.client import KafkaClient
+
+from test_replication import create_topic, describe, iter_live, wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def moved_away(c, topic: str) -> list[int]:
+    """Stop (SIGTERM: controlled shutdown) and restart the preferred leader of partition 0; the
+    partitions it preferred are then led elsewhere."""
+    preferred = describe(c, topic)[0]["replicas"][0]
+    c.brokers[preferred].stop()
+    c.brokers[preferred].start()
+    wait_for(lambda: all(len(p["isr"]) == 3 for p in describe(c, topic)), 40, "the ISR full again")
+    away = [p["partition"] for p in describe(c, topic) if p["leader"] != p["replicas"][0]]
+    assert away, describe(c, topic)
+    return away
+
+
+def test_preferred_election_through_the_admin_client(cluster):
+    c = cluster
+    topic = create_topic(c, partitions=6)
+    away = moved_away(c, topic)
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in range(6)]).result(60)
+    errors = {tp.partition: err for tp, err in result.items()}
+    for p in range(6):
+        if p in away:
+            assert errors[p] is None, errors
+        else:
+            assert errors[p] is not None and errors[p].code() == 84, errors  # ELECTION_NOT_NEEDED
+    wait_for(lambda: all(p["leader"] == p["replicas"][0] for p in describe(c, topic)), 20, "preferred leaders")
+
+
+def test_elect_leaders_cli(cluster):
+    c = cluster
+    topic = create_topic(c, partitions=3)
+    away = moved_away(c, topic)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tidelog", "cluster", "elect-leaders", "--bootstrap-server",
+                               next(iter_live(c)).bootstrap, *args], capture_output=True, text=True, timeout=60)
+
+    out = cli("--topic", topic)
+    assert out.returncode == 0, out.stderr
+    for p in range(3):
+        line = (f"Successfully completed leader election (PREFERRED) for {topic}-{p}" if p in away
+                else f"Valid replica already elected for {topic}-{p}")
+        assert line in out.stdout, out.stdout
+    again = cli("--topic", topic, "--partition", str(away[0]))
+    assert f"Valid replica already elected for {topic}-{away[0]}" in again.stdout, again.stdout
+    assert all(p["leader"] == p["replicas"][0] for p in describe(c, topic))
+
+
+def test_unclean_election_of_a_partition_without_in_sync_replicas(cluster):
+    c = cluster
+    topic = create_topic(c, partitions=1, min_isr=1)
+    st = describe(c, topic)[0]
+    leader, others = st["leader"], [b for b in st["replicas"] if b != st["leader"]]
+    c.brokers[others[0]].kill()  # leaves the ISR (broker gone)
+    wait_for(lambda: others[0] not in describe(c, topic)[0]["isr"], 30, "the ISR without it")
+    c.brokers[others[1]].kill()
+    wait_for(lambda: describe(c, topic)[0]["isr"] == [leader], 30, "the leader alone in the ISR")
+    c.brokers[leader].kill()
+    try:
+        c.brokers[others[0]].start()
+        wait_for(lambda: describe(c, topic)[0]["leader"] == -1, 30, "offline: no in-sync replica")
+        with KafkaClient(c.brokers[others[0]].bootstrap) as client:
+            r = client.request(43, {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}],
+                                    "timeout": 30000}, version=2)
+            assert r.replica_election_results[0].partition_result[0].error_code.value == 80, r  # preferred: not in sync
+            r = client.request(43, {"election_type": 1, "topic_partitions": [{"topic": topic, "partitions": [0]}],
+                                    "timeout": 30000}, version=2)
+        assert r.replica_election_results[0].partition_result[0].error_code.value == 0, r
+        wait_for(lambda: describe(c, topic)[0]["leader"] == others[0], 20, "the unclean leader")
+        assert describe(c, topic)[0]["isr"] == [others[0]]
+    finally:
+        for b in (leader, others[1]):
+            c.brokers[b].start()
+    wait_for(lambda: len(describe(c, topic)[0]["isr"]) == 3, 60, "all back in sync")
+
+
+def test_single_node_has_nothing_to_elect(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    from confluent_kafka.admin import NewTopic
+
+    admin.create_topics([NewTopic("one", 2, 1)])["one"].result(20)
+    result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("one", 0), TopicPartition("one", 5)]).result(20)
+    codes = {tp.partition: err.code() for tp, err in result.items()}
+    assert codes == {0: 84, 5: 3}  # ELECTION_NOT_NEEDED; UNKNOWN_TOPIC_OR_PARTITION
