@@ -24,8 +24,6 @@ from dataclasses import asdict
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..server.security.acls import AclBinding
-from ..server.security.scram import ScramCredential
 from .store import Compare, Op, Store
 
 log = logging.getLogger("tidelog.cluster")
@@ -33,7 +31,7 @@ log = logging.getLogger("tidelog.cluster")
 APPLIED_WAIT_S = 5.0
 
 
-def acl_key(prefix: str, b: AclBinding) -> str:
+def acl_key(prefix: str, b: Any) -> str:
     doc = json.dumps(asdict(b), sort_keys=True).encode()
     return f"{prefix}acls/{hashlib.sha256(doc).hexdigest()}"
 
@@ -50,14 +48,14 @@ class SharedSecurity:
         self.security = security  # the broker's Security: .acls (AclStore), .credentials (CredentialStore)
 
     # ---- writes (the handlers) -------------------------------------------------------------------
-    async def add_acls(self, bindings: list[AclBinding]) -> None:
+    async def add_acls(self, bindings: list[Any]) -> None:
         ops = [Op.put(acl_key(self.prefix, b), json.dumps(asdict(b)).encode()) for b in bindings]
         await self._write(ops)
 
-    async def remove_acls(self, bindings: list[AclBinding]) -> None:
+    async def remove_acls(self, bindings: list[Any]) -> None:
         await self._write([Op.delete(acl_key(self.prefix, b)) for b in bindings])
 
-    async def put_credential(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+    async def put_credential(self, user: str, mechanism: str, credential: Any) -> None:
         await self._write([Op.put(scram_key(self.prefix, user, mechanism), json.dumps(credential.to_json()).encode())])
 
     async def delete_credential(self, user: str, mechanism: str) -> None:
@@ -78,20 +76,21 @@ class SharedSecurity:
     # ---- the copy on this broker -----------------------------------------------------------------
     def apply(self) -> None:
         """Rebuild the local bindings and credentials from the cluster state."""
-        acls: list[AclBinding] = []
-        users: dict[str, dict[str, ScramCredential]] = {}
+        acls: list[Any] = []
+        users: dict[str, dict[str, Any]] = {}
+        acl_store, credentials = self.security.acls, self.security.credentials
         for key, value in self.cache.security.items():
             rest = key[len(self.prefix):]
             try:
                 if rest.startswith("acls/"):
-                    acls.append(AclBinding(**json.loads(value)))
+                    acls.append(acl_store.binding(json.loads(value)))
                 elif rest.startswith("scram/"):
                     mechanism, _, user = rest[len("scram/"):].partition("/")
-                    users.setdefault(unquote(user), {})[mechanism] = ScramCredential.from_json(json.loads(value))
+                    users.setdefault(unquote(user), {})[mechanism] = credentials.credential(json.loads(value))
             except (ValueError, TypeError, KeyError) as e:
                 log.warning("ignoring malformed security key %s: %s", key, e)
-        self.security.acls.replace(acls)
-        self.security.credentials.replace(users)
+        acl_store.replace(acls)
+        credentials.replace(users)
 
     async def seed(self) -> None:
         """Once per cluster (the `security/seeded` marker, written in the same transaction): the

@@ -184,6 +184,11 @@ class AclStore:
             self._changed()
         return gone
 
+    @staticmethod
+    def binding(fields: dict) -> AclBinding:
+        """A binding from its fields (as `dataclasses.asdict` gives them)."""
+        return AclBinding(**fields)
+
     def replace(self, bindings: list[AclBinding]) -> None:
         """Cluster mode: the cluster's bindings, as etcd holds them now."""
         if set(bindings) != self.bindings:

@@ -94,6 +94,11 @@ class CredentialStore:
             del self.users[user]
         return True
 
+    @staticmethod
+    def credential(fields: dict) -> ScramCredential:
+        """A credential from its JSON form (`ScramCredential.to_json`)."""
+        return ScramCredential.from_json(fields)
+
     def replace(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Cluster mode: the cluster's credentials, as etcd holds them now."""
         if users != self.users:
