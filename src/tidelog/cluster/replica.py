@@ -52,6 +52,10 @@ class Replica:
     follower_leo: dict[int, int] = field(default_factory=dict)
     caught_up_at: dict[int, float] = field(default_factory=dict)
     isr_write_pending: bool = False
+    # KIP-497's maximal ISR: a follower being added counts for the HW from the moment its
+    # expansion is asked until it is written, so the HW never passes a replica etcd may already
+    # list as in sync (else it could be elected without records acknowledged meanwhile)
+    pending_isr: tuple[int, ...] = ()
     waiters: list[Waiter] = field(default_factory=list)
     epoch_start: int = 0
     draining: bool = False  # controlled shutdown: no more appends, followers still served
@@ -100,6 +104,15 @@ class ReplicaManager:
                 r.fail_waiters(E.not_leader_or_follower.value)
                 if self.fetchers is not None:
                     self.fetchers.remove(topic, partition)
+            a = self.cache.topics.get(topic)
+            if a is not None and 0 <= partition < a.partitions and self.node_id not in replicas \
+                    and self.partitions.manager.get(topic, partition) is not None:
+                # reassigned away (now, or while this broker was down): its copy goes, as Kafka's
+                # StopReplica with deletion
+                self.partitions.manager.delete(topic, partition)
+                if self.fetchers is not None:
+                    self.fetchers.txn.forget(topic, partition)
+                log.info("%s-%d: no longer a replica here: local copy deleted", topic, partition)
             return
         plog = self.partitions.get(topic, partition)
         if plog is None:
@@ -115,6 +128,7 @@ class ReplicaManager:
                 self._become_leader(r, state)
             else:
                 r.state = state
+                self._sync_followers(r, replicas)
                 self.maybe_advance_hw(r)
                 self._check_min_isr(r)
         elif state.leader >= 0:
@@ -184,6 +198,19 @@ class ReplicaManager:
                  r.epoch_start, list(state.isr))
         self.maybe_advance_hw(r)
 
+    def _sync_followers(self, r: Replica, replicas: tuple[int, ...]) -> None:
+        """The followers tracked follow the assignment (a reassignment adds and removes some)."""
+        want = {b for b in replicas if b != self.node_id}
+        if want == set(r.follower_leo):
+            return
+        now = time.monotonic()
+        for b in want - set(r.follower_leo):
+            r.follower_leo[b] = -1
+            r.caught_up_at[b] = now
+        for b in set(r.follower_leo) - want:
+            r.follower_leo.pop(b, None)
+            r.caught_up_at.pop(b, None)
+
     def _become_follower(self, r: Replica, state: PartitionState) -> None:
         r.fail_waiters(E.not_leader_or_follower.value)
         r.state = state
@@ -216,8 +243,9 @@ class ReplicaManager:
             r.caught_up_at[follower] = time.monotonic()
         if follower not in r.isr:
             if (fetch_offset >= r.plog.high_watermark and fetch_offset >= r.epoch_start
-                    and not r.isr_write_pending):
-                self._spawn(self._change_isr(r, tuple(r.isr) + (follower,), "expand"))
+                    and not r.isr_write_pending and not r.pending_isr):
+                r.pending_isr = tuple(r.isr) + (follower,)  # counts for the HW from now on
+                self._spawn(self._change_isr(r, r.pending_isr, "expand"))
         else:
             self.maybe_advance_hw(r)
 
@@ -225,7 +253,7 @@ class ReplicaManager:
         if r.role != LEADER:
             return
         leos = [r.plog.log_end_offset]
-        for b in r.isr:
+        for b in set(r.isr) | set(r.pending_isr):
             if b != self.node_id:
                 leos.append(r.follower_leo.get(b, -1))
         hw = min(leos)
@@ -285,6 +313,7 @@ class ReplicaManager:
     async def _change_isr(self, r: Replica, isr: tuple[int, ...], why: str) -> None:
         state = r.state
         if state is None or r.role != LEADER or not self.lease_valid():
+            r.pending_isr = ()
             return
         r.isr_write_pending = True
         try:
@@ -305,6 +334,7 @@ class ReplicaManager:
             log.warning("%s-%d: isr %s not written: %s", r.topic, r.partition, why, e)
         finally:
             r.isr_write_pending = False
+            r.pending_isr = ()
 
     def _spawn(self, coro: Any) -> None:
         t = asyncio.ensure_future(coro)
