@@ -87,6 +87,49 @@ def cmd_elect_leaders(args: Any) -> int:
     return rc
 
 
+def cmd_reassign(args: Any) -> int:
+    """In the spirit of kafka-reassign-partitions: --execute a move (or --cancel it), --list those
+    in progress; --wait until the named partition's move is complete."""
+    try:
+        with KafkaClient(args.bootstrap_server, client_id="tidelog-cluster") as client:
+            if args.list:
+                r = client.request(46, {"timeout": 30000, "topics": None}, version=0)
+                for t in r.topics:
+                    for p in t.partitions:
+                        print(f"{t.name}-{p.partition_index}\tReplicas: {','.join(map(str, p.replicas))}"
+                              f"\tAdding: {','.join(map(str, p.adding_replicas))}"
+                              f"\tRemoving: {','.join(map(str, p.removing_replicas))}")
+                return 0
+            if not args.topic or args.partition is None or (args.replicas is None) == (not args.cancel):
+                raise SystemExit("tidelog cluster reassign: --topic, --partition and --replicas (or --cancel)")
+            replicas = None if args.cancel else [int(b) for b in args.replicas.split(",")]
+            r = client.request(45, {"timeout": 30000, "topics": [{"name": args.topic, "partitions": [
+                {"partition_index": args.partition, "replicas": replicas}]}]}, version=0)
+            pr = r.responses[0].partitions[0]
+            if pr.error_code.value:
+                print(f"Error: {pr.error_code.name} {pr.error_message or ''}".rstrip(), file=sys.stderr)
+                return 1
+            what = "cancelled" if args.cancel else f"started: {args.topic}-{args.partition} -> {replicas}"
+            print(f"Reassignment {what}")
+            if args.wait and not args.cancel:
+                import time
+
+                deadline = time.monotonic() + args.wait
+                while time.monotonic() < deadline:
+                    r = client.request(46, {"timeout": 30000, "topics": [
+                        {"name": args.topic, "partition_indexes": [args.partition]}]}, version=0)
+                    if not r.topics:
+                        print(f"Reassignment of partition {args.topic}-{args.partition} is complete.")
+                        return 0
+                    time.sleep(0.2)
+                print(f"Reassignment of partition {args.topic}-{args.partition} is still in progress.")
+                return 1
+            return 0
+    except (OSError, ClientError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+
+
 def add_parser(sub: Any, default_bootstrap: str) -> None:
     p = sub.add_parser("cluster", help="cluster status, leader elections")
     csub = p.add_subparsers(dest="action", required=True)
@@ -100,3 +143,12 @@ def add_parser(sub: Any, default_bootstrap: str) -> None:
     e.add_argument("--partition", type=int)
     e.add_argument("--all-topic-partitions", action="store_true")
     e.set_defaults(func=cmd_elect_leaders)
+    r = csub.add_parser("reassign", help="move a partition's replicas (kafka-reassign-partitions)")
+    r.add_argument("--bootstrap-server", default=default_bootstrap)
+    r.add_argument("--topic")
+    r.add_argument("--partition", type=int)
+    r.add_argument("--replicas", help="the target brokers, comma separated, preferred first")
+    r.add_argument("--cancel", action="store_true", help="cancel the partition's reassignment")
+    r.add_argument("--list", action="store_true", help="the reassignments in progress")
+    r.add_argument("--wait", type=float, default=0.0, help="seconds to wait for completion")
+    r.set_defaults(func=cmd_reassign)

@@ -13,7 +13,11 @@ Duties, recomputed from the whole state after every change (`reconcile`):
   in the ISR, with leader_epoch + 1; with none, it goes offline (leader -1, ISR kept, so the last
   in-sync replica can lead again when it returns) unless `unclean.leader.election.enable`;
 - an offline partition whose in-sync replica returns is led by it again (epoch + 1);
-- a follower that is gone leaves the ISR of the partitions it followed (no epoch change);
+- a follower that is gone leaves the ISR of the partitions it followed (no epoch change), and a
+  replica no longer assigned (reassignment) leaves the ISR, a leader no longer assigned its
+  leadership;
+- a reassignment (KIP-455) completes once every target replica is in the ISR: the partition's
+  replicas become the target, in the same compare-and-swap as the state that follows from it;
 - with `auto.leader.rebalance.enable`, every `leader.imbalance.check.interval.seconds` the
   partitions of imbalanced brokers go back to their preferred leader (elections.py).
 Brokers learn the result from their own watch; there are no controller-to-broker requests.
@@ -43,8 +47,8 @@ def decide(assignment: TopicAssignment, partition: int, state: PartitionState | 
         if not alive:
             return None  # created while its brokers are away: waits for one
         return alive[0], 0, alive
-    isr_live = tuple(b for b in state.isr if b in live)
-    if state.leader == NO_LEADER or state.leader not in live:
+    isr_live = tuple(b for b in state.isr if b in live and b in replicas)  # a removed replica leaves it too
+    if state.leader == NO_LEADER or state.leader not in live or state.leader not in replicas:
         candidates = [b for b in replicas if b in isr_live]
         if candidates:
             leader = candidates[0]
@@ -144,11 +148,38 @@ class Controller:
                 self.epoch = kv.create_revision
                 log.info("node %d is the controller (epoch %d)", self.node_id, self.epoch)
 
+    async def _complete_reassignments(self) -> int:
+        """Partitions whose target replicas are all in sync get the target as their replicas."""
+        done = 0
+        live = self.cache.live()
+        for name, a in list(self.cache.topics.items()):
+            for p in sorted(set(a.adding) | set(a.removing)):
+                state = self.cache.state(name, p)
+                target = a.target(p)
+                if state is None or state.leader < 0 or not all(b in state.isr for b in target):
+                    continue
+                new_a = a.completed(p)
+                want = decide(new_a, p, state, live, False)
+                ops = [Op.put(self.keys.topic(name), new_a.encode())]
+                pkey = self.keys.partition(name, p)
+                if want is not None:
+                    ops.append(Op.put(pkey, PartitionState(want[0], want[1], want[2], self.epoch).encode()))
+                res = await self.store.txn([Compare.create(self.keys.controller, self.epoch),
+                                            Compare.mod(self.keys.topic(name), a.version),
+                                            Compare.mod(pkey, state.version)], ops)
+                if not res.succeeded:
+                    break  # the topic or the partition changed: the next pass sees it
+                done += 1
+                log.info("%s-%d: reassignment complete: replicas %s -> %s%s", name, p, list(a.replicas[p]),
+                         list(target), "" if want is None else f", leader {want[0]} (epoch {want[1]}), isr {list(want[2])}")
+                break  # this topic's version changed: its other partitions at the next pass
+        return done
+
     async def reconcile(self) -> int:
         """Write every partition state that should change; returns how many were written."""
         cache = self.cache
         live = cache.live()
-        written = 0
+        written = await self._complete_reassignments()
         for name, assignment in list(cache.topics.items()):
             unclean = self._unclean(name)
             for p in range(assignment.partitions):

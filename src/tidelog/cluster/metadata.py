@@ -102,7 +102,7 @@ class MetadataCache:
                 return None
             name, p = parsed
             if p is None:
-                self.topics[name] = TopicAssignment.decode(name, value)
+                self.topics[name] = TopicAssignment.decode(name, value, mod_rev)
                 return "topic", name
             self.states[(name, p)] = PartitionState.decode(value, mod_rev)
             return "partition", (name, p)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 NO_LEADER = -1
 
@@ -115,20 +115,70 @@ class TopicAssignment:
     topic_id: uuid.UUID
     replicas: tuple[tuple[int, ...], ...]  # per partition, in preference order
     configs: dict[str, str] = field(default_factory=dict)
+    # partition -> replicas being added / removed by a reassignment in progress (KIP-455); while
+    # it runs `replicas` is the target followed by the original replicas not in it
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    version: int = -1  # mod_revision of the key it was read from (the compare-and-swap token)
 
     @property
     def partitions(self) -> int:
         return len(self.replicas)
 
+    def target(self, p: int) -> tuple[int, ...]:
+        """The replicas partition p ends with (its replicas when no reassignment runs)."""
+        gone = self.removing.get(p, ())
+        return tuple(b for b in self.replicas[p] if b not in gone)
+
+    def original(self, p: int) -> tuple[int, ...]:
+        new = self.adding.get(p, ())
+        return tuple(b for b in self.replicas[p] if b not in new)
+
     def encode(self) -> bytes:
-        return json.dumps({"id": str(self.topic_id), "replicas": [list(r) for r in self.replicas],
-                           "configs": self.configs}).encode()
+        d: dict[str, object] = {"id": str(self.topic_id), "replicas": [list(r) for r in self.replicas], "configs": self.configs}
+        moving = sorted(set(self.adding) | set(self.removing))
+        if moving:
+            d["reassigning"] = {str(p): {"adding": list(self.adding.get(p, ())),
+                                         "removing": list(self.removing.get(p, ()))} for p in moving}
+        return json.dumps(d).encode()
 
     @classmethod
-    def decode(cls, name: str, data: bytes) -> "TopicAssignment":
+    def decode(cls, name: str, data: bytes, version: int = -1) -> "TopicAssignment":
         d = json.loads(data)
+        moving = d.get("reassigning") or {}
         return cls(name, uuid.UUID(d["id"]), tuple(tuple(int(b) for b in r) for r in d["replicas"]),
-                   {str(k): str(v) for k, v in d.get("configs", {}).items()})
+                   {str(k): str(v) for k, v in d.get("configs", {}).items()},
+                   {int(p): tuple(int(b) for b in m.get("adding", ())) for p, m in moving.items() if m.get("adding")},
+                   {int(p): tuple(int(b) for b in m.get("removing", ())) for p, m in moving.items()
+                    if m.get("removing")},
+                   version)
+
+    def reassigned(self, p: int, target: tuple[int, ...] | None) -> "TopicAssignment":
+        """This assignment with partition p moving to `target` (None: back to its original
+        replicas, cancelling), or finished when `target` equals what it has."""
+        original = self.original(p)
+        goal = original if target is None else target
+        replicas = list(self.replicas)
+        adding, removing = dict(self.adding), dict(self.removing)
+        add = tuple(b for b in goal if b not in original)
+        rem = tuple(b for b in original if b not in goal)
+        replicas[p] = tuple(goal) + tuple(b for b in original if b not in goal)
+        adding.pop(p, None)
+        removing.pop(p, None)
+        if add:
+            adding[p] = add
+        if rem:
+            removing[p] = rem
+        return replace(self, replicas=tuple(replicas), adding=adding, removing=removing)
+
+    def completed(self, p: int) -> "TopicAssignment":
+        """Partition p's reassignment done: its replicas are the target."""
+        replicas = list(self.replicas)
+        replicas[p] = self.target(p)
+        adding, removing = dict(self.adding), dict(self.removing)
+        adding.pop(p, None)
+        removing.pop(p, None)
+        return replace(self, replicas=tuple(replicas), adding=adding, removing=removing)
 
 
 @dataclass(frozen=True, slots=True)

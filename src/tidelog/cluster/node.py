@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode as E
@@ -366,7 +367,7 @@ class ClusterNode:
         brokers = [(b, i.rack) for b, i in self.cache.brokers.items()]
         rf = len(a.replicas[0]) if a.replicas else 1
         more = assign_replicas(count - a.partitions, rf, brokers, start=a.partitions)
-        new = TopicAssignment(name, a.topic_id, a.replicas + tuple(more), a.configs)
+        new = replace(a, replicas=a.replicas + tuple(more))
         key = self.keys.topic(name)
         kv = await self.store.get(key)
         if kv is None:
@@ -380,6 +381,44 @@ class ClusterNode:
             await asyncio.sleep(0.01)
         return 0, None
 
+    async def reassign(self, name: str, partition: int, target: tuple[int, ...] | None) -> tuple[int, str | None]:
+        """AlterPartitionReassignments for one partition: start (or change) moving it to `target`,
+        or cancel (None). The new replicas fetch; the controller completes it (controller.py)."""
+        key = self.keys.topic(name)
+        for _ in range(10):
+            a = self.cache.topics.get(name)
+            if a is None or not 0 <= partition < a.partitions:
+                return E.unknown_topic_or_partition.value, "The partition does not exist."
+            moving = partition in a.adding or partition in a.removing
+            if target is None and not moving:
+                return E.no_reassignment_in_progress.value, "No reassignment is in progress for this partition."
+            if target is not None:
+                if not target or len(set(target)) != len(target):
+                    return E.invalid_replica_assignment.value, "The target replicas must be distinct and not empty."
+                unknown = [b for b in target if b not in self.cache.brokers and b not in a.replicas[partition]]
+                if unknown:
+                    return E.invalid_replica_assignment.value, f"Unknown brokers {unknown}."
+            new = a.reassigned(partition, target)
+            if new.replicas == a.replicas and new.adding == a.adding and new.removing == a.removing:
+                return 0, None  # already so
+            res = await self.store.txn([Compare.mod(key, a.version)], [Op.put(key, new.encode())])
+            if res.succeeded:
+                log.info("%s-%d: reassignment %s: replicas %s", name, partition,
+                         "cancelled" if target is None else f"to {list(target)}", list(new.replicas[partition]))
+                while self.cache.revision < res.revision:
+                    await asyncio.sleep(0.01)
+                return 0, None
+            await asyncio.sleep(0.05)  # the topic changed meanwhile (another partition's move)
+        return E.reassignment_in_progress.value, "The topic kept changing; retry."
+
+    def reassignments(self) -> dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]]:
+        """topic -> partition -> (replicas, adding, removing) of the reassignments in progress."""
+        out: dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]] = {}
+        for name, a in self.cache.topics.items():
+            for p in sorted(set(a.adding) | set(a.removing)):
+                out.setdefault(name, {})[p] = (a.replicas[p], a.adding.get(p, ()), a.removing.get(p, ()))
+        return out
+
     async def set_configs(self, name: str, configs: dict[str, str]) -> tuple[int, str | None]:
         key = self.keys.topic(name)
         for _ in range(10):
@@ -387,7 +426,7 @@ class ClusterNode:
             if kv is None:
                 return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
             a = TopicAssignment.decode(name, kv.value)
-            new = TopicAssignment(name, a.topic_id, a.replicas, dict(configs))
+            new = replace(a, configs=dict(configs))
             res = await self.store.txn([Compare.mod(key, kv.mod_revision)], [Op.put(key, new.encode())])
             if res.succeeded:
                 return 0, None

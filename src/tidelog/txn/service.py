@@ -226,6 +226,11 @@ class TxnService:
         state = self.states.get((topic, partition))
         return state if state is not None else self._load(plog)
 
+    def forget(self, topic: str, partition: int) -> None:
+        """The partition's local copy is gone (reassigned away): so is its producer state."""
+        self.states.pop((topic, partition), None)
+        self._active_base.pop((topic, partition), None)
+
     def _topic_event(self, event: str, topic: Any) -> None:
         if event == "deleted":
             for key in [k for k in self.states if k[0] == topic.name]:

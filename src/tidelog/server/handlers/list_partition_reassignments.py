@@ -1,0 +1,34 @@
+"""ListPartitionReassignments (key 46, v0; KIP-455): the reassignments in progress, with each
+partition's current replicas and the replicas being added and removed; `topics` null lists all.
+A single node never has one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...wire.apis import ApiKey
+from ..router import control_route
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..connection import RequestContext
+    from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
+
+
+def handle(broker: Broker, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
+    moving = broker.cluster.reassignments() if broker.cluster.clustered else {}
+    wanted = None if request.topics is None else {t.name: set(t.partition_indexes) for t in request.topics}
+    topics = []
+    for name in sorted(moving):
+        if wanted is not None and name not in wanted:
+            continue
+        parts = [{"partition_index": p, "replicas": list(replicas), "adding_replicas": list(adding),
+                  "removing_replicas": list(removing)}
+                 for p, (replicas, adding, removing) in sorted(moving[name].items())
+                 if wanted is None or p in wanted[name]]
+        if parts:
+            topics.append({"name": name, "partitions": parts})
+    return {"throttle_time": 0, "error_code": 0, "error_message": None, "topics": topics}
+
+
+ROUTE = control_route(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle)
