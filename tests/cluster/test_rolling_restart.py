@@ -1,6 +1,6 @@
 """Controlled shutdown and a rolling restart (issue 22's operations part, first piece): SIGTERM makes
 a broker hand its leaderships to caught-up in-sync followers before it stops; restarting the three
-brokers one after the other under idempotent acks=all load (confluent-kafka and aiokafka) costs no
+brokers one after the other under idempotent acks=all load (confluent-kafka, kafka-python, aiokafka) costs no
 error beyond retriable ones, the history checker finds no anomaly, and the controller's leader
 rebalance puts every partition back on its preferred leader."""
 
@@ -25,7 +25,7 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
     topic = replicated_topic(c, "roll")
     h = History()
     clients = Clients(c, topic, h)
-    clients.threads = [t for t in clients.threads if t.name != "kafka_python"]  # two producers and the consumer
+    # every client: confluent-kafka, kafka-python and aiokafka producers and the consumer
     clients.start()
     handed = {}
     try:
