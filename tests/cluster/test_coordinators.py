@@ -253,3 +253,37 @@ def test_internal_topics_are_replicated_and_coordinators_are_their_leaders(clust
     with KafkaClient(c.brokers[g_coord].bootstrap) as client:
         r = client.request(9, {"group_id": group, "topics": None}, version=7)
     assert r.error_code.value == 0, r
+
+
+def test_markers_carry_the_coordinator_epoch_and_older_ones_are_fenced(cluster):
+    """A transaction's markers carry the leader epoch of its __transaction_state partition; a
+    partition leader refuses a marker from an older coordinator epoch for that producer
+    (TRANSACTION_COORDINATOR_FENCED), so a deposed coordinator cannot end a transaction the new
+    one owns."""
+    from confluent_kafka import Producer
+
+    c = cluster
+    topic = f"fence-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, topic, partitions=1)
+    txn_id = f"fence-{uuid.uuid4().hex[:6]}"
+    first = coordinator_of(c, txn_id, key_type=1)
+    c.brokers[first].stop()  # controlled shutdown: the state partition moves, its leader epoch goes up
+    c.brokers[first].start()
+    c.wait_ready()
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": txn_id, "acks": "all"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"v", partition=0)
+    p.commit_transaction(30)
+    leader = describe(c, topic)[0]["leader"]
+
+    with KafkaClient(c.brokers[leader].bootstrap) as client:
+        pid_epochs = client.request(61, {"topics": [{"name": topic, "partition_indexes": [0]}]}, version=0)
+    producer = pid_epochs.topics[0].partitions[0].active_producers[0]
+    assert producer.coordinator_epoch >= 1, producer  # the state partition's leader epoch after the move
+    with KafkaClient(c.brokers[leader].bootstrap) as client:
+        r = client.request(27, {"markers": [{
+            "producer_id": producer.producer_id, "producer_epoch": producer.producer_epoch,
+            "transaction_result": False, "coordinator_epoch": producer.coordinator_epoch - 1,
+            "topics": [{"name": topic, "partition_indexes": [0]}]}]}, version=1)
+    assert r.markers[0].topics[0].partitions[0].error_code.value == 52, r  # TRANSACTION_COORDINATOR_FENCED

@@ -14,6 +14,8 @@ import asyncio
 import logging
 from typing import Any
 
+from ..log.errors import LogError
+from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
 from .peer import Peer, PeerError
 
 log = logging.getLogger("tidelog.cluster")
@@ -22,6 +24,15 @@ OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TXN_MARKERS = 27
 WRITE_TXN_MARKERS_VERSION = 1
 REPLICATED_TIMEOUT_S = 30.0
+
+
+class MarkersFenced(LogError):
+    """A partition leader saw a newer coordinator epoch for the producer (it answered
+    TRANSACTION_COORDINATOR_FENCED): this broker no longer coordinates the transaction, stops
+    sending, and tells its client NOT_COORDINATOR (the new coordinator completes it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(NOT_COORDINATOR, message)
 
 
 class MarkerSender:
@@ -37,7 +48,7 @@ class MarkerSender:
         self._peers: dict[int, tuple[Peer, asyncio.Lock]] = {}
 
     async def __call__(self, producer_id: int, producer_epoch: int, commit: bool,
-                       partitions: list[tuple[str, int]]) -> None:
+                       partitions: list[tuple[str, int]], coordinator_epoch: int = 0) -> None:
         pending = set(partitions)
         delay = 0.05
         while pending:
@@ -46,8 +57,8 @@ class MarkerSender:
                 st = self.cache.state(*tp)
                 by_leader.setdefault(st.leader if st is not None else -1, []).append(tp)
             results = await asyncio.gather(*(
-                self._local(producer_id, producer_epoch, commit, tps) if leader == self.node_id
-                else self._remote(leader, producer_id, producer_epoch, commit, tps)
+                self._local(producer_id, producer_epoch, commit, tps, coordinator_epoch) if leader == self.node_id
+                else self._remote(leader, producer_id, producer_epoch, commit, tps, coordinator_epoch)
                 for leader, tps in by_leader.items() if leader >= 0))
             for done in results:
                 pending -= done
@@ -55,7 +66,8 @@ class MarkerSender:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
-    async def _local(self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    async def _local(self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]],
+                     coordinator_epoch: int) -> set[tuple[str, int]]:
         done = set()
         for topic, p in tps:
             r = self.replicas.leader(topic, p)
@@ -65,7 +77,11 @@ class MarkerSender:
                 if await self.groups.complete_txn_partition(pid, epoch, commit, p) == 0:
                     done.add((topic, p))
                 continue
-            plog = self.txn.write_marker(topic, p, pid, epoch, commit)
+            try:
+                plog = self.txn.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
+            except LogError as e:  # fenced: a newer coordinator owns this transaction now
+                log.info("%s-%d: marker of producer %d refused: %s", topic, p, pid, e)
+                raise MarkersFenced(str(e)) from None
             if plog is None:
                 done.add((topic, p))  # no open transaction there (a retry): nothing to write
                 continue
@@ -90,7 +106,7 @@ class MarkerSender:
         return have
 
     async def _remote(self, leader: int, pid: int, epoch: int, commit: bool,
-                      tps: list[tuple[str, int]]) -> set[tuple[str, int]]:
+                      tps: list[tuple[str, int]], coordinator_epoch: int) -> set[tuple[str, int]]:
         got = self._peer(leader)
         if got is None:
             return set()
@@ -99,7 +115,8 @@ class MarkerSender:
         for t, p in tps:
             topics.setdefault(t, []).append(p)
         request = {"markers": [{
-            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit, "coordinator_epoch": 0,
+            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+            "coordinator_epoch": coordinator_epoch,
             "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
         }]}
         try:
@@ -114,6 +131,8 @@ class MarkerSender:
                 for part in t.partitions:
                     if part.error_code.value == 0:
                         done.add((t.name, part.partition_index))
+                    elif part.error_code.value == TRANSACTION_COORDINATOR_FENCED:
+                        raise MarkersFenced(f"{t.name}-{part.partition_index}: a newer coordinator owns producer {pid}")
         return done
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator
 
-from ..wire.errors import INVALID_TOPIC_EXCEPTION
+from ..wire.errors import INVALID_TOPIC_EXCEPTION, TRANSACTION_COORDINATOR_FENCED
 from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
 from ..log.errors import LogAppendError, LogError
 from ..log.log import AppendInfo, PartitionLog
@@ -111,8 +111,11 @@ class _Markers:
         s = self.service
         if s.marker_sender is not None:
             # cluster mode: every marker goes to the partition's leader, the group offsets' ones
-            # to the leader of their __consumer_offsets partition (the group coordinator)
-            await s.marker_sender(producer_id, producer_epoch, commit, list(partitions))
+            # to the leader of their __consumer_offsets partition (the group coordinator); they
+            # carry the coordinator epoch (the leader epoch of the transactional id's partition)
+            meta = s.coordinator.by_pid.get(producer_id)
+            epoch = s.coordinator.coordinator_epoch(meta.transactional_id) if meta is not None else 0
+            await s.marker_sender(producer_id, producer_epoch, commit, list(partitions), epoch)
             return
         to_flush = []
         offsets_done = False
@@ -165,7 +168,7 @@ class TxnService:
         # Cluster mode (set by the cluster node): markers are written by each partition's leader
         # (a WriteTxnMarkers call when that is another broker), and KIP-890 verification is only
         # done where the coordinator's state is (elsewhere the pre-KIP-890 checks apply).
-        self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]]], Awaitable[None]] | None = None
+        self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]], int], Awaitable[None]] | None = None
         self.verify_here: Callable[[int], bool] = lambda producer_id: True
         self._active_base: dict[tuple[str, int], int] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -325,11 +328,19 @@ class TxnService:
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
                      coordinator_epoch: int = 0) -> PartitionLog | None:
         """Append a COMMIT/ABORT marker where the producer has an open transaction; the log
-        written to (to flush), or None when there was nothing to close."""
+        written to (to flush), or None when there was nothing to close. A marker of an older
+        coordinator epoch than the producer's last one raises TRANSACTION_COORDINATOR_FENCED."""
         plog: PartitionLog | None = self.partitions.get(topic, partition)
         if plog is None:
             return None
         state = self.state_for(topic, partition, plog)
+        known = state.producers.get(producer_id)
+        if known is not None and coordinator_epoch < known.coordinator_epoch:
+            # a deposed coordinator (its partition has a newer leader epoch) must not end the
+            # transaction the new one owns (Kafka's TRANSACTION_COORDINATOR_FENCED)
+            raise LogError(TRANSACTION_COORDINATOR_FENCED,
+                           f"{topic}-{partition}: marker of coordinator epoch {coordinator_epoch} for producer "
+                           f"{producer_id}, which saw epoch {known.coordinator_epoch}")
         if not state.has_open_txn(producer_id):
             return None
         info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch,

@@ -15,6 +15,7 @@ from ...wire.apis import ApiKey
 
 from kio.schema.errors import ErrorCode as E
 
+from ...log.errors import LogError
 from ...txn.service import OFFSETS_TOPIC
 from ..router import control_route
 
@@ -50,11 +51,15 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                 elif cluster is not None:
                     code = await _on_leader(broker, cluster, t.name, p, m, commit)
                 else:
-                    plog = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
-                                            m.coordinator_epoch)
+                    try:
+                        plog = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
+                                                m.coordinator_epoch)
+                    except LogError as e:
+                        plog, code = None, e.error_code
+                    else:
+                        code = 0
                     if plog is not None:
                         to_flush.append(plog)
-                    code = 0
                 parts.append({"partition_index": p, "error_code": code})
             topics.append({"name": t.name, "partitions": parts})
         for plog in to_flush:
@@ -67,7 +72,10 @@ async def _on_leader(broker: Broker, cluster: Any, topic: str, p: int, m: Any, c
     replica = cluster.leader_replica(topic, p)
     if replica is None or replica.draining:
         return E.not_leader_or_follower.value
-    plog = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+    try:
+        plog = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+    except LogError as e:  # TRANSACTION_COORDINATOR_FENCED
+        return e.error_code
     if plog is None:
         return 0
     await broker.partitions.group_commit.flush(plog)
