@@ -287,3 +287,42 @@ def test_markers_carry_the_coordinator_epoch_and_older_ones_are_fenced(cluster):
             "transaction_result": False, "coordinator_epoch": producer.coordinator_epoch - 1,
             "topics": [{"name": topic, "partition_indexes": [0]}]}]}, version=1)
     assert r.markers[0].topics[0].partitions[0].error_code.value == 52, r  # TRANSACTION_COORDINATOR_FENCED
+
+
+def test_kip890_verification_asks_the_remote_coordinator(cluster):
+    """A partition leader that is not the transaction coordinator refuses the first transactional
+    batch of a transaction that does not include its partition (INVALID_TXN_STATE), after asking
+    the coordinator with AddPartitionsToTxn v4 verify_only; once the partition is added the same
+    batch is appended."""
+    import time as _time
+
+    from tidelog.log.records import Record, build_batch
+
+    c = cluster
+    topic = f"verify-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, topic, partitions=3)
+    txn_id = f"verify-{uuid.uuid4().hex[:6]}"
+    coord = coordinator_of(c, txn_id, key_type=1)
+    p = next(x["partition"] for x in describe(c, topic) if x["leader"] != coord)
+    leader = describe(c, topic)[p]["leader"]
+    with KafkaClient(c.brokers[coord].bootstrap) as client:
+        r = client.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000,
+                                "producer_id": -1, "producer_epoch": -1}, version=3)
+    assert r.error_code.value == 0, r
+    pid, epoch = r.producer_id, r.producer_epoch
+
+    def produce() -> int:
+        batch = build_batch([Record(value=b"t", timestamp=int(_time.time() * 1000))], producer_id=pid,
+                            producer_epoch=epoch, base_sequence=0, transactional=True)
+        with KafkaClient(c.brokers[leader].bootstrap) as client:
+            resp = client.request(0, {"acks": -1, "timeout": 10000, "transactional_id": txn_id, "topic_data": [
+                {"name": topic, "partition_data": [{"index": p, "records": bytes(batch)}]}]}, version=9)
+        return int(resp.responses[0].partition_responses[0].error_code.value)
+
+    assert produce() == 48  # INVALID_TXN_STATE: the coordinator has no such partition in the transaction
+    with KafkaClient(c.brokers[coord].bootstrap) as client:
+        r = client.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+                                "v3_and_below_producer_epoch": epoch,
+                                "v3_and_below_topics": [{"name": topic, "partitions": [p]}]}, version=3)
+    assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code.value == 0, r
+    assert produce() == 0

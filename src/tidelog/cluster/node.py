@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode as E
 from .controller import Controller
 from .elections import Elections
 from .security_state import SharedSecurity
+from .verify import TxnVerifier
 from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement, CoordinatorWrites
 from .etcd import EtcdStore
 from .fetcher import FetcherManager
@@ -91,11 +92,12 @@ class ClusterNode:
         if hasattr(txn, "coordinator"):
             txn.coordinator.pids = self.pids
         groups = txn.groups
+        self.verifier = TxnVerifier(self.node_id, self.cache, txn, listener)
         self.markers = MarkerSender(self.node_id, self.cache, self.replicas, txn, self.partitions, listener,
                                     groups)
         txn.marker_sender = self.markers
-        # KIP-890 verification where this broker coordinates the producer's transactional id
-        # (elsewhere the pre-KIP-890 checks of the partition's producer state apply)
+        # KIP-890 verification: here when this broker coordinates the producer's transactional id,
+        # else asked of the coordinator before the append (verify.py, from the Produce handler)
         txn.verify_here = lambda producer_id: producer_id in txn.coordinator.by_pid
         writes = CoordinatorWrites(self.replicas, self.lease_valid, self.config["offsets.commit.timeout.ms"] / 1000)
         groups._group_log.guard = writes
@@ -166,6 +168,8 @@ class ClusterNode:
             self.fetchers.stop()
         if getattr(self, "markers", None) is not None:
             self.markers.close()
+        if getattr(self, "verifier", None) is not None:
+            self.verifier.close()
         try:
             if self.controller.active:
                 await self.store.txn([Compare.create(self.keys.controller, self.controller.epoch)],

@@ -124,6 +124,10 @@ class TxnCoordinator:
             return NOT_COORDINATOR
         return NONE
 
+    def partition_of(self, txn_id: str) -> int:
+        """The id's partition of `__transaction_state`."""
+        return partition_for(txn_id, self.num_partitions)
+
     def coordinator_epoch(self, txn_id: str) -> int:
         """The leader epoch of the id's `__transaction_state` partition (0 on a single node)."""
         if self.owned is None:

@@ -39,7 +39,16 @@ def partition_error(index: int, code: int, message: str | None = None) -> codec.
     return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
 
 
-def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> Any:
+def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
+           refused: dict[tuple[str, int], int] | None = None) -> Any:
+    """`refused`: partitions whose transactional batch the remote coordinator did not vouch for
+    (KIP-890, cluster/verify.py), answered with that error and not appended."""
+    if refused is None and req.transactional_id and broker.cluster.clustered:
+        verifier = broker.cluster.verifier
+        pending = [(t.name, p.index, tp) for t in req.topic_data for p in t.partition_data
+                   if p.records and (tp := verifier.needs(t.name, p.index, p.records)) is not None]
+        if pending:
+            return _verified_then(broker, ctx, req, pending)
     partitions = broker.partitions
     txn = broker.txn
     acks = req.acks
@@ -55,6 +64,9 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
         for p in t.partition_data:
             if acks not in (0, 1, -1):
                 parts.append(partition_error(p.index, E.invalid_required_acks.value))
+                continue
+            if refused and (t.name, p.index) in refused:
+                parts.append(partition_error(p.index, refused[(t.name, p.index)]))
                 continue
             replica = None
             if cluster is not None:
@@ -117,6 +129,21 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest) -> An
     if to_flush:
         return _flush_then(group_commit, to_flush, response)
     return response
+
+
+async def _verified_then(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
+                         pending: list[tuple[str, int, tuple[int, int]]]) -> Any:
+    """KIP-890 across brokers: the coordinator vouches for each first transactional batch first."""
+    by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for topic, index, producer in pending:
+        by_producer.setdefault(producer, []).append((topic, index))
+    assert req.transactional_id is not None
+    refused: dict[tuple[str, int], int] = {}
+    for (pid, epoch), tps in by_producer.items():
+        answers = await broker.cluster.verifier.verify(req.transactional_id, pid, epoch, tps)
+        refused.update({tp: code for tp, code in answers.items() if code})
+    result = handle(broker, ctx, req, refused)
+    return await result if asyncio.iscoroutine(result) else result
 
 
 async def _replicated_then(broker: Broker, waits: list[tuple[Any, int, codec.ProduceResponsePartition]],
