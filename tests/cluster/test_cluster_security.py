@@ -103,3 +103,36 @@ def test_acls_and_credentials_reach_every_broker_and_survive_a_full_restart(tmp_
         everywhere("unauthenticated", "the user deleted through broker 1")
     finally:
         c.stop()
+
+
+def test_dynamic_broker_configs_reach_every_broker_and_survive_a_full_restart(cluster):
+    """kafka-configs --entity-type brokers --entity-default through one broker: every broker's
+    topics follow the new default, and it is still there after every broker restarted."""
+    from tidelog.cli.client import KafkaClient
+
+    from confluent_kafka.admin import ConfigResource
+
+    c = cluster
+    topic = f"dyn-{uuid.uuid4().hex[:6]}"
+    creator = AdminClient({"bootstrap.servers": c.bootstrap})  # kept alive until the result arrives
+    creator.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    with KafkaClient(c.brokers[1].bootstrap) as client:
+        r = client.request(44, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+            {"name": "log.retention.ms", "config_operation": 0, "value": "5400000"}]}], "validate_only": False},
+            version=1)
+    assert r.responses[0].error_code.value == 0, r
+
+    def retention_on(node: int) -> str:
+        admin = AdminClient({"bootstrap.servers": c.brokers[node].bootstrap})
+        res = ConfigResource("TOPIC", topic)
+        return admin.describe_configs([res])[res].result(20)["retention.ms"].value
+
+    for node in c.brokers:
+        wait_for(lambda node=node: retention_on(node) == "5400000", 20, f"the default on broker {node}")
+    for b in c.brokers.values():
+        b.stop()
+    for b in c.brokers.values():
+        b.start()
+    c.wait_ready()
+    for node in c.brokers:
+        wait_for(lambda node=node: retention_on(node) == "5400000", 20, f"the default on broker {node} after restart")

@@ -31,6 +31,7 @@ class MetadataCache:
     topics: dict[str, TopicAssignment] = field(default_factory=dict)
     states: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
     security: dict[str, bytes] = field(default_factory=dict)  # security/... key -> value
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # entity ("" default) -> configs
     controller_id: int = -1
     controller_epoch: int = -1
     producer_ids_next: int = 0
@@ -44,6 +45,7 @@ class MetadataCache:
         self.topics.clear()
         self.states.clear()
         self.security.clear()
+        self.broker_configs.clear()
         self.controller_id = self.controller_epoch = -1
         for kv in kvs:
             self._apply_put(kv.key, kv.value, kv.create_revision, kv.mod_revision)
@@ -97,6 +99,12 @@ class MetadataCache:
             if key.startswith(k.security):
                 self.security[key] = value
                 return "security", key
+            if key.startswith(k.broker_configs):
+                import json
+                entity = key[len(k.broker_configs):]
+                self.broker_configs["" if entity == "default" else entity] = {
+                    str(a): str(b) for a, b in json.loads(value).items()}
+                return "broker-configs", entity
             parsed = k.parse_topic_key(key)
             if parsed is None:
                 return None
@@ -124,6 +132,10 @@ class MetadataCache:
         if key.startswith(k.security):
             self.security.pop(key, None)
             return "security", key
+        if key.startswith(k.broker_configs):
+            entity = key[len(k.broker_configs):]
+            self.broker_configs.pop("" if entity == "default" else entity, None)
+            return "broker-configs", entity
         parsed = k.parse_topic_key(key)
         if parsed is None:
             return None

@@ -11,6 +11,7 @@ Modelled on Kafka's ZooKeeper layout, under `/tidelog/<cluster>/`:
                             compare-and-swap on the key's mod_revision, as Kafka used zkVersion)
     producer-ids            {"next": n}: the first producer id no broker has reserved yet
     security/...            ACL bindings and SCRAM credentials (security_state.py)
+    configs/brokers/<e>     dynamic broker configs of broker e, or of every broker ("default")
 
 Every record is UTF-8 JSON; unknown fields are ignored so a newer broker can add some.
 """
@@ -60,6 +61,14 @@ class Keys:
     @property
     def security(self) -> str:
         return self.root + "security/"
+
+    @property
+    def broker_configs(self) -> str:
+        return self.root + "configs/brokers/"
+
+    def broker_config(self, entity: str) -> str:
+        """"" (every broker's default) is stored as `default`."""
+        return self.broker_configs + (entity or "default")
 
     def topic(self, name: str) -> str:
         return self.topics + name

@@ -12,6 +12,7 @@ again with a new lease and takes the roles etcd then gives it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -77,9 +78,12 @@ class ClusterNode:
         partitions.hosts = self.hosts
         self.cache.listeners.append(self._changed)
 
-    def bind(self, txn: Any, bound_port: Any, security: Any) -> None:
-        """The parts built after the partitions (the transaction service, security) and the listeners."""
+    def bind(self, txn: Any, bound_port: Any, security: Any, dynamic: Any) -> None:
+        """The parts built after the partitions (the transaction service, security, dynamic broker
+        configs) and the listeners."""
         self.txn = txn
+        self.dynamic = dynamic
+        dynamic.publisher = self._put_broker_configs
         self.shared_security = SharedSecurity(self.store, self.keys.security, self.cache, security)
         security.shared = self.shared_security
         self._bound = bound_port
@@ -220,13 +224,27 @@ class ClusterNode:
                 self.replicas.check_isr_lag()
 
     # ---- following etcd -------------------------------------------------------------------
+    async def _put_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """Dynamic broker configs of `entity` into etcd; returns once this broker applied them."""
+        key = self.keys.broker_config(entity)
+        op = Op.put(key, json.dumps(configs, sort_keys=True).encode()) if configs else Op.delete(key)
+        res = await self.store.txn([], [op])
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5.0
+        while self.cache.revision < res.revision and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
     def _changed(self, kind: str, detail: object) -> None:
+        if kind == "broker-configs" and getattr(self, "dynamic", None) is not None:
+            self.dynamic.replace_all(self.cache.broker_configs)
         if kind == "security":
             self._security_changed()
         elif kind == "reload":
             self._sync_all_topics()
             self._apply_all()
             self._security_changed()
+            if getattr(self, "dynamic", None) is not None:
+                self.dynamic.replace_all(self.cache.broker_configs)
         elif kind == "topic":
             assert isinstance(detail, str)
             self._sync_topic(detail)

@@ -216,6 +216,17 @@ class TopicAdmin:
         log.info("topic %s: configs now %s", name, configs)
         self._notify("configs", topic)
 
+    def refresh_defaults(self) -> None:
+        """The broker's log.* keys changed (dynamic broker configs): topics without an override
+        of their own follow the new defaults at once."""
+        new = self.config.topic_defaults()
+        if new == self.topic_defaults:
+            return
+        self.topic_defaults.clear()
+        self.topic_defaults.update(new)  # in place: the broker and the handlers hold this dict
+        for topic in list(self.registry.topics.values()):
+            self._notify("configs", topic)
+
     def _notify(self, event: str, topic: Topic) -> None:
         for cb in self.listeners:
             cb(event, topic)

@@ -1,7 +1,7 @@
 """The broker's composition root: every part is built here, in one stated order, and given its
 narrow collaborators by constructor.
 
-    config -> topic registry -> topic admin -> security
+    config -> topic registry -> topic admin -> security -> dynamic broker configs
            -> partitions (the log engine's LogManager)
            -> cluster view (SingleNode, or ClusterNode with etcd: registration, controller, replicas)
            -> group coordinator (offsets in __consumer_offsets, through the partitions)
@@ -26,6 +26,7 @@ from ..txn.service import TxnService
 from . import handlers
 from .admin import TopicAdmin
 from .config import BrokerConfig
+from .dynamic_config import DynamicBrokerConfigs
 from .metrics import Metrics
 from .partitions import Partitions
 from .router import Router
@@ -44,6 +45,8 @@ class Broker:
         self.admin = TopicAdmin(config, self.registry)
         self.topic_defaults = self.admin.topic_defaults
         self.security = Security(config)  # TLS contexts, SASL, credentials, ACLs
+        # dynamic broker configs (kafka-configs --entity-type brokers): a file here, etcd in a cluster
+        self.dynamic = DynamicBrokerConfigs(config, self.admin, config.log_dirs[0])
         self.partitions = Partitions(config, self.admin)
         # One node (the default) or a member of a cluster coordinated by etcd (`etcd.connect`).
         self.cluster: Any
@@ -57,7 +60,7 @@ class Broker:
         self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
         self.txn = TxnService(config, self.admin, self.partitions, self.groups)
         if self.cluster.clustered:
-            self.cluster.bind(self.txn, self.bound_port, self.security)
+            self.cluster.bind(self.txn, self.bound_port, self.security, self.dynamic)
         self.connections: set[Any] = set()
         self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections)
         self.metrics.cluster = self.cluster

@@ -23,10 +23,28 @@ def alter_result(r, code=0, msg=None) -> dict:
             "resource_name": r.resource_name}
 
 
+BROKER = 4
+
+
+def broker_entity_error(broker, r) -> dict | None:
+    """None when `r` names the cluster-wide default ("") or a broker id, else the error result."""
+    name = r.resource_name
+    if name == "" or (name.isdigit() and int(name) >= 0):
+        return None
+    return alter_result(r, E.invalid_request.value, f"Invalid broker id {name!r}.")
+
+
+async def alter_brokers(broker, changes: list[tuple[Any, dict[str, str]]], responses: list[dict]) -> dict[str, Any]:
+    """Write the dynamic broker configs computed by the handler (cluster: through etcd)."""
+    for r, configs in changes:
+        await broker.dynamic.alter(r.resource_name, configs)
+    return {"throttle_time": 0, "responses": responses}
+
+
 def check_topic_resource(broker, r):
     """(topic, None) or (None, error result) for a config resource."""
     if r.resource_type != TOPIC:
-        return None, alter_result(r, E.invalid_request.value, "Only topic configs can be altered; broker configs are static.")
+        return None, alter_result(r, E.invalid_request.value, f"Unsupported resource type {r.resource_type}.")
     topic = broker.registry.get(r.resource_name)
     if topic is None:
         return None, alter_result(r, E.unknown_topic_or_partition.value, f"Topic '{r.resource_name}' does not exist.")
@@ -36,7 +54,19 @@ def check_topic_resource(broker, r):
 def handle(broker: Broker, ctx: RequestContext, request: AlterConfigsRequest) -> Any:
     admin = broker.admin
     responses = []
+    brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
+        if r.resource_type == BROKER:  # the whole dynamic set of the broker (or default) replaced
+            err = broker_entity_error(broker, r)
+            new = {c.name: c.value for c in r.configs if c.value is not None}
+            reason = None if err else broker.dynamic.invalid(new)
+            if err or reason:
+                responses.append(err or alter_result(r, E.invalid_request.value, reason))
+                continue
+            if not request.validate_only:
+                brokers.append((r, new))
+            responses.append(alter_result(r, 0, None))
+            continue
         topic, err = check_topic_resource(broker, r)
         if err:
             responses.append(err)
@@ -46,6 +76,8 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterConfigsRequest) ->
         if not code and not request.validate_only:
             admin.set_configs(topic.name, new)
         responses.append(alter_result(r, code, msg))
+    if brokers:
+        return alter_brokers(broker, brokers, responses)
     return {"throttle_time": 0, "responses": responses}
 
 

@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32, v0-4): topic configs (override or default) and broker configs.
+"""DescribeConfigs (key 32, v0-4): topic configs (override or default) and broker configs (a
+dynamic value - DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG - before the static one).
 
 Each entry carries Kafka's config type and, when asked (v3+), a line of documentation (`config_types`); PASSWORD keys are sensitive and their
 values are never returned. A topic key's source is its override (DYNAMIC_TOPIC_CONFIG), else a
@@ -17,6 +18,7 @@ from kio.schema.errors import ErrorCode as E
 import functools
 
 from ..config import BROKER_KEYS
+from ..dynamic_config import DYNAMIC_BROKER, DYNAMIC_DEFAULT
 from ..topic_config import effective
 from ..config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ..router import control_route
@@ -62,6 +64,8 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
         if name in topic.configs:
             out.append((name, topic.configs[name], DYNAMIC_TOPIC))
         keys = TOPIC_SYNONYMS.get(name, ())
+        for k in keys:  # dynamic broker configs first (the topic inherits them)
+            out += _dynamic_synonyms(broker, k)
         out += [(k, raw[k], STATIC_BROKER) for k in keys if k in raw]
         with_default = [k for k in keys if BROKER_KEYS[k][1] is not None]
         if with_default:
@@ -106,12 +110,28 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
                         value = str(cfg.values[name]).lower()
                     source = STATIC_BROKER if name in raw else DEFAULT
                     syn = [(name, value, source)]
+                    dynamic = broker.dynamic.source(name)
+                    if dynamic is not None:  # set with kafka-configs: it wins over the static value
+                        syn = _dynamic_synonyms(broker, name) + syn
+                        value, source = dynamic
                     res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms, docs))
         else:
             res.update(error_code=E.invalid_request.value,
                        error_message=f"Unsupported resource type {r.resource_type}.")
         results.append(res)
     return {"throttle_time": 0, "results": results}
+
+
+def _dynamic_synonyms(broker: Broker, name: str) -> list[tuple[str, str, int]]:
+    """This broker's dynamic value, then the cluster-wide default's, as Kafka lists them."""
+    out = []
+    mine = broker.dynamic.entity(str(broker.node_id))
+    if name in mine:
+        out.append((name, mine[name], DYNAMIC_BROKER))
+    default = broker.dynamic.entity("")
+    if name in default:
+        out.append((name, default[name], DYNAMIC_DEFAULT))
+    return out
 
 
 ROUTE = control_route(ApiKey.DESCRIBE_CONFIGS, 0, 4, handle)

@@ -1,4 +1,6 @@
-"""IncrementalAlterConfigs (key 44, v0-1): SET / DELETE / APPEND / SUBTRACT on topic overrides."""
+"""IncrementalAlterConfigs (key 44, v0-1): SET / DELETE / APPEND / SUBTRACT on topic overrides,
+and on dynamic broker configs (a BROKER resource: "" for every broker, or a broker id;
+server/dynamic_config.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from ...wire.apis import ApiKey
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
-from .alter_configs import alter_result, check_topic_resource
+from .alter_configs import BROKER, alter_brokers, alter_result, broker_entity_error, check_topic_resource
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -45,7 +47,22 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
         return current, 0, None
 
     responses = []
+    brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
+        if r.resource_type == BROKER:
+            err = broker_entity_error(broker, r)
+            if err:
+                responses.append(err)
+                continue
+            new, code, msg = apply_broker(broker.dynamic.entity(r.resource_name), r.configs)
+            reason = None if code else broker.dynamic.invalid(new or {})
+            if code or reason:
+                responses.append(alter_result(r, code or E.invalid_request.value, msg or reason))
+                continue
+            if not request.validate_only:
+                brokers.append((r, new or {}))
+            responses.append(alter_result(r, 0, None))
+            continue
         topic, err = check_topic_resource(broker, r)
         if err:
             responses.append(err)
@@ -56,7 +73,35 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
         if not code and not request.validate_only:
             admin.set_configs(topic.name, new)
         responses.append(alter_result(r, code, msg))
+    if brokers:
+        return alter_brokers(broker, brokers, responses)
     return {"throttle_time": 0, "responses": responses}
+
+
+BROKER_LIST_KEYS = {"log.cleanup.policy"}
+
+
+def apply_broker(current: dict[str, str], ops: Any) -> tuple[dict[str, str] | None, int, str | None]:
+    """The broker (or default) entity's dynamic configs after SET / DELETE / APPEND / SUBTRACT."""
+    new = dict(current)
+    for c in ops:
+        if c.config_operation == SET:
+            new[c.name] = c.value
+        elif c.config_operation == DELETE:
+            new.pop(c.name, None)
+        elif c.config_operation in (APPEND, SUBTRACT):
+            if c.name not in BROKER_LIST_KEYS:
+                return None, E.invalid_config.value, f"{c.name} is not a list config."
+            items = [x for x in new.get(c.name, "").split(",") if x]
+            for v in (c.value or "").split(","):
+                if c.config_operation == APPEND and v and v not in items:
+                    items.append(v)
+                if c.config_operation == SUBTRACT and v in items:
+                    items.remove(v)
+            new[c.name] = ",".join(items)
+        else:
+            return None, E.invalid_request.value, f"Unknown config operation {c.config_operation}."
+    return new, 0, None
 
 
 ROUTE = control_route(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle)
