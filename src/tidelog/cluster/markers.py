@@ -16,7 +16,7 @@ from typing import Any
 
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
-from .peer import Peer, PeerError
+from .peer import PeerError, PeerPool
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -45,7 +45,7 @@ class MarkerSender:
         self.txn = txn
         self.partitions = partitions
         self.listener = listener
-        self._peers: dict[int, tuple[Peer, asyncio.Lock]] = {}
+        self._pool = PeerPool(cache, listener, f"tidelog-markers-{node_id}", REPLICATED_TIMEOUT_S + 5)
 
     async def __call__(self, producer_id: int, producer_epoch: int, commit: bool,
                        partitions: list[tuple[str, int]], coordinator_epoch: int = 0) -> None:
@@ -93,21 +93,9 @@ class MarkerSender:
                 log.info("%s-%d: marker of producer %d not replicated yet (error %d): retrying", topic, p, pid, code)
         return done
 
-    def _peer(self, leader: int) -> tuple[Peer, asyncio.Lock] | None:
-        ep = self.cache.endpoint(leader, self.listener)
-        if ep is None:
-            return None
-        have = self._peers.get(leader)
-        if have is None or (have[0].host, have[0].port) != (ep.host, ep.port):
-            if have is not None:
-                have[0].close()
-            have = self._peers[leader] = (Peer(ep.host, ep.port, f"tidelog-markers-{self.node_id}",
-                                               REPLICATED_TIMEOUT_S + 5), asyncio.Lock())
-        return have
-
     async def _remote(self, leader: int, pid: int, epoch: int, commit: bool,
                       tps: list[tuple[str, int]], coordinator_epoch: int) -> set[tuple[str, int]]:
-        got = self._peer(leader)
+        got = self._pool.get(leader)
         if got is None:
             return set()
         peer, lock = got
@@ -136,7 +124,4 @@ class MarkerSender:
         return done
 
     def close(self) -> None:
-        for peer, _lock in self._peers.values():
-            peer.close()
-        self._peers.clear()
-
+        self._pool.close()

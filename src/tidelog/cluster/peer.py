@@ -109,3 +109,31 @@ class Peer:
                 {"partition": p, "current_leader_epoch": cur, "leader_epoch": ep} for p, cur, ep in ps]}
                 for t, ps in parts.items()],
         })
+
+
+class PeerPool:
+    """One connection (and a lock: one request at a time) per broker, to its `listener` endpoint
+    as the metadata cache knows it; reconnected when the broker's address changes."""
+
+    def __init__(self, cache: Any, listener: str, client_id: str, timeout_s: float) -> None:
+        self.cache = cache
+        self.listener = listener
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._peers: dict[int, tuple[Peer, asyncio.Lock]] = {}
+
+    def get(self, broker: int) -> tuple[Peer, asyncio.Lock] | None:
+        ep = self.cache.endpoint(broker, self.listener)
+        if ep is None:
+            return None
+        have = self._peers.get(broker)
+        if have is None or (have[0].host, have[0].port) != (ep.host, ep.port):
+            if have is not None:
+                have[0].close()
+            have = self._peers[broker] = (Peer(ep.host, ep.port, self.client_id, self.timeout_s), asyncio.Lock())
+        return have
+
+    def close(self) -> None:
+        for peer, _lock in self._peers.values():
+            peer.close()
+        self._peers.clear()

@@ -13,14 +13,13 @@ the transaction open. When this broker coordinates the id itself the question is
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
 from ..log.records import H_ATTRIBUTES, H_PRODUCER_EPOCH, H_PRODUCER_ID, HEADER, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_FLAG_MASK
-from .peer import Peer, PeerError
+from .peer import PeerError, PeerPool
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -45,7 +44,7 @@ class TxnVerifier:
         self.cache = cache
         self.txn = txn
         self.listener = listener
-        self._peers: dict[int, tuple[Peer, asyncio.Lock]] = {}
+        self._pool = PeerPool(cache, listener, f"tidelog-verify-{node_id}", TIMEOUT_S)
 
     def needs(self, topic: str, partition: int, records: bytes | memoryview) -> tuple[int, int] | None:
         """(producer id, epoch) when this batch must be verified with a remote coordinator."""
@@ -68,7 +67,7 @@ class TxnVerifier:
         leader = st.leader if st is not None and st.leader in self.cache.brokers else -1
         if leader == self.node_id:  # coordinated here after all (it moved meanwhile)
             return {tp: self.txn.coordinator.verify(producer_id, epoch, tp) for tp in tps}
-        peer = self._peer(leader) if leader >= 0 else None
+        peer = self._pool.get(leader) if leader >= 0 else None
         if peer is None:
             return {tp: E.not_enough_replicas.value for tp in tps}
         topics: dict[str, list[int]] = {}
@@ -93,19 +92,5 @@ class TxnVerifier:
                     out[(t.name, pr.partition_index)] = code
         return out
 
-    def _peer(self, broker: int) -> tuple[Peer, asyncio.Lock] | None:
-        ep = self.cache.endpoint(broker, self.listener)
-        if ep is None:
-            return None
-        have = self._peers.get(broker)
-        if have is None or (have[0].host, have[0].port) != (ep.host, ep.port):
-            if have is not None:
-                have[0].close()
-            have = self._peers[broker] = (Peer(ep.host, ep.port, f"tidelog-verify-{self.node_id}", TIMEOUT_S),
-                                          asyncio.Lock())
-        return have
-
     def close(self) -> None:
-        for peer, _lock in self._peers.values():
-            peer.close()
-        self._peers.clear()
+        self._pool.close()

@@ -24,28 +24,6 @@ LIST_KEYS = {"cleanup.policy"}
 
 def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
     admin = broker.admin
-    def apply(topic, ops) -> tuple[dict[str, str] | None, int, str | None]:
-        current = dict(topic.configs)
-        effective = admin.topic_configs(topic)
-        for c in ops:
-            if c.config_operation == SET:
-                current[c.name] = c.value
-            elif c.config_operation == DELETE:
-                current.pop(c.name, None)
-            elif c.config_operation in (APPEND, SUBTRACT):
-                if c.name not in LIST_KEYS:
-                    return None, E.invalid_config.value, f"{c.name} is not a list config."
-                items = [x for x in effective.get(c.name, "").split(",") if x]
-                for v in (c.value or "").split(","):
-                    if c.config_operation == APPEND and v and v not in items:
-                        items.append(v)
-                    if c.config_operation == SUBTRACT and v in items:
-                        items.remove(v)
-                current[c.name] = ",".join(items)
-            else:
-                return None, E.invalid_request.value, f"Unknown config operation {c.config_operation}."
-        return current, 0, None
-
     responses = []
     brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
@@ -54,7 +32,8 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
             if err:
                 responses.append(err)
                 continue
-            new, code, msg = apply_broker(broker.dynamic.entity(r.resource_name), r.configs)
+            entity = broker.dynamic.entity(r.resource_name)
+            new, code, msg = apply_ops(entity, entity, r.configs, BROKER_LIST_KEYS)
             reason = None if code else broker.dynamic.invalid(new or {})
             if code or reason:
                 responses.append(alter_result(r, code or E.invalid_request.value, msg or reason))
@@ -67,7 +46,7 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
         if err:
             responses.append(err)
             continue
-        new, code, msg = apply(topic, r.configs)
+        new, code, msg = apply_ops(dict(topic.configs), admin.topic_configs(topic), r.configs, LIST_KEYS)
         if not code:
             code, msg = admin.check_configs(new)
         if not code and not request.validate_only:
@@ -81,8 +60,10 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
 BROKER_LIST_KEYS = {"log.cleanup.policy"}
 
 
-def apply_broker(current: dict[str, str], ops: Any) -> tuple[dict[str, str] | None, int, str | None]:
-    """The broker (or default) entity's dynamic configs after SET / DELETE / APPEND / SUBTRACT."""
+def apply_ops(current: dict[str, str], inherited: dict[str, str], ops: Any,
+              list_keys: set[str]) -> tuple[dict[str, str] | None, int, str | None]:
+    """The configs after SET / DELETE / APPEND / SUBTRACT; list items are taken from `inherited`
+    (a topic's effective value, a broker entity's own)."""
     new = dict(current)
     for c in ops:
         if c.config_operation == SET:
@@ -90,9 +71,9 @@ def apply_broker(current: dict[str, str], ops: Any) -> tuple[dict[str, str] | No
         elif c.config_operation == DELETE:
             new.pop(c.name, None)
         elif c.config_operation in (APPEND, SUBTRACT):
-            if c.name not in BROKER_LIST_KEYS:
+            if c.name not in list_keys:
                 return None, E.invalid_config.value, f"{c.name} is not a list config."
-            items = [x for x in new.get(c.name, "").split(",") if x]
+            items = [x for x in inherited.get(c.name, "").split(",") if x]
             for v in (c.value or "").split(","):
                 if c.config_operation == APPEND and v and v not in items:
                     items.append(v)
