@@ -158,30 +158,43 @@ class ReplicaManager:
         deadline = time.monotonic() + timeout_s
         moved = 0
         for r in led:
-            st = r.state
-            assert st is not None
-            live = self.cache.brokers
-            successors = [b for b in self.cache.replicas(r.topic, r.partition)
-                          if b != self.node_id and b in st.isr and b in live]
-            if not successors:
-                continue
-            successor = successors[0]
-            leo = r.plog.log_end_offset
-            while r.follower_leo.get(successor, -1) < leo and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)  # its fetches are still served
-            new = PartitionState(successor, st.leader_epoch + 1, tuple(b for b in st.isr if b != self.node_id),
-                                 st.controller_epoch)
-            key = self.keys.partition(r.topic, r.partition)
-            try:
-                res = await self.store.txn([Compare.mod(key, st.version)], [Op.put(key, new.encode())])
-            except Exception as e:  # noqa: BLE001 - etcd away: the partition fails over at session expiry
-                log.warning("%s-%d: leadership not handed over: %s", r.topic, r.partition, e)
-                continue
-            if res.succeeded:
-                moved += 1
-                r.role = OFFLINE
-                r.fail_waiters(E.not_leader_or_follower.value)
+            for _attempt in range(5):  # a concurrent ISR change or election: retried on the newer state
+                handed = await self._hand_over(r, deadline)
+                if handed is not None:
+                    moved += handed
+                    break
+                await asyncio.sleep(0.05)  # the watch brings the state that won
         return moved
+
+    async def _hand_over(self, r: Replica, deadline: float) -> int | None:
+        """1 when handed over, 0 when there is no successor (or etcd is away), None when the
+        compare-and-swap lost to another write (to retry)."""
+        st = r.state
+        if st is None or r.role != LEADER:
+            return 0
+        live = self.cache.brokers
+        successors = [b for b in self.cache.replicas(r.topic, r.partition)
+                      if b != self.node_id and b in st.isr and b in live]
+        if not successors:
+            return 0
+        successor = successors[0]
+        leo = r.plog.log_end_offset
+        while r.follower_leo.get(successor, -1) < leo and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)  # its fetches are still served
+        st = r.state if r.state is not None else st
+        new = PartitionState(successor, st.leader_epoch + 1, tuple(b for b in st.isr if b != self.node_id),
+                             st.controller_epoch)
+        key = self.keys.partition(r.topic, r.partition)
+        try:
+            res = await self.store.txn([Compare.mod(key, st.version)], [Op.put(key, new.encode())])
+        except Exception as e:  # noqa: BLE001 - etcd away: the partition fails over at session expiry
+            log.warning("%s-%d: leadership not handed over: %s", r.topic, r.partition, e)
+            return 0
+        if not res.succeeded:
+            return None
+        r.role = OFFLINE
+        r.fail_waiters(E.not_leader_or_follower.value)
+        return 1
 
     def _become_leader(self, r: Replica, state: PartitionState) -> None:
         if self.fetchers is not None:
