@@ -5,14 +5,17 @@
 Builds a topic of `--records` records (100-byte values, 10k keys, lz4 batches of 1000 records,
 timestamps over 5 days) with the log engine, rolls it, then measures:
 
-- `pyarrow alone`: the same segment decoder (`segments.read_task`, one process, no Spark) into
-  Arrow, written with `pyarrow.dataset.write_dataset` partitioned by date and partition
-  (zstd Parquet, as the job writes): the floor of what the export costs without Spark;
+- `decode (numba)` / `decode (python)`: `segments.read_task` (one process, no Spark) into Arrow
+  with the compiled decoder and with the pure-Python reference;
+- `pyarrow write`: those rows written with `pyarrow.dataset.write_dataset` partitioned by date
+  and partition (zstd Parquet, as the job writes), decoding excluded: what the export ends in;
 - `spark export`: `ExportJob.run()` (local[2], the CLI's defaults) from segments to the
   registered table, manifest included; its SparkSession is started (and warmed on a tiny
-  topic) before the clock starts.
+  topic) before the clock starts;
+- `tidelog scan`: `spark.read.format("tidelog")` over the same segments, summing value lengths.
 
-Prints rows/s for both and checks the table's row count. Prints, never asserts timings.
+Prints rows/s for each (and the ratios to pyarrow's write) and checks the row counts. Prints,
+never asserts timings.
 """
 
 from __future__ import annotations
@@ -54,23 +57,33 @@ def build_topic(log_dir: Path, topic: str, records: int, partitions: int, seed: 
         lg.close()
 
 
-def pyarrow_alone(log_dir: Path, topic: str, out: Path) -> int:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-
+def decode_all(log_dir: Path, topic: str) -> tuple[list, float]:
+    """Every closed segment decoded into Arrow batches by `segments.read_task` (one process, no
+    Spark): the batches and the seconds it took."""
     from tidelog.spark_export import segments as seg
 
+    t = time.perf_counter()
     batches = []
     for partition, pdir in seg.partition_dirs([log_dir], topic).items():
         for task in seg.plan_partition(topic, partition, pdir).tasks:
             batches += list(seg.read_task(task))
+    return batches, time.perf_counter() - t
+
+
+def pyarrow_write(batches: list, out: Path) -> tuple[int, float]:
+    """The decoded rows written by pyarrow alone as the job writes them (zstd Parquet, partitioned
+    by date and partition): the floor of the export's write."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
     table = pa.Table.from_batches(batches)
     date = pc.cast(pc.cast(table["timestamp"], pa.timestamp("ms", tz="UTC")), pa.date32())
     table = table.append_column("date", date)
+    t = time.perf_counter()
     ds.write_dataset(table, out, format="parquet", partitioning=["date", "partition"], partitioning_flavor="hive",
                      file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
-    return table.num_rows
+    return table.num_rows, time.perf_counter() - t
 
 
 def main() -> None:
@@ -90,24 +103,44 @@ def main() -> None:
         print(f"built {args.records:,} records in {time.perf_counter() - t:.1f}s "
               f"({sum(f.stat().st_size for f in data.rglob('*.log')) / 2**20:.0f} MiB of segments)")
 
-        t = time.perf_counter()
-        rows = pyarrow_alone(data, "bench", work / "pyarrow")
-        pa_s = time.perf_counter() - t
-        print(f"pyarrow alone : {rows:,} rows in {pa_s:6.1f}s = {rows / pa_s:10,.0f} rows/s")
+        from tidelog.spark_export import fastdecode, segments
 
+        if fastdecode.DECODER == "numba":
+            decode_all(data, "warmup")  # the JIT compiles (or loads its cache) once per process
+            batches, fast_s = decode_all(data, "bench")
+            rows = sum(b.num_rows for b in batches)
+            print(f"decode (numba)  : {rows:,} rows in {fast_s:6.1f}s = {rows / fast_s:10,.0f} rows/s")
+        segments.DECODER = "python"  # the pure-Python reference, same process
+        ref, py_s = decode_all(data, "bench")
+        segments.DECODER = fastdecode.DECODER
+        rows = sum(b.num_rows for b in ref)
+        print(f"decode (python) : {rows:,} rows in {py_s:6.1f}s = {rows / py_s:10,.0f} rows/s")
+        written, pa_s = pyarrow_write(ref, work / "pyarrow")
+        print(f"pyarrow write   : {written:,} rows in {pa_s:6.1f}s = {written / pa_s:10,.0f} rows/s "
+              "(zstd Parquet by date and partition, already decoded)")
+
+        from tidelog.spark_export.datasource import register
         from tidelog.spark_export.job import ExportJob, ExportOptions
         from tidelog.spark_export.session import build_session
 
         spark = build_session(work / "wh")
+        register(spark)
         ExportJob(spark, ExportOptions([data], work / "wh", topics=["warmup"])).run()
         t = time.perf_counter()
         ExportJob(spark, ExportOptions([data], work / "wh", topics=["bench"])).run()
         sp_s = time.perf_counter() - t
         n = spark.table("tidelog.bench").count()
+        print(f"spark export    : {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
+              f"({(written / pa_s) and (n / sp_s) / (written / pa_s):.2f} of pyarrow's write)")
+        df = spark.read.format("tidelog").option("topic", "bench").option("maxPartitionBytes", 128 << 20) \
+            .option("minPartitions", 2).load(str(data))
+        t = time.perf_counter()
+        scanned = df.selectExpr("sum(length(value))").first()[0]
+        scan_s = time.perf_counter() - t
+        print(f"tidelog scan    : {n:,} rows in {scan_s:6.1f}s = {n / scan_s:10,.0f} rows/s "
+              f"({(n / scan_s) / (written / pa_s):.2f} of pyarrow's write; {scanned:,} value bytes)")
         spark.stop()
-        print(f"spark export  : {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
-              f"({sp_s / pa_s:.1f}x the time of pyarrow alone)")
-        assert n == rows == args.records, (n, rows)
+        assert n == rows == written == args.records, (n, rows, written)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

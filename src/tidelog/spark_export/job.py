@@ -127,6 +127,10 @@ class ExportJob:
 
     def _run(self) -> list[TopicSummary]:
         started = time.monotonic()
+        from .fastdecode import DECODER
+
+        log.info("export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba"
+                 else "pure-Python")
         manifest = Manifest.load(self.o.warehouse)
         # The database and the committed tables first: completing a run that crashed after it
         # was published (re)creates its tables, which needs the database in this session.

@@ -8,9 +8,10 @@ and never changes again until retention deletes it. Export reads closed segments
 Planning (`plan_partition`) runs on the Spark driver and is cheap: it reads batch headers (61 bytes
 per batch, read in chunks with plain file reads, `batches`) and the small `.timeindex`/`.txnindex`
 files; it produces one picklable `SegmentTask` per segment. Reading (`read_task`) runs on an
-executor: it decodes the batches of one task straight into Arrow columns with
-`columns.append_batch` (all codecs, via `tidelog.log.compression`) and yields
-`pyarrow.RecordBatch`es in the data source's schema.
+executor: it decodes the batches of one task straight into Arrow columns - compiled with numba
+(`fastdecode.append_batch_fast`) when it is installed, else `columns.append_batch`, the pure-Python
+reference - (all codecs, via `tidelog.log.compression`) and yields `pyarrow.RecordBatch`es in the
+data source's schema.
 
 read_committed, as Kafka's Fetch does it:
 - control batches (transaction markers) are never returned;
@@ -35,10 +36,11 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from tidelog.log import records as rb
 from tidelog.spark_export.columns import Columns, append_batch
+from tidelog.spark_export.fastdecode import DECODER, FastColumns, append_batch_fast
 from tidelog.log.txnindex import ENTRY as TXN_ENTRY
 from tidelog.log.txnindex import ENTRY_SIZE as TXN_ENTRY_SIZE
 
@@ -406,7 +408,9 @@ def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:
     aborting: set[int] = set()
     t_lo = task.start_timestamp
     t_hi = task.end_timestamp
-    cols = Columns()
+    make: Any = FastColumns if DECODER == "numba" else Columns
+    append: Any = append_batch_fast if DECODER == "numba" else append_batch
+    cols = make()
     pos0 = start_position(task.segment_file, task.start_offset, t_lo)
     for buf, pos, f in batches(task.segment, pos0):
         base = f[rb.H_BASE_OFFSET]
@@ -429,9 +433,9 @@ def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:
             continue
         if t_lo is not None and f[rb.H_MAX_TS] < t_lo:
             continue
-        append_batch(cols, buf, pos, f, task.start_offset, task.end_offset, t_lo, t_hi)
+        append(cols, buf, pos, f, task.start_offset, task.end_offset, t_lo, t_hi)
         if len(cols) >= rows_per_batch:
             yield cols.to_arrow(task.topic, task.partition, schema)
-            cols = Columns()
+            cols = make()
     if len(cols):
         yield cols.to_arrow(task.topic, task.partition, schema)
