@@ -72,20 +72,25 @@ class Columns:
 _uvarint = rb.read_raw_varint  # the log's record-varint reader (multi-byte cases)
 
 
-def append_batch(cols: Columns, buf, pos: int, header: tuple, start_offset: int, end_offset: int,
-                 t_lo: int | None, t_hi: int | None) -> None:
-    """Append the records of the v2 batch at `pos` (header fields `header`) whose offset lies in
-    [start_offset, end_offset) and timestamp in [t_lo, t_hi) (None: unbounded) to `cols`."""
+def batch_body(buf, pos: int, header: tuple) -> bytes:
+    """The records section of the v2 batch at `pos`, decompressed; CorruptRecordError for another
+    magic or a batch running past the buffer."""
     if header[rb.H_MAGIC] != rb.MAGIC_V2:
         raise CorruptRecordError(f"not a v2 batch (magic {header[rb.H_MAGIC]})")
     end = pos + rb.LOG_OVERHEAD + header[rb.H_LENGTH]
     if end > len(buf):
         raise CorruptRecordError("truncated batch")
-    attrs = header[rb.H_ATTRIBUTES]
     body = bytes(memoryview(buf)[pos + rb.RECORDS_OFFSET : end])
-    codec = attrs & rb.COMPRESSION_CODEC_MASK
-    if codec:
-        body = compression.decompress(codec, body)
+    codec = header[rb.H_ATTRIBUTES] & rb.COMPRESSION_CODEC_MASK
+    return compression.decompress(codec, body) if codec else body
+
+
+def append_batch(cols: Columns, buf, pos: int, header: tuple, start_offset: int, end_offset: int,
+                 t_lo: int | None, t_hi: int | None) -> None:
+    """Append the records of the v2 batch at `pos` (header fields `header`) whose offset lies in
+    [start_offset, end_offset) and timestamp in [t_lo, t_hi) (None: unbounded) to `cols`."""
+    body = batch_body(buf, pos, header)
+    attrs = header[rb.H_ATTRIBUTES]
     base = header[rb.H_BASE_OFFSET]
     first_ts = header[rb.H_FIRST_TS]
     log_append = bool(attrs & rb.TIMESTAMP_TYPE_MASK)

@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from tidelog.log import compression
 from tidelog.log import records as rb
 from tidelog.log.errors import CorruptRecordError
 
-from .columns import Columns, append_batch
+from .columns import Columns, append_batch, batch_body
 
 njit: Any
 try:
@@ -235,16 +234,8 @@ class FastColumns:
 def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_offset: int, end_offset: int,
                       t_lo: int | None, t_hi: int | None) -> None:
     """`columns.append_batch` into FastColumns, through the compiled walk."""
-    if header[rb.H_MAGIC] != rb.MAGIC_V2:
-        raise CorruptRecordError(f"not a v2 batch (magic {header[rb.H_MAGIC]})")
-    end = pos + rb.LOG_OVERHEAD + header[rb.H_LENGTH]
-    if end > len(buf):
-        raise CorruptRecordError("truncated batch")
+    body = batch_body(buf, pos, header)
     attrs = header[rb.H_ATTRIBUTES]
-    body = bytes(memoryview(buf)[pos + rb.RECORDS_OFFSET:end])
-    codec = attrs & rb.COMPRESSION_CODEC_MASK
-    if codec:
-        body = compression.decompress(codec, body)
     base = header[rb.H_BASE_OFFSET]
     log_append = bool(attrs & rb.TIMESTAMP_TYPE_MASK)
     pid = header[rb.H_PRODUCER_ID]
