@@ -58,3 +58,16 @@ def test_keys_and_records_round_trip():
     assert TopicAssignment.decode("t", A.encode()) == A
     s = st(2, 4, [2, 3])
     assert PartitionState.decode(s.encode(), 10) == s
+
+
+def test_preferred_election_of_a_dead_preferred_leader_is_not_available():
+    """The state may still name the preferred replica as leader after it died (the controller has
+    not written NO_LEADER yet): that is no leader, not ELECTION_NOT_NEEDED."""
+    from tidelog.cluster.elections import choose
+    from tidelog.cluster.model import PartitionState
+
+    st = PartitionState(1, 4, (1,), 0, 17)
+    assert choose((1, 2, 3), st, {2: None}, unclean=False)[0] == 80  # PREFERRED_LEADER_NOT_AVAILABLE
+    assert choose((1, 2, 3), st, {1: None, 2: None}, unclean=False)[0] == 84  # alive: not needed
+    code, _msg, new = choose((1, 2, 3), st, {2: None}, unclean=True)
+    assert code == 0 and new is not None and (new.leader, new.leader_epoch, new.isr) == (2, 5, (2,))

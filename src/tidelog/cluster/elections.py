@@ -36,7 +36,7 @@ def choose(replicas: tuple[int, ...], state: PartitionState | None, live: set[in
         return E.leader_not_available.value, "The partition has no state yet.", None
     if not unclean:
         preferred = replicas[0]
-        if state.leader == preferred:
+        if state.leader == preferred and preferred in live:
             return E.election_not_needed.value, "Leader election not needed for topic partition.", None
         if preferred not in live or preferred not in state.isr:
             return (E.preferred_leader_not_available.value,
