@@ -1,6 +1,6 @@
-"""`replace_file`: the way the log's small text files (checkpoints, the leader epoch cache) are
-written: to a temporary file beside the target, fsynced, then renamed over it, so a crash leaves
-either the old or the new contents, never a torn mix."""
+"""`replace_file`: the way small files (the log's checkpoints and leader epoch cache, the topic
+registry) are written: to a temporary file beside the target, fsynced, then renamed over it, so a
+crash leaves either the old or the new contents, never a torn mix."""
 
 from __future__ import annotations
 
@@ -8,10 +8,17 @@ import os
 from pathlib import Path
 
 
-def replace_file(path: Path, text: str) -> None:
+def replace_file(path: Path, data: str | bytes, sync_dir: bool = False) -> None:
+    """`sync_dir` also fsyncs the directory, so the rename itself survives a power loss."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
+    with open(tmp, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    if sync_dir:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

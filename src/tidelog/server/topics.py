@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..log.atomic import replace_file
 
 REGISTRY = "tidelog-topics.json"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -47,20 +48,6 @@ class Topic:
         return self.name in INTERNAL_TOPICS
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 class TopicRegistry:
     def __init__(self, data_dir: Path, node_id: int, cluster_id: str | None = None) -> None:
         self.dir = Path(data_dir)
@@ -83,14 +70,14 @@ class TopicRegistry:
             props["cluster.id"] = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             props["node.id"] = str(node_id)
             props["version"] = "1"
-            _atomic_write(meta, "".join(f"{k}={v}\n" for k, v in props.items()).encode())
+            replace_file(meta, "".join(f"{k}={v}\n" for k, v in props.items()).encode(), sync_dir=True)
         return props["cluster.id"]
 
     def set_cluster_id(self, cluster_id: str) -> None:
         """Adopt the cluster's id (a new broker joining a cluster); rewrites meta.properties."""
         meta = self.dir / "meta.properties"
         lines = [ln for ln in (meta.read_text().splitlines() if meta.exists() else []) if not ln.startswith("cluster.id=")]
-        _atomic_write(meta, "".join(f"{ln}\n" for ln in [f"cluster.id={cluster_id}", *lines]).encode())
+        replace_file(meta, "".join(f"{ln}\n" for ln in [f"cluster.id={cluster_id}", *lines]).encode(), sync_dir=True)
         self.cluster_id = cluster_id
 
     def _load(self) -> None:
@@ -111,7 +98,7 @@ class TopicRegistry:
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
         }
-        _atomic_write(self.dir / REGISTRY, json.dumps(doc, indent=1).encode())
+        replace_file(self.dir / REGISTRY, json.dumps(doc, indent=1).encode(), sync_dir=True)
 
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)
