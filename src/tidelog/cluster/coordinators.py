@@ -24,6 +24,8 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable
 
+from kio.schema.errors import ErrorCode as E
+
 from ..log.errors import LogError
 from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
 
@@ -32,7 +34,6 @@ log = logging.getLogger("tidelog.cluster")
 OFFSETS_TOPIC = "__consumer_offsets"
 STATE_TOPIC = "__transaction_state"
 COORDINATOR_TOPICS = (OFFSETS_TOPIC, STATE_TOPIC)
-NOT_LEADER_OR_FOLLOWER = 6
 
 
 class CoordinatorWrites:
@@ -56,7 +57,7 @@ class CoordinatorWrites:
         if r is None:
             raise LogError(NOT_COORDINATOR, f"{topic}-{partition}: leadership moved before replication")
         code = await self.replicas.wait_replicated(r, offset, self.timeout_s)
-        if code == NOT_LEADER_OR_FOLLOWER:
+        if code == E.not_leader_or_follower.value:
             raise LogError(NOT_COORDINATOR, f"{topic}-{partition}: leadership moved before replication")
         if code:
             raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: offset {offset} not replicated "

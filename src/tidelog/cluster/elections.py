@@ -97,8 +97,7 @@ class Elections:
             if res.succeeded:
                 log.info("%s-%d: %s election: leader %d -> %d (epoch %d)", topic, partition,
                          "unclean" if unclean else "preferred", state.leader, new.leader, new.leader_epoch)
-                while self.cache.revision < res.revision and loop.time() < deadline:
-                    await asyncio.sleep(0.01)  # answered once this broker's copy shows it
+                await self.cache.caught_up(res.revision, max(deadline - loop.time(), 0.0))
                 return 0, None
             if compares or loop.time() >= deadline:  # the controller's pass: its next pass retries
                 return E.request_timed_out.value, "The partition state kept changing."

@@ -16,11 +16,11 @@ from typing import Any
 
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
+from .coordinators import OFFSETS_TOPIC
 from .peer import PeerError, PeerPool
 
 log = logging.getLogger("tidelog.cluster")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 WRITE_TXN_MARKERS = 27
 WRITE_TXN_MARKERS_VERSION = 1
 REPLICATED_TIMEOUT_S = 30.0

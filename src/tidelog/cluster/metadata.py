@@ -153,6 +153,13 @@ class MetadataCache:
             except Exception:
                 log.exception("cluster listener failed on %s %s", kind, detail)
 
+    async def caught_up(self, revision: int, timeout_s: float = 5.0) -> None:
+        """Until this copy applied etcd's `revision` (a write of ours, answered once visible here)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.revision < revision and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
     # ---- questions ---------------------------------------------------------------------------
     def live(self) -> set[int]:
         return set(self.brokers)

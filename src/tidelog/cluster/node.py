@@ -22,7 +22,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from .controller import Controller
-from .elections import Elections
 from .security_state import SharedSecurity
 from .verify import TxnVerifier
 from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement, CoordinatorWrites
@@ -65,10 +64,15 @@ class ClusterNode:
                                      self._unclean, (bool(config["auto.leader.rebalance.enable"]),
                                                      float(config["leader.imbalance.check.interval.seconds"]),
                                                      int(config["leader.imbalance.per.broker.percentage"])))
-        self.elections = Elections(self.store, self.keys, self.cache)  # ElectLeaders
+        self.elections = self.controller.elections  # ElectLeaders asks the same
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
         self.placement: CoordinatorPlacement | None = None
+        # set by bind(): the parts built after this node
+        self.dynamic: Any = None
+        self.shared_security: SharedSecurity | None = None
+        self.verifier: TxnVerifier | None = None
+        self.markers: MarkerSender | None = None
         self.pids = ClusterProducerIds(self.store, self.keys.producer_ids, self.cache)
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False  # set first thing in stop(): no re-registration, no new fetchers
@@ -118,7 +122,8 @@ class ClusterNode:
         await self._register()
         await self.pids.start()
         self._tasks.append(asyncio.ensure_future(self.cache.run()))
-        await self.shared_security.seed()
+        if self.shared_security is not None:
+            await self.shared_security.seed()
         self._security_changed()
         self._tasks.append(asyncio.ensure_future(self.controller.run()))
         self._tasks.append(asyncio.ensure_future(self._lag_loop()))
@@ -170,9 +175,9 @@ class ClusterNode:
             self.placement.stop()
         if self.fetchers is not None:
             self.fetchers.stop()
-        if getattr(self, "markers", None) is not None:
+        if self.markers is not None:
             self.markers.close()
-        if getattr(self, "verifier", None) is not None:
+        if self.verifier is not None:
             self.verifier.close()
         try:
             if self.controller.active:
@@ -229,13 +234,10 @@ class ClusterNode:
         key = self.keys.broker_config(entity)
         op = Op.put(key, json.dumps(configs, sort_keys=True).encode()) if configs else Op.delete(key)
         res = await self.store.txn([], [op])
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 5.0
-        while self.cache.revision < res.revision and loop.time() < deadline:
-            await asyncio.sleep(0.01)
+        await self.cache.caught_up(res.revision)
 
     def _changed(self, kind: str, detail: object) -> None:
-        if kind == "broker-configs" and getattr(self, "dynamic", None) is not None:
+        if kind == "broker-configs" and self.dynamic is not None:
             self.dynamic.replace_all(self.cache.broker_configs)
         if kind == "security":
             self._security_changed()
@@ -243,7 +245,7 @@ class ClusterNode:
             self._sync_all_topics()
             self._apply_all()
             self._security_changed()
-            if getattr(self, "dynamic", None) is not None:
+            if self.dynamic is not None:
                 self.dynamic.replace_all(self.cache.broker_configs)
         elif kind == "topic":
             assert isinstance(detail, str)
@@ -259,14 +261,15 @@ class ClusterNode:
 
     def _security_changed(self) -> None:
         """ACLs and credentials rebuilt from etcd's, once per burst of changes."""
-        if self._security_pending or not hasattr(self, "shared_security"):
+        shared = self.shared_security
+        if self._security_pending or shared is None:
             return
         self._security_pending = True
 
         def rebuild() -> None:
             self._security_pending = False
             try:
-                self.shared_security.apply()
+                shared.apply()
             except Exception:
                 log.exception("node %d: applying the cluster's ACLs and credentials failed", self.node_id)
 
@@ -427,8 +430,7 @@ class ClusterNode:
             if res.succeeded:
                 log.info("%s-%d: reassignment %s: replicas %s", name, partition,
                          "cancelled" if target is None else f"to {list(target)}", list(new.replicas[partition]))
-                while self.cache.revision < res.revision:
-                    await asyncio.sleep(0.01)
+                await self.cache.caught_up(res.revision)
                 return 0, None
             await asyncio.sleep(0.05)  # the topic changed meanwhile (another partition's move)
         return E.reassignment_in_progress.value, "The topic kept changing; retry."

@@ -16,7 +16,6 @@ files, once (a single node that becomes a cluster keeps its users and ACLs).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -65,13 +64,7 @@ class SharedSecurity:
         if not ops:
             return
         res = await self.store.txn([], ops)
-        await self._applied(res.revision)
-
-    async def _applied(self, revision: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + APPLIED_WAIT_S
-        while self.cache.revision < revision and loop.time() < deadline:
-            await asyncio.sleep(0.01)  # answered once this broker applies it too
+        await self.cache.caught_up(res.revision, APPLIED_WAIT_S)  # answered once this broker applies it too
 
     # ---- the copy on this broker -----------------------------------------------------------------
     def apply(self) -> None:
@@ -106,6 +99,6 @@ class SharedSecurity:
                 ops.append(Op.put(scram_key(self.prefix, user, mechanism), json.dumps(cred.to_json()).encode()))
         res = await self.store.txn([Compare.create(marker, 0)], ops)
         if res.succeeded:
-            await self._applied(res.revision)  # the copy has them before it replaces the local ones
+            await self.cache.caught_up(res.revision, APPLIED_WAIT_S)  # the copy has them before it replaces the local ones
         if res.succeeded and len(ops) > 1:
             log.info("cluster security state seeded from this broker: %d ACL bindings and credentials", len(ops) - 1)

@@ -19,12 +19,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from ..log.records import H_ATTRIBUTES, H_PRODUCER_EPOCH, H_PRODUCER_ID, HEADER, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_FLAG_MASK
+from .coordinators import STATE_TOPIC
 from .peer import PeerError, PeerPool
 
 log = logging.getLogger("tidelog.cluster")
 
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
-STATE_TOPIC = "__transaction_state"
 TIMEOUT_S = 10.0
 
 

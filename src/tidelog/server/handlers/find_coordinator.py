@@ -13,7 +13,9 @@ from ...wire.apis import ApiKey
 
 from kio.schema.errors import ErrorCode as E
 
+from ...groups.coordinator import OFFSETS_TOPIC
 from ...groups.records import partition_for as group_partition
+from ...txn.service import STATE_TOPIC
 from ...txn.records import partition_for as txn_partition
 from ..router import control_route
 from .metadata import broker_entries
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
 KEY_TYPES = (0, 1)  # group, transaction
-TOPIC_OF = {0: "__consumer_offsets", 1: "__transaction_state"}
+TOPIC_OF = {0: OFFSETS_TOPIC, 1: STATE_TOPIC}
 CREATED_WAIT_S = 5.0
 
 
