@@ -1,4 +1,7 @@
-"""One SparkSession for the whole Spark part of the suite (starting one costs seconds)."""
+"""One SparkSession for the whole Spark part of the suite (starting one costs seconds).
+
+It has Delta Lake (jars from the local Maven repository, fetched with mvn): the Delta tests need it,
+and the Parquet tests then also show that a user's Delta-enabled session reads Parquet exports."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ def spark(tmp_path_factory):
     from tidelog.spark_export.session import SparkSettings, build_session
 
     session = build_session(tmp_path_factory.mktemp("spark-warehouse"),
-                            SparkSettings(app_name="tidelog-tests", shuffle_partitions=2,
+                            SparkSettings(app_name="tidelog-tests", shuffle_partitions=2, table_format="delta",
                                           extra={"spark.ui.enabled": "false"}))
     yield session
     session.stop()

@@ -3,7 +3,7 @@
     tidelog export --log-dirs DIR[,DIR] --warehouse DIR [--topics T [T ...]] [--master URL]
                    [--driver-memory 1g] [--shuffle-partitions 4] [--jvm-flags "..."] [--hive]
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
-                   [--rewrite-min-files N]
+                   [--rewrite-min-files N] [--table-format parquet|delta]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """
@@ -39,6 +39,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting")
     p.add_argument("--max-partition-bytes", type=int, default=128 << 20,
                    help="read consecutive small segments in one Spark task up to this many bytes (default 128 MiB)")
+    p.add_argument("--table-format", choices=("parquet", "delta"),
+                   help="parquet (the default for a new warehouse: needs no download) or delta (Delta Lake: "
+                        "one commit per run, readers never see part of a run; its jars come from Maven "
+                        "Central). A warehouse keeps the format of its first run")
     p.add_argument("--rewrite-min-files", type=int, default=8,
                    help="rewrite a table partition once it holds this many small files (default 8)")
 
@@ -54,15 +58,29 @@ def cmd_export(args) -> int:
         return 2
     from pathlib import Path
 
-    from .job import ExportJob, ExportOptions
+    from .job import ExportJob, ExportOptions, TableFormatError
     from .progress import Progress
     from .session import SparkSettings, build_session
 
+    from .delta import DeltaUnavailable
+    from .manifest import Manifest
+
     extra = dict(kv.split("=", 1) for kv in args.conf)
+    existing = Manifest.load(args.warehouse)
+    held = existing.table_format if existing.topics or existing.pending else None
+    if args.table_format and held and args.table_format != held:  # refused before a JVM starts
+        print(f"tidelog export: {args.warehouse} holds {held} tables; a run with --table-format "
+              f"{args.table_format} needs another warehouse", file=sys.stderr)
+        return 2
+    table_format = args.table_format or held or "parquet"
     settings = SparkSettings(master=args.master, driver_memory=args.driver_memory,
                              shuffle_partitions=args.shuffle_partitions, jvm_flags=args.jvm_flags,
-                             hive=args.hive, extra=extra)
-    spark = build_session(args.warehouse, settings)
+                             hive=args.hive, table_format=table_format, extra=extra)
+    try:
+        spark = build_session(args.warehouse, settings)
+    except DeltaUnavailable as e:
+        print(f"tidelog export: {e}", file=sys.stderr)
+        return 2
     try:
         options = ExportOptions(
             log_dirs=[Path(d) for d in args.log_dirs.split(",") if d],
@@ -71,8 +89,13 @@ def cmd_export(args) -> int:
             compact_topics=args.compact_topics,
             rewrite_min_files=args.rewrite_min_files,
             max_partition_bytes=args.max_partition_bytes,
+            table_format=args.table_format,
         )
-        ExportJob(spark, options, Progress()).run()
+        try:
+            ExportJob(spark, options, Progress()).run()
+        except TableFormatError as e:
+            print(f"tidelog export: {e}", file=sys.stderr)
+            return 2
     finally:
         spark.stop()
     return 0

@@ -22,8 +22,15 @@ Idempotence: until `mark_published`, recovery deletes every file named with the 
 undoes steps 4-5 completely; after it, recovery completes steps 6. So whatever point a crash hits,
 the next run leaves each committed record in the table exactly once.
 
+Delta tables (`--table-format delta`, see `delta`) take another path after step 3: per topic, one
+append commit to `tidelog.<topic>` straight from the data source, then one MERGE commit into
+`tidelog.<topic>_latest` of the run's rows read back from that commit; then `commit`. Nothing is
+staged or moved. A run a crash interrupted is completed by the next run (each table's write is
+skipped when the table already holds the run's commit), never undone.
+
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
-`TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9).
+`TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
+`CRASH_POINTS` for Parquet, `DELTA_CRASH_POINTS` for Delta.
 """
 
 from __future__ import annotations
@@ -42,15 +49,21 @@ from pathlib import Path
 
 from . import segments as seg
 from .datasource import NAME as SOURCE
+from .delta import FORMATS
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
-from .session import attach_tables, ensure_table, point_latest, table_location
+from .session import attach_tables, ensure_delta_tables, ensure_table, point_latest, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
+DELTA_CRASH_POINTS = ("begun", "appended", "merged")
+
+
+class TableFormatError(ValueError):
+    """A table format the warehouse does not hold (or no such format)."""
 
 
 class SimulatedCrash(RuntimeError):
@@ -68,6 +81,7 @@ class ExportOptions:
     rows_per_latest_file: int = 2_000_000
     max_partition_bytes: int = 128 << 20  # small segments are read a few per Spark task
     crash_at: str | None = None
+    table_format: str | None = None  # "parquet" or "delta"; None: the warehouse's (parquet when new)
 
 
 @dataclass
@@ -132,10 +146,15 @@ class ExportJob:
         log.info("export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba"
                  else "pure-Python")
         manifest = Manifest.load(self.o.warehouse)
+        self._use_format(manifest)
+        delta = manifest.table_format == "delta"
         # The database and the committed tables first: completing a run that crashed after it
         # was published (re)creates its tables, which needs the database in this session.
         attach_tables(self.spark, self.o.warehouse)
-        self.recover(manifest)
+        if delta:
+            self._complete_delta(manifest)
+        else:
+            self.recover(manifest)
         run_id = new_run_id()
         plans = [self._plan(manifest, t) for t in self._topics()]
         for p in plans:
@@ -152,9 +171,20 @@ class ExportJob:
 
         for p in work:
             if p.state.compacted:
-                p.state.latest_location = str(self._latest_root(p.topic) / f"v-{run_id}")
+                latest = self._latest_root(p.topic)
+                p.state.latest_location = str(latest if delta else latest / f"v-{run_id}")
         manifest.begin(run_id, {p.topic: p.state for p in work})
         self._point("begun")
+        if delta:
+            assert manifest.pending is not None
+            for p in work:
+                t0 = time.monotonic()
+                self._deliver_delta(p.topic, p.state, p.offsets, p.scan_from, p.tasks, run_id,
+                                    manifest.pending.serial, p.summary)
+                p.summary.seconds = time.monotonic() - t0
+            manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
+            self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
+            return [p.summary for p in plans]
         staging = manifest.staging_dir(run_id)
         for p in work:
             t0 = time.monotonic()
@@ -190,6 +220,74 @@ class ExportJob:
             ensure_table(self.spark, topic, self.o.warehouse)
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location)
+
+    def _use_format(self, manifest: Manifest) -> None:
+        """The warehouse's table format: chosen by its first run, then kept."""
+        wanted = self.o.table_format
+        if wanted not in (None,) + FORMATS:
+            raise TableFormatError(f"unknown table format {wanted!r} (one of {', '.join(FORMATS)})")
+        if manifest.topics or manifest.pending:
+            if wanted and wanted != manifest.table_format:
+                raise TableFormatError(f"{self.o.warehouse} holds {manifest.table_format} tables; "
+                                 f"a run with --table-format {wanted} needs another warehouse")
+        elif wanted:
+            manifest.table_format = wanted
+
+    # -- Delta tables -------------------------------------------------------------------------
+
+    def _deliver_delta(self, topic: str, state: TopicState, offsets: dict[int, tuple[int, int]],
+                       scan_from: dict[int, int], tasks: int, run_id: str, serial: int,
+                       summary: TopicSummary) -> None:
+        """The run's commits for one topic: the append, then the MERGE into `_latest`. Each is
+        skipped when its table already holds the run's commit, so a crashed run is completed by
+        running this again with the same run id, serial and offsets."""
+        from pyspark.sql import functions as F
+
+        from .delta import DeltaTables
+
+        d = DeltaTables(self.spark)
+        ensure_delta_tables(self.spark, topic, self.o.warehouse, state.compacted)
+        main = table_location(self.o.warehouse, topic)
+        done = d.commit_of(main, run_id)
+        if done is None:
+            with self.progress.topic(self.spark, topic, tasks):
+                d.append(self._source(topic, offsets, scan_from), main, run_id, serial)
+            done = d.commit_of(main, run_id)
+        summary.rows = int(done["metrics"].get("numOutputRows", 0)) if done else 0
+        self._point("appended")
+        if state.compacted:
+            latest = self._latest_root(topic)
+            if d.commit_of(latest, run_id) is None:
+                mine = None
+                for partition, (lo, hi) in offsets.items():
+                    c = (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
+                    mine = c if mine is None else mine | c
+                rows = self.spark.read.format("delta").load(str(main))
+                d.merge_latest(latest, rows.where(mine) if mine is not None else rows.limit(0), run_id, serial)
+            self._point("merged")
+            summary.latest_rows = d.rows(latest)
+
+    def _complete_delta(self, manifest: Manifest) -> None:
+        """Complete a run a crash interrupted: its offsets are those between the committed and
+        the pending state; the tables that hold its commit already are skipped."""
+        p = manifest.pending
+        if p is None:
+            return
+        log.warning("export run %s was interrupted: completing it", p.run_id)
+        done = {}
+        for topic, state in p.topics.items():
+            old = manifest.topics.get(topic) or TopicState()
+            offsets = {}
+            for n, ps in state.partitions.items():
+                lo = old.partitions[n].next_offset if n in old.partitions else 0
+                if ps.next_offset > lo:
+                    offsets[n] = (lo, ps.next_offset)
+            summary = TopicSummary(topic)
+            if offsets:
+                self._deliver_delta(topic, state, offsets, {n: lo for n, (lo, _hi) in offsets.items()},
+                                    len(offsets), p.run_id, p.serial, summary)
+            done[topic] = summary.to_json()
+        manifest.commit({"recovered": True, "topics": done})
 
     # -- recovery -----------------------------------------------------------------------------
 
@@ -267,26 +365,30 @@ class ExportJob:
         return table_location(self.o.warehouse, topic + "_latest")
 
     def _stage(self, p: _TopicPlan, staging: Path, old_latest: str | None) -> None:
-        from pyspark.sql import functions as F
-
         main = staging / p.topic / "main"
-        df = (
-            self.spark.read.format(SOURCE)
-            .option("topic", p.topic)
-            .option("offsets", json.dumps({str(k): list(v) for k, v in p.offsets.items()}))
-            .option("scanFrom", json.dumps({str(k): v for k, v in p.scan_from.items()}))
-            .option("maxPartitionBytes", self.o.max_partition_bytes)
-            .option("minPartitions", self._parallelism())
-            .load(",".join(str(d) for d in self.o.log_dirs))
-        )
-        # The UTC day, independent of the session time zone.
-        df = df.withColumn("date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int")))
+        df = self._source(p.topic, p.offsets, p.scan_from)
         with self.progress.topic(self.spark, p.topic, p.tasks):
             df.write.partitionBy("date", "partition").parquet(str(main))
         p.summary.rows = parquet_rows(main)  # from the footers: no Spark job
         if p.state.compacted:
             staged = self.spark.read.parquet(str(main))
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
+
+    def _source(self, topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int]):
+        """The records to export, through the `tidelog` data source, with their UTC `date`."""
+        from pyspark.sql import functions as F
+
+        df = (
+            self.spark.read.format(SOURCE)
+            .option("topic", topic)
+            .option("offsets", json.dumps({str(k): list(v) for k, v in offsets.items()}))
+            .option("scanFrom", json.dumps({str(k): v for k, v in scan_from.items()}))
+            .option("maxPartitionBytes", self.o.max_partition_bytes)
+            .option("minPartitions", self._parallelism())
+            .load(",".join(str(d) for d in self.o.log_dirs))
+        )
+        # The UTC day, independent of the session time zone.
+        return df.withColumn("date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int")))
 
     def _stage_latest(self, p: _TopicPlan, staged, new_rows: int, old_latest: str | None) -> int:
         """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""

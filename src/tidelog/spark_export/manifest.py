@@ -4,11 +4,14 @@ Stored as `<warehouse>/_tidelog/manifest.json`, rewritten atomically (temp file,
 fsync of the directory): a crash leaves the old or the new manifest, never a torn one.
 
     {"version": 1,
+     "table_format": "parquet" | "delta",             # chosen by the first run, kept
+     "serial": int,                                   # runs begun so far (Delta's txnVersion)
      "topics": {"<topic>": {"compacted": bool, "latest_location": str | null,
                             "partitions": {"<n>": {"next_offset": int,      # all below: exported
                                                    "segments": [str],       # segment files consumed
                                                    "gaps": [[from, to]]}}}},  # lost to retention
-     "pending": null | {"run_id": str, "phase": "staged" | "published", "topics": {...as above...},
+     "pending": null | {"run_id": str, "serial": int, "phase": "staged" | "published",
+                        "topics": {...as above...},
                         "replaced": [path]},          # files the run's small-file rewrite replaces
      "garbage": [path],                               # committed-away files still to delete
      "runs": [{"run_id", "finished", "topics": {"<topic>": {"rows", "segments", ...}}}]}
@@ -19,7 +22,8 @@ with names carrying the run id; (3) `mark_published`; (4) files replaced by the 
 rewrite are deleted; (5) `commit` installs the pending state and clears `pending`. Recovery at
 the next start: a run still `staged` is rolled back (its run-id files are deleted, nothing else
 was touched); a run `published` is rolled forward (steps 4-5). Either way each record is in the
-table exactly once.
+table exactly once. Delta tables (`delta`) use the same `begin`/`commit` pair; their pending run is
+always completed (re-executed, Delta skipping the writes a table already holds), never undone.
 """
 
 from __future__ import annotations
@@ -78,15 +82,16 @@ class PendingRun:
     phase: str  # "staged" | "published"
     topics: dict[str, TopicState]
     replaced: list[str] = field(default_factory=list)
+    serial: int = 0
 
     def to_json(self) -> dict:
-        return {"run_id": self.run_id, "phase": self.phase, "replaced": list(self.replaced),
+        return {"run_id": self.run_id, "serial": self.serial, "phase": self.phase, "replaced": list(self.replaced),
                 "topics": {t: s.to_json() for t, s in self.topics.items()}}
 
     @classmethod
     def from_json(cls, d: dict) -> "PendingRun":
         return cls(d["run_id"], d["phase"], {t: TopicState.from_json(s) for t, s in d["topics"].items()},
-                   list(d.get("replaced", [])))
+                   list(d.get("replaced", [])), int(d.get("serial", 0)))
 
 
 class Manifest:
@@ -96,6 +101,8 @@ class Manifest:
         self.pending: PendingRun | None = None
         self.garbage: list[str] = []
         self.runs: list[dict] = []
+        self.table_format = "parquet"
+        self.serial = 0
 
     @property
     def dir(self) -> Path:
@@ -117,11 +124,15 @@ class Manifest:
             m.pending = PendingRun.from_json(doc["pending"]) if doc.get("pending") else None
             m.garbage = list(doc.get("garbage", []))
             m.runs = list(doc.get("runs", []))
+            m.table_format = doc.get("table_format", "parquet")
+            m.serial = int(doc.get("serial", 0))
         return m
 
     def to_json(self) -> dict:
         return {
             "version": 1,
+            "table_format": self.table_format,
+            "serial": self.serial,
             "topics": {t: s.to_json() for t, s in sorted(self.topics.items())},
             "pending": self.pending.to_json() if self.pending else None,
             "garbage": list(self.garbage),
@@ -152,7 +163,8 @@ class Manifest:
     def begin(self, run_id: str, topics: dict[str, TopicState]) -> None:
         if self.pending is not None:
             raise RuntimeError(f"run {self.pending.run_id} is still pending; recover first")
-        self.pending = PendingRun(run_id, "staged", copy.deepcopy(topics))
+        self.serial += 1
+        self.pending = PendingRun(run_id, "staged", copy.deepcopy(topics), serial=self.serial)
         self.save()
 
     def mark_published(self, replaced: list[str]) -> None:

@@ -9,7 +9,9 @@ session uses Spark's Hive catalog backed by an embedded Derby metastore in
 `<warehouse>/metastore_db` (bundled with pyspark; one session at a time), so tables persist by
 themselves. Otherwise (the default) the in-memory catalog is used and `attach_tables` re-creates
 every table over its location from the export manifest, repairing partitions, so that
-`spark.table("tidelog.orders")` works in any later session that calls it.
+`spark.table("tidelog.orders")` works in any later session that calls it. A warehouse exported
+with `--table-format delta` holds Delta tables: the session then needs
+`SparkSettings(table_format="delta")` (see `delta`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class SparkSettings:
     shuffle_partitions: int = 4
     jvm_flags: str = "-XX:+UseG1GC -Xss4m -XX:+UseStringDeduplication"
     hive: bool = False
+    table_format: str = "parquet"  # "delta" adds Delta Lake's jars, SQL extension and catalog
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -69,6 +72,14 @@ def build_session(warehouse: str | Path, settings: SparkSettings | None = None):
                     f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true")
             .config("spark.hadoop.derby.system.home", str(warehouse))
         )
+    if s.table_format == "delta":
+        from .delta import session_conf
+
+        for k, v in session_conf().items():
+            b = b.config(k, v)
+        # Delta rebuilds a table's state from its log in this many tasks (default 50: 50 tiny
+        # tasks per changed table on a small machine).
+        b = b.config("spark.databricks.delta.snapshotPartitions", str(max(1, s.shuffle_partitions)))
     for k, v in s.extra.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
@@ -97,6 +108,10 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
     manifest = Manifest.load(warehouse)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'")
     names = []
+    if manifest.table_format == "delta":
+        for topic, state in sorted(manifest.topics.items()):
+            names += ensure_delta_tables(spark, topic, Path(warehouse), state.compacted, replace=not is_hive(spark))
+        return names
     for topic, state in sorted(manifest.topics.items()):
         ensure_table(spark, topic, Path(warehouse), replace=not is_hive(spark))
         names.append(f"{DATABASE}.{topic}")
@@ -139,6 +154,19 @@ def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False) -> N
     )
     spark.sql(f"MSCK REPAIR TABLE {name} SYNC PARTITIONS")
     spark.sql(f"REFRESH TABLE {name}")
+
+
+def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, replace: bool = False) -> list[str]:
+    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest`) over their locations."""
+    from .delta import DeltaTables
+
+    d = DeltaTables(spark)
+    tables = [(topic, TABLE_COLUMNS, "date, partition")] + ([(topic + "_latest", LATEST_COLUMNS, None)] if compacted else [])
+    for name, columns, parts in tables:
+        if replace:
+            spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")
+        d.ensure(table_name(name), table_location(warehouse, name), columns, parts)
+    return [f"{DATABASE}.{name}" for name, _c, _p in tables]
 
 
 def point_latest(spark, topic: str, location: str) -> None:
