@@ -67,14 +67,16 @@ test: $(STAMP) kcat java etcd kafka-jars check
 
 # tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
 # then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then the
-# Spark export: decoders, pyarrow's write, the export and the tidelog scan in rows/s (bench/spark_export.py).
+# Spark export: decoders, pyarrow's write, the Parquet and Delta exports and the tidelog scan in rows/s at 1M and
+# 4M records (bench/spark_export.py).
 # BENCH_ARGS=--quick for a few-minute run.
 bench: $(STAMP) kafka-jars
 	$(PY) -m pip install -q 'matplotlib>=3.7'
 	$(PY) bench/compare.py $(BENCH_ARGS)
 	$(MAKE) etcd
 	$(PY) bench/cluster_replication.py
-	$(PY) bench/spark_export.py
+	$(PY) bench/spark_export.py --records 1000000
+	$(PY) bench/spark_export.py --records 4000000
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,10 +9,12 @@ timestamps over 5 days) with the log engine, rolls it, then measures:
   with the compiled decoder and with the pure-Python reference;
 - `pyarrow write`: those rows written with `pyarrow.dataset.write_dataset` partitioned by date
   and partition (zstd Parquet, as the job writes), decoding excluded: what the export ends in;
-- `spark export`: `ExportJob.run()` (local[2], the CLI's defaults) from segments to the
-  registered table, manifest included; its SparkSession is started (and warmed on a tiny
-  topic) before the clock starts;
-- `tidelog scan`: `spark.read.format("tidelog")` over the same segments, summing value lengths.
+- `export (parquet)` / `export (delta)`: `ExportJob.run()` (local[2], the CLI's defaults) from
+  segments to the registered table, manifest included, into Parquet (each Spark task decodes and
+  writes with pyarrow) and into a Delta table (Spark's Delta writer); the SparkSession is started
+  (and each format warmed on a tiny topic) before the clock starts;
+- `tidelog scan`: `spark.read.format("tidelog")` over the same segments, summing value lengths
+  (the scan's Python workers warmed on the tiny topic first).
 
 Prints rows/s for each (and the ratios to pyarrow's write) and checks the row counts. Prints,
 never asserts timings.
@@ -99,7 +101,7 @@ def main() -> None:
         data = work / "data"
         t = time.perf_counter()
         build_topic(data, "bench", args.records, args.partitions)
-        build_topic(data, "warmup", 2000, 1)
+        build_topic(data, "warmup", 4000, 4)  # a task per core: every Python worker warmed
         print(f"built {args.records:,} records in {time.perf_counter() - t:.1f}s "
               f"({sum(f.stat().st_size for f in data.rglob('*.log')) / 2**20:.0f} MiB of segments)")
 
@@ -121,22 +123,29 @@ def main() -> None:
 
         from tidelog.spark_export.datasource import register
         from tidelog.spark_export.job import ExportJob, ExportOptions
-        from tidelog.spark_export.session import build_session
+        from tidelog.spark_export.session import SparkSettings, build_session, table_location
 
-        spark = build_session(work / "wh")
+        spark = build_session(work / "wh", SparkSettings(table_format="delta"))
         register(spark)
-        ExportJob(spark, ExportOptions([data], work / "wh", topics=["warmup"])).run()
-        t = time.perf_counter()
-        ExportJob(spark, ExportOptions([data], work / "wh", topics=["bench"])).run()
-        sp_s = time.perf_counter() - t
-        n = spark.table("tidelog.bench").count()
-        print(f"spark export    : {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
-              f"({(written / pa_s) and (n / sp_s) / (written / pa_s):.2f} of pyarrow's write)")
+        for fmt in ("parquet", "delta"):
+            wh = work / f"wh-{fmt}"
+            ExportJob(spark, ExportOptions([data], wh, topics=["warmup"], table_format=fmt)).run()
+            t = time.perf_counter()
+            ExportJob(spark, ExportOptions([data], wh, topics=["bench"], table_format=fmt)).run()
+            sp_s = time.perf_counter() - t
+            n = spark.read.format(fmt).load(str(table_location(wh, "bench"))).count()
+            assert n == args.records, (fmt, n)
+            print(f"export ({fmt:7}): {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
+                  f"({(written / pa_s) and (n / sp_s) / (written / pa_s):.2f} of pyarrow's write)")
+        # The scan's Python workers decode with the JIT: warm them (compile or cache load) first.
+        warm = spark.read.format("tidelog").option("topic", "warmup").option("minPartitions", 2).load(str(data))
+        warm.selectExpr("sum(length(value))").first()
         df = spark.read.format("tidelog").option("topic", "bench").option("maxPartitionBytes", 128 << 20) \
             .option("minPartitions", 2).load(str(data))
         t = time.perf_counter()
         scanned = df.selectExpr("sum(length(value))").first()[0]
         scan_s = time.perf_counter() - t
+        n = args.records
         print(f"tidelog scan    : {n:,} rows in {scan_s:6.1f}s = {n / scan_s:10,.0f} rows/s "
               f"({(n / scan_s) / (written / pa_s):.2f} of pyarrow's write; {scanned:,} value bytes)")
         spark.stop()

@@ -265,3 +265,14 @@ def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_off
         return
     cols._add(out_off[:sel], out_ts[:sel], k_len[:sel], _gather(arr, k_pos, k_len, sel), v_len[:sel],
               _gather(arr, v_pos, v_len, sel), np.zeros(sel, np.int64), ts_type, pid, txn)
+
+
+def warm() -> None:
+    """Load (or compile) the JIT's machine code now: one small batch through the compiled walk."""
+    if DECODER != "numba":
+        return
+    from tidelog.log.records import Record, build_batch
+
+    buf = build_batch([Record(b"k", b"v", 1, []), Record(None, b"w", 2, [])])
+    for pos, h in rb.iter_batches(buf):
+        append_batch_fast(FastColumns(), buf, pos, h.fields(), 0, 1 << 62, None, None)

@@ -47,12 +47,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import direct
 from . import segments as seg
 from .datasource import NAME as SOURCE
 from .delta import FORMATS
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
-from .session import attach_tables, ensure_delta_tables, ensure_table, point_latest, table_location
+from .session import ensure_database, ensure_delta_tables, ensure_table, point_latest, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -148,9 +149,10 @@ class ExportJob:
         manifest = Manifest.load(self.o.warehouse)
         self._use_format(manifest)
         delta = manifest.table_format == "delta"
-        # The database and the committed tables first: completing a run that crashed after it
-        # was published (re)creates its tables, which needs the database in this session.
-        attach_tables(self.spark, self.o.warehouse)
+        # The database first: completing a run that crashed after it was published (re)creates
+        # its tables, which needs the database in this session. The run registers the tables it
+        # writes; `attach_tables` registers all of them in any session.
+        ensure_database(self.spark, self.o.warehouse)
         if delta:
             self._complete_delta(manifest)
         else:
@@ -366,10 +368,10 @@ class ExportJob:
 
     def _stage(self, p: _TopicPlan, staging: Path, old_latest: str | None) -> None:
         main = staging / p.topic / "main"
-        df = self._source(p.topic, p.offsets, p.scan_from)
-        with self.progress.topic(self.spark, p.topic, p.tasks):
-            df.write.partitionBy("date", "partition").parquet(str(main))
-        p.summary.rows = parquet_rows(main)  # from the footers: no Spark job
+        groups = direct.task_groups(self.o.log_dirs, p.topic, p.offsets, p.scan_from, self.o.max_partition_bytes,
+                                    self._parallelism())
+        with self.progress.topic(self.spark, p.topic, len(groups)):
+            p.summary.rows = direct.write(self.spark, groups, main)
         if p.state.compacted:
             staged = self.spark.read.parquet(str(main))
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)

@@ -64,6 +64,7 @@ def build_session(warehouse: str | Path, settings: SparkSettings | None = None):
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.sql.parquet.compression.codec", "zstd")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.python.daemon.module", "tidelog.spark_export.daemon")  # workers fork with the decoder loaded
     )
     if s.hive:
         b = (
@@ -106,7 +107,7 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
     from .manifest import Manifest
 
     manifest = Manifest.load(warehouse)
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'")
+    ensure_database(spark, warehouse)
     names = []
     if manifest.table_format == "delta":
         for topic, state in sorted(manifest.topics.items()):
@@ -119,6 +120,11 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
             point_latest(spark, topic, state.latest_location)
             names.append(f"{DATABASE}.{topic}_latest")
     return names
+
+
+def ensure_database(spark, warehouse: str | Path) -> None:
+    """The `tidelog` database of `warehouse` in this session's catalog."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'")
 
 
 def _sql_str(v) -> str:
