@@ -189,3 +189,25 @@ def test_new_process_completes_a_run_killed_after_publishing(catalog, tmp_path):
     latest = Model.compact(committed)
     assert table_idents(catalog, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
     w.close()
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+def test_a_run_of_only_aborted_transactions_keeps_the_tables(catalog, tmp_path, table_format):
+    """New closed segments holding nothing but an aborted transaction and its marker: the run
+    exports no row, and `_latest` keeps what earlier runs made of the topic."""
+    spark = catalog
+    data, wh = tmp_path / "data", tmp_path / "wh"
+    w = LogWriter(data, "profiles", partitions=1, segment_bytes=8192, seed=31, keys=10, compact=True)
+    w.fill(10)
+    closed = w.roll()
+    export(spark, data, wh, table_format=table_format)
+    w.begin(0, batches=1)  # one transactional batch, nothing else
+    w.end(0, commit=False)
+    assert w.roll() != closed
+    s = export(spark, data, wh)["profiles"]
+    assert s.rows == 0 and manifest(wh)["pending"] is None
+    committed = w.model.committed(w.closed_end())
+    assert_exactly(spark, "tidelog.profiles", committed)
+    latest = Model.compact(committed)
+    assert table_idents(spark, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+    w.close()

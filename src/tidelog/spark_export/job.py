@@ -53,7 +53,7 @@ from .datasource import NAME as SOURCE
 from .delta import FORMATS
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
-from .session import ensure_database, ensure_delta_tables, ensure_table, point_latest, table_location
+from .session import TABLE_COLUMNS, ensure_database, ensure_delta_tables, ensure_table, point_latest, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -61,6 +61,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
 DELTA_CRASH_POINTS = ("begun", "appended", "merged")
+STAGED_COLUMNS = TABLE_COLUMNS
 
 
 class TableFormatError(ValueError):
@@ -373,7 +374,8 @@ class ExportJob:
         with self.progress.topic(self.spark, p.topic, len(groups)):
             p.summary.rows = direct.write(self.spark, groups, main)
         if p.state.compacted:
-            staged = self.spark.read.parquet(str(main))
+            # No file when every record of the range was aborted (or a control record).
+            staged = self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], STAGED_COLUMNS)
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
 
     def _source(self, topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int]):
