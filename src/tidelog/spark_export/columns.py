@@ -12,6 +12,8 @@ agree on every codec, null keys/values, headers and LogAppendTime.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tidelog.log import compression
 from tidelog.log import records as rb
 from tidelog.log.errors import CorruptRecordError
@@ -54,7 +56,7 @@ class Columns:
         )
         return pa.RecordBatch.from_arrays(
             [
-                pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+                pa.repeat(pa.scalar(topic, pa.string()), n),
                 pa.array(np.full(n, partition, dtype=np.int32)),
                 pa.array(self.offsets, pa.int64()),
                 pa.array(ts, pa.timestamp("us", tz="UTC")),
@@ -85,24 +87,43 @@ def batch_body(buf, pos: int, header: tuple) -> bytes:
     return compression.decompress(codec, body) if codec else body
 
 
+class BatchFields(NamedTuple):
+    """What both decoders take from a batch's header, once per batch."""
+
+    base: int
+    first_ts: int
+    max_ts: int
+    log_append: bool  # LogAppendTime: every record's timestamp is max_ts
+    no_ts: bool  # first_ts is NO_TIMESTAMP (converted magic 0 data): every record's is too
+    pid: int
+    txn: bool
+    ts_type: int  # 0 CreateTime, 1 LogAppendTime
+    check_off: bool  # the batch straddles an offset bound: filter per record
+    check_ts: bool  # a timestamp bound is set: filter per record
+    records: int  # the header's record count (0 when negative)
+
+
+def batch_fields(header: tuple, start_offset: int, end_offset: int, t_lo: int | None, t_hi: int | None) -> BatchFields:
+    attrs = header[rb.H_ATTRIBUTES]
+    base = header[rb.H_BASE_OFFSET]
+    log_append = bool(attrs & rb.TIMESTAMP_TYPE_MASK)
+    last = base + header[rb.H_LAST_OFFSET_DELTA]
+    return BatchFields(
+        base, header[rb.H_FIRST_TS], header[rb.H_MAX_TS], log_append, header[rb.H_FIRST_TS] == rb.NO_TIMESTAMP,
+        header[rb.H_PRODUCER_ID], bool(attrs & rb.TRANSACTIONAL_FLAG_MASK), 1 if log_append else 0,
+        base < start_offset or last >= end_offset, t_lo is not None or t_hi is not None,
+        max(header[rb.H_RECORDS_COUNT], 0),
+    )
+
+
 def append_batch(cols: Columns, buf, pos: int, header: tuple, start_offset: int, end_offset: int,
                  t_lo: int | None, t_hi: int | None) -> None:
     """Append the records of the v2 batch at `pos` (header fields `header`) whose offset lies in
     [start_offset, end_offset) and timestamp in [t_lo, t_hi) (None: unbounded) to `cols`."""
     body = batch_body(buf, pos, header)
-    attrs = header[rb.H_ATTRIBUTES]
-    base = header[rb.H_BASE_OFFSET]
-    first_ts = header[rb.H_FIRST_TS]
-    log_append = bool(attrs & rb.TIMESTAMP_TYPE_MASK)
-    max_ts = header[rb.H_MAX_TS]
-    no_ts = first_ts == rb.NO_TIMESTAMP
-    pid = header[rb.H_PRODUCER_ID]
-    txn = bool(attrs & rb.TRANSACTIONAL_FLAG_MASK)
-    ts_type = 1 if log_append else 0
-    # Filters per record only where the batch straddles a bound.
-    last = base + header[rb.H_LAST_OFFSET_DELTA]
-    check_off = base < start_offset or last >= end_offset
-    check_ts = t_lo is not None or t_hi is not None
+    base, first_ts, max_ts, log_append, no_ts, pid, txn, ts_type, check_off, check_ts, count = batch_fields(
+        header, start_offset, end_offset, t_lo, t_hi)
+    # Python ints: the upper bound may be 2**63 (nothing at or above it).
     lo = t_lo if t_lo is not None else -(1 << 63)
     hi = t_hi if t_hi is not None else (1 << 63)
 
@@ -112,7 +133,7 @@ def append_batch(cols: Columns, buf, pos: int, header: tuple, start_offset: int,
     n = len(body)
     p = 0
     try:
-        for _ in range(header[rb.H_RECORDS_COUNT]):
+        for _ in range(count):
             # length
             b = body[p]
             if b < 0x80:

@@ -23,7 +23,7 @@ import numpy as np
 from tidelog.log import records as rb
 from tidelog.log.errors import CorruptRecordError
 
-from .columns import Columns, append_batch, batch_body
+from .columns import Columns, append_batch, batch_body, batch_fields
 
 njit: Any
 try:
@@ -216,7 +216,7 @@ class FastColumns:
         ts = cat(self.timestamps, np.int64) * 1000
         return pa.RecordBatch.from_arrays(
             [
-                pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+                pa.repeat(pa.scalar(topic, pa.string()), n),
                 pa.array(np.full(n, partition, dtype=np.int32)),
                 pa.array(cat(self.offsets, np.int64), pa.int64()),
                 pa.array(ts, pa.timestamp("us", tz="UTC")),
@@ -235,16 +235,8 @@ def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_off
                       t_lo: int | None, t_hi: int | None) -> None:
     """`columns.append_batch` into FastColumns, through the compiled walk."""
     body = batch_body(buf, pos, header)
-    attrs = header[rb.H_ATTRIBUTES]
-    base = header[rb.H_BASE_OFFSET]
-    log_append = bool(attrs & rb.TIMESTAMP_TYPE_MASK)
-    pid = header[rb.H_PRODUCER_ID]
-    txn = bool(attrs & rb.TRANSACTIONAL_FLAG_MASK)
-    ts_type = 1 if log_append else 0
-    last = base + header[rb.H_LAST_OFFSET_DELTA]
-    check_off = base < start_offset or last >= end_offset
-    check_ts = t_lo is not None or t_hi is not None
-    count = max(header[rb.H_RECORDS_COUNT], 0)
+    base, first_ts, max_ts, log_append, no_ts, pid, txn, ts_type, check_off, check_ts, count = batch_fields(
+        header, start_offset, end_offset, t_lo, t_hi)
     arr = np.frombuffer(body, np.uint8)
     out_off = np.empty(count, np.int64)
     out_ts = np.empty(count, np.int64)
@@ -252,8 +244,9 @@ def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_off
     k_len = np.empty(count, np.int64)
     v_pos = np.empty(count, np.int64)
     v_len = np.empty(count, np.int64)
-    status, sel = _walk(arr, count, base, header[rb.H_FIRST_TS], header[rb.H_MAX_TS], log_append,
-                        header[rb.H_FIRST_TS] == rb.NO_TIMESTAMP, start_offset, end_offset, check_off,
+    # int64 bounds for the compiled walk: "unbounded above" is the largest int64 (the reference's
+    # 2**63 does not fit), which no record's timestamp can reach (it would be excluded, as there).
+    status, sel = _walk(arr, count, base, first_ts, max_ts, log_append, no_ts, start_offset, end_offset, check_off,
                         t_lo if t_lo is not None else -(1 << 63), t_hi if t_hi is not None else (1 << 63) - 1,
                         check_ts, out_off, out_ts, k_pos, k_len, v_pos, v_len)
     if status == CORRUPT:

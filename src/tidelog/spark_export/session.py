@@ -3,6 +3,7 @@
 Defaults suit 2 shared cores: `local[2]`, 1 GiB of driver memory, 4 shuffle partitions (Spark's
 200 would mean 200 tiny tasks per shuffle), no UI, adaptive execution on, a small JVM heap with
 G1 and a short thread stack. Every one of them is an option of `SparkSettings` (and of the CLI).
+The Python workers fork from `tidelog.spark_export.daemon`, which has the decoder loaded.
 
 Catalog: tables live in the `tidelog` database of a warehouse directory. With `hive=True` the
 session uses Spark's Hive catalog backed by an embedded Derby metastore in
