@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from spark_logdata import LogWriter, Model
-from test_job import assert_exactly, export, manifest, table_idents
+from spark_logdata import LogWriter
+from test_job import assert_exactly, assert_tables, export, manifest
 
 from tidelog.spark_export.job import DELTA_CRASH_POINTS, SimulatedCrash, TableFormatError
 
@@ -46,9 +46,7 @@ def test_each_run_is_one_commit_per_table_with_time_travel(catalog, tmp_path):
     assert manifest(wh)["table_format"] == "delta"
     assert_exactly(spark, "tidelog.orders", orders.model.committed(closed_o))
     committed = profiles.model.committed(closed_p)
-    assert_exactly(spark, "tidelog.profiles", committed)
-    latest = Model.compact(committed)
-    assert table_idents(spark, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+    assert_tables(spark, "profiles", committed)
     assert spark.sql("SELECT count(*) FROM tidelog.orders WHERE date != to_date(timestamp)").first()[0] == 0
 
     ids = run_ids(wh)
@@ -93,9 +91,7 @@ def test_crash_at_every_phase_then_rerun_commits_each_run_once(catalog, tmp_path
         m = manifest(wh)
         assert m["pending"] is None and crashed["run_id"] in run_ids(wh)
         committed = w.model.committed(closed)
-        assert_exactly(spark, "tidelog.profiles", committed)
-        latest = Model.compact(committed)
-        assert table_idents(spark, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+        assert_tables(spark, "profiles", committed)
     # One append and one MERGE per run that had data: the completed runs did not commit twice.
     ids = run_ids(wh)
     for table, op in (("profiles", "WRITE"), ("profiles_latest", "MERGE")):
@@ -131,9 +127,7 @@ def test_killed_export_is_completed_by_the_next_command(catalog, tmp_path):
 
     attach_tables(catalog, wh)
     committed = w.model.committed(closed)
-    assert_exactly(catalog, "tidelog.profiles", committed)
-    latest = Model.compact(committed)
-    assert table_idents(catalog, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+    assert_tables(catalog, "profiles", committed)
     assert [o for _v, o, _m in history(catalog, wh / "tidelog.db" / "profiles")] == ["CREATE TABLE", "WRITE"]
     w.close()
 

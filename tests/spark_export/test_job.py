@@ -30,6 +30,14 @@ def assert_exactly(spark, name, expected):
     assert got == sorted(r.ident() for r in expected)
 
 
+def assert_tables(spark, topic, committed):
+    """`tidelog.<topic>` holds `committed` once each, `tidelog.<topic>_latest` its compaction."""
+    assert_exactly(spark, f"tidelog.{topic}", committed)
+    latest = Model.compact(committed)
+    assert table_idents(spark, f"tidelog.{topic}_latest") == sorted(r.ident() for r in latest.values())
+    return latest
+
+
 def export(spark, data, warehouse, **kw):
     from tidelog.spark_export.job import ExportJob, ExportOptions
 
@@ -108,11 +116,9 @@ def test_crashes_at_every_stage_then_rerun_keep_rows_once_and_latest_compacted(c
             export(spark, data, wh, rewrite_min_files=2, crash_at=point)
         s = export(spark, data, wh, rewrite_min_files=2)["profiles"]
         committed = w.model.committed(closed)
-        assert_exactly(spark, "tidelog.profiles", committed)
-        latest = Model.compact(committed)
+        latest = assert_tables(spark, "profiles", committed)
         # Rolled back and redone, or (crashed after "marked") rolled forward by recovery.
         assert s.rows == (0 if point == "marked" else s.rows) and s.latest_rows in (None, len(latest))
-        assert table_idents(spark, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
     assert manifest(wh)["pending"] is None
     runs = manifest(wh)["runs"]
     assert sum(r["topics"].get("profiles", {}).get("files_rewritten", 0) for r in runs) > 0  # small files merged
@@ -185,9 +191,7 @@ def test_new_process_completes_a_run_killed_after_publishing(catalog, tmp_path):
     assert manifest(wh)["pending"] is None
     attach_tables(catalog, wh)
     committed = w.model.committed(closed)
-    assert_exactly(catalog, "tidelog.profiles", committed)
-    latest = Model.compact(committed)
-    assert table_idents(catalog, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+    assert_tables(catalog, "profiles", committed)
     w.close()
 
 
@@ -207,7 +211,5 @@ def test_a_run_of_only_aborted_transactions_keeps_the_tables(catalog, tmp_path, 
     s = export(spark, data, wh)["profiles"]
     assert s.rows == 0 and manifest(wh)["pending"] is None
     committed = w.model.committed(w.closed_end())
-    assert_exactly(spark, "tidelog.profiles", committed)
-    latest = Model.compact(committed)
-    assert table_idents(spark, "tidelog.profiles_latest") == sorted(r.ident() for r in latest.values())
+    assert_tables(spark, "profiles", committed)
     w.close()
