@@ -112,8 +112,15 @@ class Cluster:
         os.kill(proc.pid, signal.SIGCONT)
         self.paused.discard(node_id)
 
-    def logs(self) -> str:
-        return "\n".join(f"==== broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())
+    def logs(self, *needles: str) -> str:
+        """The tail of every broker's log; with `needles`, its last 60 lines holding any of them."""
+        if not needles:
+            return "\n".join(f"==== broker {i}\n{b.log()[-3000:]}" for i, b in self.brokers.items())
+        out = []
+        for i, b in self.brokers.items():
+            lines = [ln for ln in b.log().splitlines() if any(n in ln for n in needles)]
+            out.append(f"==== broker {i} ({len(lines)} lines about {', '.join(needles)})\n" + "\n".join(lines[-60:]))
+        return "\n".join(out)
 
 
 def main() -> None:

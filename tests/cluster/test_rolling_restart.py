@@ -43,7 +43,9 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
             try:
                 wait_for(lambda: all(len(p["isr"]) == 3 for p in describe(c, topic)), 60, "the ISR full again")
             except AssertionError as e:
-                raise AssertionError(f"{e}: {describe(c, topic)}\n{c.logs()}") from None
+                parts = describe(c, topic)
+                stuck = [f"{topic}-{p['partition']}:" for p in parts if len(p["isr"]) < 3]
+                raise AssertionError(f"{e}: {parts}\n{c.logs(*stuck) if stuck else c.logs()}") from None
             time.sleep(1)
     finally:
         clients.join()

@@ -104,8 +104,12 @@ class ReplicaFetcher:
                 st = self.parts.get(key)
                 if st is None or st is not todo.get(key):
                     continue
-                if pr.error_code.value != 0:
-                    continue  # retried at the next round
+                if pr.error_code.value != 0:  # retried at the next round; said once per change
+                    if self._last_error.get(key) != pr.error_code.value:
+                        log.info("%s-%d: offsets for leader epoch from %d answered error %d", key[0], key[1],
+                                 self.leader_id, pr.error_code.value)
+                    self._last_error[key] = pr.error_code.value
+                    continue
                 plog = self.m.partitions.get(*key)
                 if plog is None:
                     continue

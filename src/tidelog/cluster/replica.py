@@ -91,6 +91,7 @@ class ReplicaManager:
         self.isr_shrinks = 0
         self.isr_expands = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._lost_logged: dict[tuple[str, int], int] = {}
 
     # ---- roles ------------------------------------------------------------------------------
     def apply(self, topic: str, partition: int) -> None:
@@ -343,6 +344,12 @@ class ReplicaManager:
                 r.state = PartitionState(state.leader, state.leader_epoch, isr, state.controller_epoch, res.revision)
                 self.maybe_advance_hw(r)
                 self._check_min_isr(r)
+            elif self._lost_logged.get((r.topic, r.partition)) != state.version:
+                # another write won: the watch brings it, and the next fetch (or lag check) retries;
+                # said once per version, so that a leader stuck on a stale version shows it
+                self._lost_logged[(r.topic, r.partition)] = state.version
+                log.info("%s-%d: isr %s to %s lost to a newer write of the state (ours at version %d)",
+                         r.topic, r.partition, why, list(isr), state.version)
         except Exception as e:  # noqa: BLE001 - etcd away: the ISR stays as it is (the safe direction)
             log.warning("%s-%d: isr %s not written: %s", r.topic, r.partition, why, e)
         finally:
