@@ -61,7 +61,6 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
 DELTA_CRASH_POINTS = ("begun", "appended", "merged")
-STAGED_COLUMNS = TABLE_COLUMNS
 
 
 class TableFormatError(ValueError):
@@ -232,7 +231,7 @@ class ExportJob:
         if manifest.topics or manifest.pending:
             if wanted and wanted != manifest.table_format:
                 raise TableFormatError(f"{self.o.warehouse} holds {manifest.table_format} tables; "
-                                 f"a run with --table-format {wanted} needs another warehouse")
+                                       f"a run with --table-format {wanted} needs another warehouse")
         elif wanted:
             manifest.table_format = wanted
 
@@ -375,7 +374,7 @@ class ExportJob:
             p.summary.rows = direct.write(self.spark, groups, main)
         if p.state.compacted:
             # No file when every record of the range was aborted (or a control record).
-            staged = self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], STAGED_COLUMNS)
+            staged = self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], TABLE_COLUMNS)
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
 
     def _source(self, topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int]):
