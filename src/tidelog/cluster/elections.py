@@ -89,8 +89,14 @@ class Elections:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            state = self.cache.state(topic, partition)
-            code, msg, new = choose(a.replicas[partition], state, self.cache.brokers, unclean)
+            if compares is None:
+                # An operator's election is decided on etcd's present state, not on this broker's
+                # copy, which may lag (a broker just restarted still saw a dead leader as live and
+                # leading, and answered ELECTION_NOT_NEEDED).
+                state, live = await self._read(key)
+            else:  # the controller's pass: a stale copy only loses the compare-and-swap
+                state, live = self.cache.state(topic, partition), set(self.cache.brokers)
+            code, msg, new = choose(a.replicas[partition], state, live, unclean)
             if code or new is None or state is None:
                 return code, msg
             res = await self.store.txn([*(compares or []), Compare.mod(key, state.version)], [Op.put(key, new.encode())])
@@ -102,3 +108,10 @@ class Elections:
             if compares or loop.time() >= deadline:  # the controller's pass: its next pass retries
                 return E.request_timed_out.value, "The partition state kept changing."
             await asyncio.sleep(0.05)  # another writer was first: try on the newer state
+
+    async def _read(self, key: str) -> tuple[PartitionState | None, set[int]]:
+        """The partition's state and the live brokers, as etcd has them now."""
+        kv = await self.store.get(key)
+        regs, _rev = await self.store.get_prefix(self.keys.brokers)
+        live = {int(r.key[len(self.keys.brokers):]) for r in regs if r.key[len(self.keys.brokers):].isdigit()}
+        return (PartitionState.decode(kv.value, kv.mod_revision) if kv is not None else None), live
