@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tidelog.log.atomic import replace_file
 
 MANIFEST_DIR = "_tidelog"
 MANIFEST = "manifest.json"
@@ -141,18 +142,7 @@ class Manifest:
 
     def save(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        data = json.dumps(self.to_json(), indent=1).encode()
-        tmp = self.path.with_name(MANIFEST + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        replace_file(self.path, json.dumps(self.to_json(), indent=1).encode(), sync_dir=True)
 
     def topic(self, name: str) -> TopicState:
         """The committed state of a topic (a fresh one when never exported)."""
