@@ -15,7 +15,8 @@ import pytest
 from spark_logdata import LogWriter
 from test_job import assert_exactly, assert_tables, export, manifest
 
-from tidelog.spark_export.job import DELTA_CRASH_POINTS, SimulatedCrash, TableFormatError
+from tidelog.spark_export.job import DELTA_CRASH_POINTS, SimulatedCrash
+from tidelog.spark_export.manifest import TableFormatError
 
 pytestmark = pytest.mark.timeout(900)
 HERE = Path(__file__).parent

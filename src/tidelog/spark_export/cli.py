@@ -58,21 +58,18 @@ def cmd_export(args) -> int:
         return 2
     from pathlib import Path
 
-    from .job import ExportJob, ExportOptions, TableFormatError
+    from .delta import DeltaUnavailable
+    from .job import ExportJob, ExportOptions
+    from .manifest import Manifest, TableFormatError
     from .progress import Progress
     from .session import SparkSettings, build_session
 
-    from .delta import DeltaUnavailable
-    from .manifest import Manifest
-
     extra = dict(kv.split("=", 1) for kv in args.conf)
-    existing = Manifest.load(args.warehouse)
-    held = existing.table_format if existing.topics or existing.pending else None
-    if args.table_format and held and args.table_format != held:  # refused before a JVM starts
-        print(f"tidelog export: {args.warehouse} holds {held} tables; a run with --table-format "
-              f"{args.table_format} needs another warehouse", file=sys.stderr)
+    try:  # refused before a JVM starts
+        table_format = Manifest.load(args.warehouse).resolve_format(args.table_format)
+    except TableFormatError as e:
+        print(f"tidelog export: {e}", file=sys.stderr)
         return 2
-    table_format = args.table_format or held or "parquet"
     settings = SparkSettings(master=args.master, driver_memory=args.driver_memory,
                              shuffle_partitions=args.shuffle_partitions, jvm_flags=args.jvm_flags,
                              hive=args.hive, table_format=table_format, extra=extra)

@@ -33,7 +33,6 @@ log = logging.getLogger("tidelog.spark_export")
 DELTA_VERSION = "4.4.0"
 SPARK_LINES = ("4.0", "4.1", "4.2")
 APP_ID = "tidelog-export"
-FORMATS = ("parquet", "delta")
 
 
 class DeltaUnavailable(RuntimeError):

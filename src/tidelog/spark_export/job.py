@@ -50,7 +50,6 @@ from pathlib import Path
 from . import direct
 from . import segments as seg
 from .datasource import NAME as SOURCE
-from .delta import FORMATS
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
 from .session import TABLE_COLUMNS, ensure_database, ensure_delta_tables, ensure_table, point_latest, table_location
@@ -61,10 +60,6 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
 DELTA_CRASH_POINTS = ("begun", "appended", "merged")
-
-
-class TableFormatError(ValueError):
-    """A table format the warehouse does not hold (or no such format)."""
 
 
 class SimulatedCrash(RuntimeError):
@@ -147,7 +142,7 @@ class ExportJob:
         log.info("export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba"
                  else "pure-Python")
         manifest = Manifest.load(self.o.warehouse)
-        self._use_format(manifest)
+        manifest.table_format = manifest.resolve_format(self.o.table_format)
         delta = manifest.table_format == "delta"
         # The database first: completing a run that crashed after it was published (re)creates
         # its tables, which needs the database in this session. The run registers the tables it
@@ -222,18 +217,6 @@ class ExportJob:
             ensure_table(self.spark, topic, self.o.warehouse)
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location)
-
-    def _use_format(self, manifest: Manifest) -> None:
-        """The warehouse's table format: chosen by its first run, then kept."""
-        wanted = self.o.table_format
-        if wanted not in (None,) + FORMATS:
-            raise TableFormatError(f"unknown table format {wanted!r} (one of {', '.join(FORMATS)})")
-        if manifest.topics or manifest.pending:
-            if wanted and wanted != manifest.table_format:
-                raise TableFormatError(f"{self.o.warehouse} holds {manifest.table_format} tables; "
-                                       f"a run with --table-format {wanted} needs another warehouse")
-        elif wanted:
-            manifest.table_format = wanted
 
     # -- Delta tables -------------------------------------------------------------------------
 

@@ -95,6 +95,13 @@ class PendingRun:
                    list(d.get("replaced", [])), int(d.get("serial", 0)))
 
 
+FORMATS = ("parquet", "delta")
+
+
+class TableFormatError(ValueError):
+    """A table format the warehouse does not hold (or no such format)."""
+
+
 class Manifest:
     def __init__(self, warehouse: str | Path) -> None:
         self.warehouse = Path(warehouse).resolve()
@@ -143,6 +150,18 @@ class Manifest:
     def save(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         replace_file(self.path, json.dumps(self.to_json(), indent=1).encode(), sync_dir=True)
+
+    def resolve_format(self, wanted: str | None) -> str:
+        """The table format of the next run: the one the warehouse holds (chosen by its first run),
+        else `wanted`, else parquet; TableFormatError when `wanted` is another one."""
+        if wanted not in (None,) + FORMATS:
+            raise TableFormatError(f"unknown table format {wanted!r} (one of {', '.join(FORMATS)})")
+        if self.topics or self.pending:
+            if wanted and wanted != self.table_format:
+                raise TableFormatError(f"{self.warehouse} holds {self.table_format} tables; "
+                                       f"a run with --table-format {wanted} needs another warehouse")
+            return self.table_format
+        return wanted or "parquet"
 
     def topic(self, name: str) -> TopicState:
         """The committed state of a topic (a fresh one when never exported)."""
