@@ -65,6 +65,18 @@ SCHEMA = (
 )
 
 
+def export_options(topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int],
+                   max_partition_bytes: int, min_partitions: int) -> dict[str, str]:
+    """The options the export job reads a topic's range with (the internal `offsets`, `scanFrom`)."""
+    return {
+        "topic": topic,
+        "offsets": json.dumps({str(k): list(v) for k, v in offsets.items()}),
+        "scanFrom": json.dumps({str(k): v for k, v in scan_from.items()}),
+        "maxPartitionBytes": str(max_partition_bytes),
+        "minPartitions": str(min_partitions),
+    }
+
+
 def register(spark) -> None:
     """Make `spark.read.format("tidelog")` available in this session.
 

@@ -17,7 +17,6 @@ statistics, which Delta's writer does.
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -36,14 +35,10 @@ DICTIONARY_COLUMNS = [c for c in FILE_COLUMNS if c != "value"]
 def task_groups(log_dirs: list[Path], topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int],
                 max_partition_bytes: int, min_partitions: int) -> list[list[seg.SegmentTask]]:
     """The segment tasks of the export, grouped as the data source groups them into Spark partitions."""
-    from .datasource import TidelogReader
+    from .datasource import TidelogReader, export_options
 
-    reader = TidelogReader({
-        "path": ",".join(str(d) for d in log_dirs), "topic": topic,
-        "offsets": json.dumps({str(k): list(v) for k, v in offsets.items()}),
-        "scanFrom": json.dumps({str(k): v for k, v in scan_from.items()}),
-        "maxPartitionBytes": str(max_partition_bytes), "minPartitions": str(min_partitions),
-    })
+    reader = TidelogReader({"path": ",".join(str(d) for d in log_dirs),
+                            **export_options(topic, offsets, scan_from, max_partition_bytes, min_partitions)})
     return [p.value for p in reader.partitions() if p.value]
 
 

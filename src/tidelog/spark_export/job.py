@@ -50,6 +50,7 @@ from pathlib import Path
 from . import direct
 from . import segments as seg
 from .datasource import NAME as SOURCE
+from .datasource import export_options
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
 from .session import TABLE_COLUMNS, ensure_database, ensure_delta_tables, ensure_table, point_latest, table_location
@@ -366,11 +367,7 @@ class ExportJob:
 
         df = (
             self.spark.read.format(SOURCE)
-            .option("topic", topic)
-            .option("offsets", json.dumps({str(k): list(v) for k, v in offsets.items()}))
-            .option("scanFrom", json.dumps({str(k): v for k, v in scan_from.items()}))
-            .option("maxPartitionBytes", self.o.max_partition_bytes)
-            .option("minPartitions", self._parallelism())
+            .options(**export_options(topic, offsets, scan_from, self.o.max_partition_bytes, self._parallelism()))
             .load(",".join(str(d) for d in self.o.log_dirs))
         )
         # The UTC day, independent of the session time zone.
