@@ -28,6 +28,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .session import _sql_str
+
 log = logging.getLogger("tidelog.spark_export")
 
 DELTA_VERSION = "4.4.0"
@@ -138,14 +140,9 @@ class DeltaTables:
            .option("txnAppId", APP_ID).option("txnVersion", serial).option("userMetadata", run_id)
            .save(str(location)))
 
-    def merge_latest(self, latest: Path, source, run_id: str, serial: int) -> None:
-        """One MERGE of the run's rows (the latest per (partition, key), tombstones included)."""
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
-        newest = (source.where(F.col("key").isNotNull()).withColumn("_rank", F.row_number().over(w))
-                  .where(F.col("_rank") == 1).drop("_rank"))
+    def merge_latest(self, latest: Path, newest, run_id: str, serial: int) -> None:
+        """One MERGE of the run's newest row per (partition, key), tombstones included (`newest`:
+        at most one row per key, as MERGE requires)."""
         view = f"tidelog_merge_{serial}"
         newest.createOrReplaceTempView(view)
         conf = {"spark.databricks.delta.write.txnAppId": APP_ID,
@@ -168,7 +165,3 @@ class DeltaTables:
 
     def rows(self, location: Path) -> int:
         return self.spark.read.format("delta").load(str(location)).count()
-
-
-def _sql_str(v) -> str:
-    return str(v).replace("\\", "\\\\").replace("'", "\\'")

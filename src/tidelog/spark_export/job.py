@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import math
+import operator
 import os
 import shutil
 import time
@@ -244,12 +246,11 @@ class ExportJob:
         if state.compacted:
             latest = self._latest_root(topic)
             if d.commit_of(latest, run_id) is None:
-                mine = None
-                for partition, (lo, hi) in offsets.items():
-                    c = (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
-                    mine = c if mine is None else mine | c
-                rows = self.spark.read.format("delta").load(str(main))
-                d.merge_latest(latest, rows.where(mine) if mine is not None else rows.limit(0), run_id, serial)
+                mine = functools.reduce(operator.or_, (
+                    (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
+                    for partition, (lo, hi) in offsets.items()))  # never empty: a run has data
+                rows = self.spark.read.format("delta").load(str(main)).where(mine)
+                d.merge_latest(latest, newest_per_key(rows), run_id, serial)
             self._point("merged")
             summary.latest_rows = d.rows(latest)
 
@@ -375,22 +376,16 @@ class ExportJob:
 
     def _stage_latest(self, p: _TopicPlan, staged, new_rows: int, old_latest: str | None) -> int:
         """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         cols = ["topic", "partition", "key", "offset", "timestamp", "timestamp_type", "value", "headers",
                 "producer_id", "is_transactional"]
-        new = staged.where(F.col("key").isNotNull()).select(*cols).withColumn("partition", F.col("partition").cast("int"))
+        new = staged.select(*cols).withColumn("partition", F.col("partition").cast("int"))
         both, bound = new, new_rows
         if old_latest and Path(old_latest).exists():
             both = self.spark.read.parquet(old_latest).select(*cols).unionByName(new)
             bound += parquet_rows(Path(old_latest))
-        w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
-        latest = (
-            both.withColumn("_rank", F.row_number().over(w))
-            .where((F.col("_rank") == 1) & F.col("value").isNotNull())
-            .drop("_rank")
-        )
+        latest = newest_per_key(both).where(F.col("value").isNotNull())
         # The row count is at most `bound`: it decides how many files the version gets.
         files = max(1, math.ceil(bound / self.o.rows_per_latest_file))
         location = p.state.latest_location
@@ -438,6 +433,16 @@ class ExportJob:
         self._publish(out, table, run_id, tag="r")
         p.summary.files_rewritten = len(candidates)
         return [str(f) for f in candidates]
+
+
+def newest_per_key(df):
+    """The rows of `df` with a key, the one of highest offset per (partition, key) (tombstones included)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
+    return (df.where(F.col("key").isNotNull()).withColumn("_rank", F.row_number().over(w))
+            .where(F.col("_rank") == 1).drop("_rank"))
 
 
 class ExportRunning(RuntimeError):
