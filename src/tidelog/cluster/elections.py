@@ -113,5 +113,5 @@ class Elections:
         """The partition's state and the live brokers, as etcd has them now."""
         kv = await self.store.get(key)
         regs, _rev = await self.store.get_prefix(self.keys.brokers)
-        live = {int(r.key[len(self.keys.brokers):]) for r in regs if r.key[len(self.keys.brokers):].isdigit()}
+        live = {b for r in regs if (b := self.keys.parse_broker_key(r.key)) is not None}
         return (PartitionState.decode(kv.value, kv.mod_revision) if kv is not None else None), live

@@ -121,10 +121,10 @@ class MetadataCache:
     def _apply_delete(self, key: str) -> tuple[str, object] | None:
         k = self.keys
         if key.startswith(k.brokers):
-            tail = key[len(k.brokers):]
-            if tail.isdigit():
-                self.brokers.pop(int(tail), None)
-                return "broker", int(tail)
+            node_id = k.parse_broker_key(key)
+            if node_id is not None:
+                self.brokers.pop(node_id, None)
+                return "broker", node_id
             return None
         if key == k.controller:
             self.controller_id = self.controller_epoch = -1

@@ -42,6 +42,11 @@ class Keys:
     def broker(self, node_id: int) -> str:
         return f"{self.brokers}{node_id}"
 
+    def parse_broker_key(self, key: str) -> int | None:
+        """brokers/ids/<id> -> id; anything else None."""
+        tail = key[len(self.brokers):] if key.startswith(self.brokers) else ""
+        return int(tail) if tail.isdigit() else None
+
     @property
     def cluster_id(self) -> str:
         return self.root + "cluster-id"
