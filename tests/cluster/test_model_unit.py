@@ -53,6 +53,8 @@ def test_keys_and_records_round_trip():
     assert k.parse_topic_key(k.topic("orders")) == ("orders", None)
     assert k.parse_topic_key(k.partition("orders", 7)) == ("orders", 7)
     assert k.parse_topic_key(k.root + "topics/x/y") is None
+    assert k.parse_broker_key(k.broker(12)) == 12
+    assert k.parse_broker_key(k.brokers + "x") is None and k.parse_broker_key(k.topic("orders")) is None
     b = BrokerInfo(2, (Endpoint("PLAINTEXT", "h", 9092),), "r1")
     assert BrokerInfo.decode(b.encode(), 42) == BrokerInfo(2, b.endpoints, "r1", 42)
     assert TopicAssignment.decode("t", A.encode()) == A
