@@ -28,8 +28,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .session import _sql_str
-
 log = logging.getLogger("tidelog.spark_export")
 
 DELTA_VERSION = "4.4.0"
@@ -115,13 +113,12 @@ class DeltaTables:
                                    "SparkSettings(table_format='delta') (session.build_session)")
         self.spark = spark
 
-    def ensure(self, name: str, location: Path, columns: str, partitioned_by: str | None = None) -> None:
-        """`name` over `location`: created empty (version 0) when the location holds no table."""
+    def ensure(self, location: Path, columns: str, partitioned_by: str | None = None) -> None:
+        """The table at `location`, created empty (version 0) when the location holds none."""
         location.parent.mkdir(parents=True, exist_ok=True)
         parts = f" PARTITIONED BY ({partitioned_by})" if partitioned_by else ""
         if not (location / "_delta_log").exists():
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {_path(location)} ({columns}) USING delta{parts}")
-        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{_sql_str(location)}'")
 
     def commit_of(self, location: Path, run_id: str) -> dict | None:
         """The history entry (version, operation, metrics) of `run_id`'s commit, if the table has it."""

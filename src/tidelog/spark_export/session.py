@@ -172,7 +172,9 @@ def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, rep
     for name, columns, parts in tables:
         if replace:
             spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")
-        d.ensure(table_name(name), table_location(warehouse, name), columns, parts)
+        loc = table_location(warehouse, name)
+        d.ensure(loc, columns, parts)
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {table_name(name)} USING delta LOCATION '{_sql_str(loc)}'")
     return [f"{DATABASE}.{name}" for name, _c, _p in tables]
 
 
