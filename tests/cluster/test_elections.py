@@ -78,7 +78,13 @@ def test_unclean_election_of_a_partition_without_in_sync_replicas(cluster):
     wait_for(lambda: describe(c, topic)[0]["isr"] == [leader], 30, "the leader alone in the ISR")
     c.brokers[leader].kill()
     try:
-        c.brokers[others[0]].start()
+        restarted = c.brokers[others[0]]
+        joins = restarted.log_path.read_text(errors="replace").count("joined cluster")  # the log is appended to
+        restarted.start()
+        # Until it has joined, the restarted broker (the only one up) answers Metadata from an empty
+        # copy (leader -1) while etcd still names the killed leader, whose lease has not expired.
+        wait_for(lambda: restarted.log_path.read_text(errors="replace").count("joined cluster") > joins, 30,
+                 "the restarted broker joined")
         wait_for(lambda: describe(c, topic)[0]["leader"] == -1, 30, "offline: no in-sync replica")
         with KafkaClient(c.brokers[others[0]].bootstrap) as client:
             r = client.request(43, {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}],
