@@ -99,12 +99,14 @@ class WatchEvent:
 
 class StoreUnavailable(Exception):
     """The store did not answer in time (or the watch cannot resume). Raised by a read, or by a
-    write that surely never reached the store (no connection): nothing was changed."""
+    write that surely never reached the store (no connection) or that it refused: nothing was
+    changed."""
 
 
 class OutcomeUnknown(StoreUnavailable):
-    """A write (put, delete, txn with writes, lease grant) was sent but no answer came back: it
-    may or may not have been applied. Never retried by the store (a retried compare-and-swap
+    """A write (put, delete, txn with writes, lease grant or revoke) was sent but no answer came
+    back, or the store answered that it could not confirm it in time (etcd: "request timed out"):
+    it may or may not have been applied. Never retried by the store (a retried compare-and-swap
     would then "fail" against its own first attempt); the caller reads back what it wrote to
     learn which (committed / refused / unknown: `read back, never assume`)."""
 
