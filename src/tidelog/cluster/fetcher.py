@@ -21,7 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from ..wire import fetch as codec
-from .peer import Peer, PeerError
+from .peer import Connector, Peer, PeerError, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -66,7 +66,7 @@ class ReplicaFetcher:
             if self.peer is None or (self.peer.host, self.peer.port) != ep:
                 if self.peer is not None:
                     self.peer.close()
-                self.peer = Peer(ep[0], ep[1], f"tidelog-replica-{self.m.node_id}")
+                self.peer = Peer(ep[0], ep[1], f"tidelog-replica-{self.m.node_id}", connect=self.m.connect)
             try:
                 if any(not s.truncated for s in self.parts.values()):
                     await self._truncate()
@@ -186,8 +186,10 @@ class ReplicaFetcher:
 
 
 class FetcherManager:
-    def __init__(self, node_id: int, cache: Any, partitions: Any, txn: Any, config: Any, listener: str) -> None:
+    def __init__(self, node_id: int, cache: Any, partitions: Any, txn: Any, config: Any, listener: str,
+                 connect: Connector = tcp_connect) -> None:
         self.node_id = node_id
+        self.connect = connect
         self.cache = cache
         self.partitions = partitions
         self.txn = txn

@@ -17,7 +17,7 @@ from typing import Any
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
 from .coordinators import OFFSETS_TOPIC
-from .peer import PeerError, PeerPool
+from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -37,7 +37,7 @@ class MarkersFenced(LogError):
 
 class MarkerSender:
     def __init__(self, node_id: int, cache: Any, replicas: Any, txn: Any, partitions: Any, listener: str,
-                 groups: Any) -> None:
+                 groups: Any, connect: Connector = tcp_connect) -> None:
         self.node_id = node_id
         self.groups = groups
         self.cache = cache
@@ -45,7 +45,7 @@ class MarkerSender:
         self.txn = txn
         self.partitions = partitions
         self.listener = listener
-        self._pool = PeerPool(cache, listener, f"tidelog-markers-{node_id}", REPLICATED_TIMEOUT_S + 5)
+        self._pool = PeerPool(cache, listener, f"tidelog-markers-{node_id}", REPLICATED_TIMEOUT_S + 5, connect)
 
     async def __call__(self, producer_id: int, producer_epoch: int, commit: bool,
                        partitions: list[tuple[str, int]], coordinator_epoch: int = 0) -> None:

@@ -32,7 +32,8 @@ from .model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, 
 from .markers import MarkerSender
 from .pids import ClusterProducerIds
 from .replica import ReplicaManager
-from .store import Compare, LeaseKeeper, Op, StoreUnavailable
+from .peer import Connector, tcp_connect
+from .store import Compare, LeaseKeeper, Op, Store, StoreUnavailable
 from .view import PartitionView
 
 log = logging.getLogger("tidelog.cluster")
@@ -47,14 +48,19 @@ def parse_connect(s: str) -> tuple[list[str], str]:
 class ClusterNode:
     clustered = True
 
-    def __init__(self, config: Any, registry: Any, admin: Any, partitions: Any) -> None:
+    def __init__(self, config: Any, registry: Any, admin: Any, partitions: Any, store: Store | None = None,
+                 connect: Connector = tcp_connect) -> None:
+        """`store`: the coordination store (default: etcd at `etcd.connect`); `connect`: how
+        to reach other brokers (default: TCP). The simulation (tests/sim) passes its own."""
         self.config = config
         self.node_id = config.node_id
         self.registry = registry
         self.admin = admin
         self.partitions = partitions
         endpoints, name = parse_connect(config["etcd.connect"])
-        self.store = EtcdStore(endpoints, timeout_s=config["etcd.connection.timeout.ms"] / 1000)
+        self.store: Store = store if store is not None else EtcdStore(
+            endpoints, timeout_s=config["etcd.connection.timeout.ms"] / 1000)
+        self.connect = connect
         self.keys = Keys(root(name))
         self.cache = MetadataCache(self.store, self.keys)
         ttl = max(2, round(config["broker.session.timeout.ms"] / 1000))
@@ -94,15 +100,16 @@ class ClusterNode:
         self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
                                        self.config, self.lease_valid, self._min_isr)
         listener = self.config["inter.broker.listener.name"] or self.config.listeners[0].name
-        self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn, self.config, listener)
+        self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn, self.config, listener,
+                                       self.connect)
         self.replicas.fetchers = self.fetchers
         txn.pids = self.pids
         if hasattr(txn, "coordinator"):
             txn.coordinator.pids = self.pids
         groups = txn.groups
-        self.verifier = TxnVerifier(self.node_id, self.cache, txn, listener)
+        self.verifier = TxnVerifier(self.node_id, self.cache, txn, listener, self.connect)
         self.markers = MarkerSender(self.node_id, self.cache, self.replicas, txn, self.partitions, listener,
-                                    groups)
+                                    groups, self.connect)
         txn.marker_sender = self.markers
         # KIP-890 verification: here when this broker coordinates the producer's transactional id,
         # else asked of the coordinator before the append (verify.py, from the Produce handler)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
@@ -23,13 +24,24 @@ FETCH_VERSION = 11  # replica_id in the body, current_leader_epoch, log_start_of
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # replica_id; not flexible
 
 
+# How a broker opens a connection to another: TCP by default; the deterministic simulation
+# (tests/sim) passes its own network.
+Connector = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+
+
+async def tcp_connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(host, port)
+
+
 class PeerError(Exception):
     pass
 
 
 class Peer:
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0,
+                 connect: Connector = tcp_connect) -> None:
         self.host, self.port = host, port
+        self._connect = connect
         self.client_id = client_id.encode()
         self.timeout_s = timeout_s
         self._reader: asyncio.StreamReader | None = None
@@ -40,7 +52,7 @@ class Peer:
         if self._reader is None or self._writer is None or self._writer.is_closing():
             try:
                 self._reader, self._writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), 5.0)
+                    self._connect(self.host, self.port), 5.0)
             except (OSError, asyncio.TimeoutError) as e:
                 raise PeerError(f"cannot connect to {self.host}:{self.port}: {e}") from e
         assert self._reader is not None and self._writer is not None
@@ -115,8 +127,10 @@ class PeerPool:
     """One connection (and a lock: one request at a time) per broker, to its `listener` endpoint
     as the metadata cache knows it; reconnected when the broker's address changes."""
 
-    def __init__(self, cache: Any, listener: str, client_id: str, timeout_s: float) -> None:
+    def __init__(self, cache: Any, listener: str, client_id: str, timeout_s: float,
+                 connect: Connector = tcp_connect) -> None:
         self.cache = cache
+        self.connect = connect
         self.listener = listener
         self.client_id = client_id
         self.timeout_s = timeout_s
@@ -130,7 +144,8 @@ class PeerPool:
         if have is None or (have[0].host, have[0].port) != (ep.host, ep.port):
             if have is not None:
                 have[0].close()
-            have = self._peers[broker] = (Peer(ep.host, ep.port, self.client_id, self.timeout_s), asyncio.Lock())
+            have = self._peers[broker] = (Peer(ep.host, ep.port, self.client_id, self.timeout_s, self.connect),
+                                           asyncio.Lock())
         return have
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ..log.records import H_ATTRIBUTES, H_PRODUCER_EPOCH, H_PRODUCER_ID, HEADER, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_FLAG_MASK
 from .coordinators import STATE_TOPIC
-from .peer import PeerError, PeerPool
+from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -39,12 +39,12 @@ def transactional_producer(records: bytes | memoryview) -> tuple[int, int] | Non
 
 
 class TxnVerifier:
-    def __init__(self, node_id: int, cache: Any, txn: Any, listener: str) -> None:
+    def __init__(self, node_id: int, cache: Any, txn: Any, listener: str, connect: Connector = tcp_connect) -> None:
         self.node_id = node_id
         self.cache = cache
         self.txn = txn
         self.listener = listener
-        self._pool = PeerPool(cache, listener, f"tidelog-verify-{node_id}", TIMEOUT_S)
+        self._pool = PeerPool(cache, listener, f"tidelog-verify-{node_id}", TIMEOUT_S, connect)
 
     def needs(self, topic: str, partition: int, records: bytes | memoryview) -> tuple[int, int] | None:
         """(producer id, epoch) when this batch must be verified with a remote coordinator."""

@@ -38,7 +38,10 @@ log = logging.getLogger("tidelog.server")
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, *, store: Any = None, connect: Any = None) -> None:
+        """`store` and `connect` (cluster mode only): the coordination store and how to reach other
+        brokers, when not etcd at `etcd.connect` and TCP (the deterministic simulation passes
+        its own, tests/sim)."""
         self.config = config
         self.node_id = config.node_id
         self.registry = TopicRegistry(config.log_dirs[0], self.node_id, config["cluster.id"])
@@ -53,7 +56,10 @@ class Broker:
         if config["etcd.connect"]:
             from ..cluster.node import ClusterNode
 
-            self.cluster = ClusterNode(config, self.registry, self.admin, self.partitions)
+            from ..cluster.peer import tcp_connect
+
+            self.cluster = ClusterNode(config, self.registry, self.admin, self.partitions, store,
+                                       connect if connect is not None else tcp_connect)
         else:
             self.cluster = SingleNode(self.node_id, self._endpoint)
         self.admin.cluster = self.cluster
@@ -82,7 +88,9 @@ class Broker:
         self.connections.discard(conn)
 
     # ---- lifecycle -----------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, listen: bool = True) -> None:
+        """Start every part, then listen. `listen=False`: no sockets (the simulation attaches
+        connections itself); advertised ports must then be set in the configuration."""
         from .connection import KafkaConnection
 
         loop = asyncio.get_running_loop()
@@ -94,7 +102,7 @@ class Broker:
             self.groups.start()
             self.txn.start()
         await self.metrics.start()
-        for lst in self.config.listeners:
+        for lst in self.config.listeners if listen else ():
             server = await loop.create_server(
                 lambda name=lst.name: KafkaConnection(self, name),
                 host=lst.host or None,

@@ -1,0 +1,370 @@
+"""Simulated Kafka clients: small, but they speak the real protocol to the brokers over the
+simulated network and behave as the real ones do where it matters for safety.
+
+- `Producer`: acks=all (or 1), record batches v2 of one to three records whose values are unique
+  (`<client>:<n>`). Idempotent (a producer id from InitProducerId, one sequence per partition,
+  one batch in flight per partition, a failed batch retried with the same sequence until the
+  delivery timeout, after which the producer takes a new producer id), or plain with `retries`
+  (0: a batch is sent once, so its values may never appear twice).
+- `TxnProducer`: a transactional id; each transaction adds partitions (AddPartitionsToTxn),
+  sends idempotent transactional batches, then commits or aborts (EndTxn); on any trouble it
+  aborts, or re-initialises (which fences and aborts what was open).
+
+Every outcome goes into the `History`: acknowledged records with their offsets, failures, and
+transactions with their outcome (committed, aborted, or unknown: whole or absent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.errors import ErrorCode as E
+
+from tidelog.cluster.peer import Peer, PeerError
+from tidelog.log.records import Record, build_batch
+from tidelog.wire import produce as produce_codec
+
+from .loop import Process
+
+PRODUCE_VERSION = 8
+RETRIABLE = {
+    E.not_leader_or_follower.value, E.not_enough_replicas.value, E.not_enough_replicas_after_append.value,
+    E.request_timed_out.value, E.leader_not_available.value, E.unknown_topic_or_partition.value,
+    E.kafka_storage_error.value, E.fenced_leader_epoch.value, E.unknown_leader_epoch.value,
+    E.network_exception.value, E.coordinator_load_in_progress.value, E.coordinator_not_available.value,
+    E.not_coordinator.value, E.concurrent_transactions.value,
+}
+
+
+@dataclass
+class Txn:
+    client: str
+    number: int
+    records: list[tuple[str, int, str]] = field(default_factory=list)  # (topic, partition, value) acked
+    sent: list[tuple[str, int, str]] = field(default_factory=list)
+    outcome: str = "open"  # committed | aborted | unknown
+
+
+@dataclass
+class History:
+    acked: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # value -> (topic, partition, offset)
+    acked_by: dict[str, str] = field(default_factory=dict)  # value -> client kind
+    failed: set[str] = field(default_factory=set)
+    sent: dict[str, str] = field(default_factory=dict)  # value -> client kind
+    txns: list[Txn] = field(default_factory=list)
+    client_errors: list[str] = field(default_factory=list)  # anomalies the clients saw
+    log: list[str] = field(default_factory=list)
+
+
+class ClientError(Exception):
+    pass
+
+
+class Client:
+    """Connections and a metadata cache, as one process."""
+
+    def __init__(self, proc: Process, name: str, bootstrap: list[tuple[str, int]], connect: Any,
+                 rng: random.Random, timeout_s: float = 5.0) -> None:
+        self.proc = proc
+        self.name = name
+        self.bootstrap = bootstrap
+        self.connect = connect
+        self.rng = rng
+        self.timeout_s = timeout_s
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.leaders: dict[tuple[str, int], int] = {}
+        self.partition_count: dict[str, int] = {}
+        self._conns: dict[Any, tuple[Peer, asyncio.Lock]] = {}
+
+    def _conn(self, addr: tuple[str, int], lane: Any = None) -> tuple[Peer, asyncio.Lock]:
+        key = (addr, lane)
+        got = self._conns.get(key)
+        if got is None:
+            got = self._conns[key] = (Peer(addr[0], addr[1], self.name, self.timeout_s, self.connect), asyncio.Lock())
+        return got
+
+    async def call(self, addr: tuple[str, int], api_key: int, version: int, data: dict[str, Any], lane: Any = None) -> Any:
+        peer, lock = self._conn(addr, lane)
+        async with lock:
+            try:
+                return await peer.control(api_key, version, data)
+            except (PeerError, OSError) as e:
+                raise ClientError(f"{addr}: {e}") from e
+
+    async def any_broker(self, api_key: int, version: int, data: dict[str, Any]) -> Any:
+        addrs = list(self.brokers.values()) + list(self.bootstrap)
+        self.rng.shuffle(addrs)
+        last: Exception | None = None
+        for addr in addrs:
+            try:
+                return await self.call(addr, api_key, version, data)
+            except ClientError as e:
+                last = e
+        raise ClientError(f"no broker answered: {last}")
+
+    async def refresh(self, topics: list[str]) -> None:
+        md = await self.any_broker(3, 9, {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False,
+                                          "include_topic_authorized_operations": False})
+        for b in md.brokers:
+            self.brokers[b.node_id] = (b.host, b.port)
+        for t in md.topics:
+            if t.error_code.value:
+                continue
+            self.partition_count[t.name] = len(t.partitions)
+            for p in t.partitions:
+                self.leaders[(t.name, p.partition_index)] = p.leader_id
+
+    def leader_addr(self, topic: str, partition: int) -> tuple[str, int] | None:
+        node = self.leaders.get((topic, partition), -1)
+        return self.brokers.get(node) if node >= 0 else None
+
+    async def produce(self, topic: str, partition: int, batch: bytes, acks: int, timeout_ms: int,
+                      txn_id: str | None = None) -> tuple[int, int]:
+        """(error code, base offset); ClientError when no answer came."""
+        addr = self.leader_addr(topic, partition)
+        if addr is None:
+            return E.leader_not_available.value, -1
+        req = produce_codec.ProduceRequest(acks, timeout_ms, [produce_codec.ProduceRequestTopic(
+            topic, [produce_codec.ProduceRequestPartition(partition, batch)])], txn_id)
+        peer, lock = self._conn(addr, ("produce", topic, partition))
+        async with lock:
+            try:
+                body = produce_codec.encode_request(req, PRODUCE_VERSION)
+                data = await peer._call(0, PRODUCE_VERSION, body, timeout_ms / 1000 + self.timeout_s)
+            except (PeerError, OSError) as e:
+                raise ClientError(f"produce to {addr}: {e}") from e
+        resp = produce_codec.decode_response(data, PRODUCE_VERSION)
+        pr = resp.responses[0].partition_responses[0]
+        return pr.error_code, pr.base_offset
+
+    async def find_coordinator(self, txn_id: str) -> tuple[str, int]:
+        resp = await self.any_broker(10, 3, {"key": txn_id, "key_type": 1})
+        if resp.error_code.value or resp.node_id < 0:
+            raise ClientError(f"find coordinator: error {resp.error_code.value}")
+        return resp.host, resp.port
+
+    def close(self) -> None:
+        for peer, _lock in self._conns.values():
+            peer.close()
+        self._conns.clear()
+
+
+class Producer:
+    def __init__(self, client: Client, history: History, topic: str, *, idempotent: bool, acks: int = -1,
+                 retries: int = 1_000_000, kind: str = "", delivery_timeout_s: float = 60.0) -> None:
+        self.c = client
+        self.h = history
+        self.topic = topic
+        self.idempotent = idempotent
+        self.acks = acks
+        self.retries = retries
+        self.kind = kind or client.name
+        self.delivery_timeout_s = delivery_timeout_s
+        self.pid, self.epoch = -1, -1
+        self.seq: dict[int, int] = {}
+        self.n = 0
+        self.stopping = False
+        self.request_timeout_ms = 10_000
+
+    async def init(self) -> None:
+        while not self.stopping:
+            try:
+                resp = await self.c.any_broker(22, 1, {"transactional_id": None, "transaction_timeout": 60000})
+                if resp.error_code.value == 0:
+                    self.pid, self.epoch, self.seq = resp.producer_id, resp.producer_epoch, {}
+                    return
+            except ClientError:
+                pass
+            await asyncio.sleep(0.2)
+
+    async def run(self, pace_s: float) -> None:
+        await self.init_metadata()
+        if self.idempotent:
+            await self.init()
+        parts = self.c.partition_count.get(self.topic, 1)
+        await asyncio.gather(*(self._partition_loop(p, pace_s) for p in range(parts)))
+
+    async def init_metadata(self) -> None:
+        while not self.stopping:
+            try:
+                await self.c.refresh([self.topic])
+                if self.topic in self.c.partition_count:
+                    return
+            except ClientError:
+                pass
+            await asyncio.sleep(0.2)
+
+    async def _partition_loop(self, p: int, pace_s: float) -> None:
+        rng = self.c.rng
+        while not self.stopping:
+            await asyncio.sleep(rng.uniform(0.5, 1.5) * pace_s)
+            if self.stopping:
+                return
+            k = rng.randint(1, 3)
+            values = []
+            for _ in range(k):
+                values.append(f"{self.c.name}:{self.n}")
+                self.n += 1
+            await self.deliver(p, values)
+
+    def _batch(self, p: int, values: list[str], seq: int, transactional: bool = False) -> bytes:
+        now = int(asyncio.get_running_loop().time() * 1000)
+        recs = [Record(None, v.encode(), now) for v in values]
+        if self.idempotent:
+            return build_batch(recs, producer_id=self.pid, producer_epoch=self.epoch, base_sequence=seq,
+                               transactional=transactional)
+        return build_batch(recs)
+
+    async def deliver(self, p: int, values: list[str], txn_id: str | None = None) -> int:
+        """0 when acknowledged, else the last error (or -1: no answer); the values' outcome is
+        then unknown."""
+        for v in values:
+            self.h.sent[v] = self.kind
+        seq = self.seq.get(p, 0)
+        batch = self._batch(p, values, seq, txn_id is not None)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.delivery_timeout_s
+        attempts = 0
+        code = -1
+        while loop.time() < deadline and (attempts == 0 or attempts <= self.retries):
+            attempts += 1
+            try:
+                code, base = await self.c.produce(self.topic, p, batch, self.acks, self.request_timeout_ms, txn_id)
+            except ClientError:
+                code = -1
+            if code == 0:
+                if self.idempotent:
+                    self.seq[p] = seq + len(values)
+                for i, v in enumerate(values):
+                    if v in self.h.acked and self.h.acked[v] != (self.topic, p, base + i):
+                        self.h.client_errors.append(f"{v} acknowledged twice: at {self.h.acked[v]} and "
+                                                    f"{(self.topic, p, base + i)}")
+                    self.h.acked[v] = (self.topic, p, base + i)
+                    self.h.acked_by[v] = self.kind
+                return 0
+            if code == E.out_of_order_sequence_number.value:
+                self.h.client_errors.append(f"{self.kind}: OUT_OF_ORDER_SEQUENCE_NUMBER on {self.topic}-{p} "
+                                            f"(producer {self.pid}, sequence {seq})")
+                break
+            if code not in RETRIABLE and code != -1:
+                break
+            if self.stopping and self.retries == 0:
+                break
+            await asyncio.sleep(0.05 + 0.1 * self.c.rng.random())
+            try:
+                await self.c.refresh([self.topic])
+            except ClientError:
+                pass
+        for v in values:
+            self.h.failed.add(v)
+        if self.idempotent and txn_id is None:  # unknown outcome: a new producer id (as librdkafka resets)
+            await self.init()
+        return code
+
+
+class TxnProducer(Producer):
+    def __init__(self, client: Client, history: History, topic: str, txn_id: str, kind: str = "txn") -> None:
+        super().__init__(client, history, topic, idempotent=True, kind=kind)
+        self.txn_id = txn_id
+        self.coordinator: tuple[str, int] | None = None
+        self.number = 0
+
+    async def _coord_call(self, api_key: int, version: int, data: dict[str, Any]) -> Any:
+        """The coordinator's answer, retried through moves; ClientError after the timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30.0
+        last = None
+        while loop.time() < deadline and not (self.stopping and api_key == 22):
+            try:
+                if self.coordinator is None:
+                    self.coordinator = await self.c.find_coordinator(self.txn_id)
+                resp = await self.c.call(self.coordinator, api_key, version, data, lane="coordinator")
+            except ClientError as e:
+                self.coordinator, last = None, e
+                await asyncio.sleep(0.1)
+                continue
+            code = _first_error(resp)
+            if code in (E.not_coordinator.value, E.coordinator_not_available.value,
+                        E.coordinator_load_in_progress.value, E.concurrent_transactions.value):
+                if code != E.concurrent_transactions.value:
+                    self.coordinator = None
+                last = code
+                await asyncio.sleep(0.05 + 0.1 * self.c.rng.random())
+                continue
+            return resp
+        raise ClientError(f"{self.txn_id}: api {api_key} gave up ({last})")
+
+    async def init(self) -> None:
+        while True:
+            try:
+                resp = await self._coord_call(22, 1, {"transactional_id": self.txn_id,
+                                                      "transaction_timeout": 15000})
+            except ClientError:
+                if self.stopping:
+                    return
+                continue
+            if resp.error_code.value == 0:
+                self.pid, self.epoch, self.seq = resp.producer_id, resp.producer_epoch, {}
+                return
+            await asyncio.sleep(0.2)
+
+    async def run(self, pace_s: float) -> None:
+        await self.init_metadata()
+        await self.init()
+        rng = self.c.rng
+        while not self.stopping:
+            await asyncio.sleep(rng.uniform(0.5, 1.5) * pace_s)
+            if self.stopping:
+                return
+            await self.one_transaction(commit=rng.random() < 0.75)
+
+    async def one_transaction(self, commit: bool) -> None:
+        rng = self.c.rng
+        txn = Txn(self.kind, self.number)
+        self.number += 1
+        self.h.txns.append(txn)
+        parts = sorted(rng.sample(range(self.c.partition_count.get(self.topic, 1)),
+                                  k=min(2, self.c.partition_count.get(self.topic, 1))))
+        ok = True
+        try:
+            resp = await self._coord_call(24, 3, {"v3_and_below_transactional_id": self.txn_id,
+                                                  "v3_and_below_producer_id": self.pid,
+                                                  "v3_and_below_producer_epoch": self.epoch,
+                                                  "v3_and_below_topics": [{"name": self.topic, "partitions": parts}]})
+            ok = _first_error(resp) == 0
+            if ok:
+                for p in parts:
+                    values = [f"{self.c.name}:{self.n + i}" for i in range(rng.randint(1, 2))]
+                    self.n += len(values)
+                    txn.sent += [(self.topic, p, v) for v in values]
+                    if await self.deliver(p, values, self.txn_id) != 0:
+                        ok = False
+                        break
+                    txn.records += [(self.topic, p, v) for v in values]
+            resp = await self._coord_call(26, 3, {"transactional_id": self.txn_id, "producer_id": self.pid,
+                                                  "producer_epoch": self.epoch, "committed": commit and ok})
+            code = _first_error(resp)
+            if code == 0:
+                txn.outcome = "committed" if commit and ok else "aborted"
+                return
+            txn.outcome = "unknown"
+        except ClientError:
+            txn.outcome = "unknown"
+        await self.init()  # fences whatever was left open: it is aborted (or completed, if prepared)
+
+
+def _first_error(resp: Any) -> int:
+    """The first non-zero error code anywhere in a kio response (0 when none)."""
+    code = getattr(resp, "error_code", None)
+    if code is not None and int(getattr(code, "value", code)):
+        return int(getattr(code, "value", code))
+    for name in ("results_by_topic_v3_and_below", "results"):
+        for t in getattr(resp, name, None) or ():
+            for p in getattr(t, "results_by_partition", None) or ():
+                c = int(p.partition_error_code.value)
+                if c:
+                    return c
+    return 0
