@@ -71,7 +71,7 @@ class KafkaConnection(asyncio.Protocol):
         self._paused_reading = False
         self._write_paused = False
         self._max_queued = broker.config["queued.max.requests"]
-        self.tasks: set[asyncio.Future] = set()
+        self.tasks: dict[asyncio.Future, None] = {}  # in order (a set's order would follow addresses)
         self._sock_fd = -1  # the socket's descriptor when sendfile can be used (plain TCP)
         self._stream: FileStream | None = None  # a response being sent with sendfile
         self._held: deque[bytes | bytearray] = deque()  # frames read but not dispatched (backpressure)
@@ -186,7 +186,7 @@ class KafkaConnection(asyncio.Protocol):
         self._slots.append(slot)
         if isawaitable(result):
             fut = asyncio.ensure_future(result)
-            self.tasks.add(fut)
+            self.tasks[fut] = None
             fut.add_done_callback(functools.partial(self._completed, slot=slot, route=route, header=header))
         else:
             self._fill(slot, route, header, result)
@@ -223,7 +223,7 @@ class KafkaConnection(asyncio.Protocol):
         slot.chunks = materialize(slot.chunks)  # type: ignore[arg-type]  # set by _fill before files are prepared
 
     def _completed(self, fut: asyncio.Future, slot: _Slot, route, header: RequestHeader) -> None:
-        self.tasks.discard(fut)
+        self.tasks.pop(fut, None)
         if self._closed or fut.cancelled():
             return
         exc = fut.exception()

@@ -3,7 +3,9 @@
 `wait_any(keys, timeout)` parks the caller on each key until `notify(key)` (called after every
 append to that partition) or the timeout. No polling loop and no sleeps: an append wakes exactly
 the fetches waiting on its partition. `shutdown()` wakes everyone so pending fetches answer at
-once when the broker stops.
+once when the broker stops. Waiters are kept in insertion order (dicts, not sets of futures, whose
+order would follow memory addresses): wake-ups happen in the order the fetches parked, so a run
+replays exactly (the simulation relies on it).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Hashable, Iterable
 
 class Waiters:
     def __init__(self) -> None:
-        self._by_key: dict[Hashable, set[asyncio.Future]] = defaultdict(set)
+        self._by_key: dict[Hashable, dict[asyncio.Future, None]] = defaultdict(dict)
         self._closed = False
 
     def notify(self, key: Hashable) -> None:
@@ -41,7 +43,7 @@ class Waiters:
         fut = loop.create_future()
         keys = list(keys)
         for k in keys:
-            self._by_key[k].add(fut)
+            self._by_key[k][fut] = None
         handle = loop.call_later(timeout, _expire, fut)
         try:
             return (await fut) is not False
@@ -50,7 +52,7 @@ class Waiters:
             for k in keys:
                 s = self._by_key.get(k)
                 if s is not None:
-                    s.discard(fut)
+                    s.pop(fut, None)
                     if not s:
                         del self._by_key[k]
 
