@@ -87,6 +87,11 @@ class Peer:
         except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
             self.close()
             raise PeerError(f"{self.host}:{self.port}: {type(e).__name__} {e}") from e
+        except BaseException:
+            # cancelled mid-request: the answer may still come, and would be read as the answer
+            # to the next request on this connection - which is closed instead
+            self.close()
+            raise
         if _I32.unpack_from(frame, 0)[0] != self._correlation:
             self.close()
             raise PeerError("correlation id mismatch")
