@@ -2,7 +2,9 @@
 assignments and partition states, kept current by one watch on the cluster's prefix.
 
 `load()` reads everything at one revision; `run()` then applies every change from the next
-revision on, in order, and calls the listeners after each applied event. When etcd is
+revision on, in order, and calls the listeners after each applied event. A load() while the watch
+runs (a broker registering again after a lost lease) makes the watch skip the events it already
+holds: the copy never goes back to an older state. When etcd is
 unreachable the copy simply stops changing: the broker keeps serving the last known state (no
 elections, no ISR change: the safe direction). A watch that cannot resume (compacted revision)
 reloads the whole state.
@@ -38,9 +40,16 @@ class MetadataCache:
     revision: int = 0
     listeners: list[Listener] = field(default_factory=list)
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
+    _loaded_at: int = 0  # the revision of the last load(): older watch events are already in it
 
     async def load(self) -> None:
+        """Replace the copy with etcd's state read at one revision - unless the watch applied a
+        later revision while the read was under way (the copy is newer than the snapshot: it
+        stays, and the listeners are told to look again all the same)."""
         kvs, rev = await self.store.get_prefix(self.keys.root)
+        if rev < self.revision:
+            self._tell("reload", None)
+            return
         self.brokers.clear()
         self.topics.clear()
         self.states.clear()
@@ -50,6 +59,7 @@ class MetadataCache:
         for kv in kvs:
             self._apply_put(kv.key, kv.value, kv.create_revision, kv.mod_revision)
         self.revision = rev
+        self._loaded_at = rev
         self.loaded.set()
         self._tell("reload", None)
 
@@ -57,6 +67,8 @@ class MetadataCache:
         while True:
             try:
                 async for ev in self.store.watch(self.keys.root, self.revision + 1):
+                    if ev.kv.mod_revision <= self._loaded_at:
+                        continue  # a lagging watch's event that a later load() already holds
                     self.revision = max(self.revision, ev.kv.mod_revision)
                     self._apply(ev)
             except asyncio.CancelledError:
