@@ -4,7 +4,8 @@ A partition joins the fetcher of its leader when this broker becomes its followe
 epoch). Before its first fetch at that epoch it is truncated to the point where its log and the
 leader's diverge (KIP-101/279): OffsetForLeaderEpoch for the follower's latest epoch answers the
 leader's end offset of that epoch (or of the largest epoch below it), and the follower truncates
-to the smaller of that and its own end of the same epoch. Then it fetches from its log end offset
+to the smaller of that and its own end of the same epoch - when it has that epoch; when it does
+not, it asks about its own latest epoch before the one answered, until the two meet. Then it fetches from its log end offset
 with `replica_id` set and its leader epoch, appends the leader's batches as they are (offsets,
 epochs and CRCs unchanged) and takes the leader's high watermark, capped at its own log end.
 Errors (the leader moved, not reachable) back off and retry; a leadership change arrives from
@@ -20,6 +21,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ..log.errors import LogError
 from ..wire import fetch as codec
 from .peer import Connector, Peer, PeerError, tcp_connect
 
@@ -32,6 +34,7 @@ _RETRY_S = 0.2
 class FetchState:
     leader_epoch: int
     truncated: bool = False
+    ask_epoch: int | None = None  # the epoch to ask the leader about next (None: our latest)
 
 
 class ReplicaFetcher:
@@ -90,9 +93,17 @@ class ReplicaFetcher:
             plog = self.m.partitions.get(t, p)
             if plog is None:
                 continue
-            latest = plog.latest_epoch()
+            latest = plog.latest_epoch() if s.ask_epoch is None else s.ask_epoch
             if latest < 0:
-                s.truncated = True  # nothing of ours to reconcile
+                # no epochs to compare (an empty log, or the epoch checkpoint was lost): what is
+                # past the high watermark may have diverged, so it goes (Kafka's
+                # truncateToHighWatermark) and is fetched again
+                hw = plog.high_watermark
+                if hw < plog.log_end_offset:
+                    log.info("%s-%d: no leader epochs: truncating to the high watermark %d (log end %d)", t, p,
+                             hw, plog.log_end_offset)
+                    self.m.truncate(t, p, plog, hw)
+                s.truncated = True
                 continue
             ask.setdefault(t, []).append((p, s.leader_epoch, latest))
         if not ask:
@@ -117,8 +128,15 @@ class ReplicaFetcher:
                 if pr.end_offset < 0:
                     target = plog.high_watermark
                 else:
-                    mine = plog.end_offset_for_epoch(pr.leader_epoch)
-                    target = min(pr.end_offset, mine if mine >= 0 else leo, leo)
+                    # KIP-279: the end offsets compare only for the same epoch. When the leader
+                    # answers an earlier epoch than asked and this log has no such epoch, its
+                    # latest epoch before that one is asked about in turn (each round asks an
+                    # earlier epoch, so this ends)
+                    mine_epoch, mine = plog.epoch_end(pr.leader_epoch)
+                    if 0 <= mine_epoch < pr.leader_epoch:
+                        st.ask_epoch = mine_epoch
+                        continue
+                    target = min(pr.end_offset, mine if mine_epoch >= 0 else pr.end_offset, leo)
                 if target < leo:
                     log.info("%s-%d: truncating to %d (log end %d) to follow %d at epoch %d",
                              key[0], key[1], target, leo, self.leader_id, st.leader_epoch)
@@ -162,7 +180,15 @@ class ReplicaFetcher:
                     if pr.records:
                         data = b"".join(bytes(c) for c in pr.records)
                         if data:
-                            self.m.append(key[0], key[1], plog, data)
+                            try:
+                                self.m.append(key[0], key[1], plog, data)
+                            except LogError as e:
+                                # the logs diverged where truncation did not see it: reconcile again
+                                log.warning("%s-%d: cannot append what %d sent (%s): truncating again", key[0],
+                                            key[1], self.leader_id, e)
+                                st.truncated, st.ask_epoch = False, None
+                                backoff = True
+                                continue
                     if plog.update_high_watermark(min(pr.high_watermark, plog.log_end_offset)):
                         self.m.partitions.notify(*key)
                     if pr.log_start_offset > plog.log_start_offset:
