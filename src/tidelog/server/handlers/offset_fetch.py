@@ -36,7 +36,12 @@ def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> 
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": err})
         return {"throttle_time": 0, "groups": groups}
     err, topics = coordinator.fetch_offsets(request.group_id, _topics(request.topics), stable)
-    if err and version < 2:  # no group-level error code before v2: report it per partition
+    if err:
+        # no group-level error code before v2: reported per partition. From v2 Kafka answers the
+        # group's error alone, with no partitions - which aiokafka (OffsetFetch v3, reading only
+        # partition errors) takes for "nothing committed", and rewinds to its reset policy after
+        # every coordinator move. tidelog reports the error in each asked partition too: clients
+        # that read the group's error see the same answer, aiokafka retries
         topics = [{"name": t.name, "partitions": [
             {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": err}
             for p in t.partition_indexes]} for t in request.topics or ()]
