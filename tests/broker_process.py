@@ -37,13 +37,17 @@ class BrokerProcess:
             cmd += ["--override", f"{k}={v}"]
         return cmd
 
-    def start(self, timeout: float = 20.0) -> "BrokerProcess":
+    def start(self, timeout: float = 20.0, wait: bool = True) -> "BrokerProcess":
+        """Start the process; with `wait`, until its port accepts connections (a cluster member
+        listens only once it joined the cluster)."""
         if self.proc is not None and self.proc.poll() is None:
             return self  # already running (a second start would leak the first process)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        if not wait:
+            return self
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

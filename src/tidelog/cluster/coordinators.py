@@ -14,8 +14,8 @@ transactional id X the leader of its `__transaction_state` partition.
   NOT_COORDINATOR and clients find the new coordinator.
 - `CoordinatorWrites` is the coordinators' write guard: an append to an internal partition not
   led here is refused with NOT_COORDINATOR, and an append counts once the high watermark passed it
-  (acks=all), else COORDINATOR_NOT_AVAILABLE (the client retries; the record may still become
-  committed, as a Kafka offset commit that timed out).
+  under the leader epoch it was made at (acks=all), else COORDINATOR_NOT_AVAILABLE (the client
+  retries; the record may still become committed, as a Kafka offset commit that timed out).
 """
 
 from __future__ import annotations
@@ -37,31 +37,34 @@ COORDINATOR_TOPICS = (OFFSETS_TOPIC, STATE_TOPIC)
 
 
 class CoordinatorWrites:
-    """The `WriteGuard` of the group log and the transaction state log in cluster mode."""
+    """The `WriteGuard` of the group log and the transaction state log in cluster mode: a write
+    is admitted under the partition owner's lease (this broker leads the internal partition now,
+    at a leader epoch), and counts once replicated under that same epoch."""
 
     def __init__(self, replicas: Any, lease_valid: Callable[[], bool], timeout_s: float) -> None:
         self.replicas = replicas
         self.lease_valid = lease_valid
         self.timeout_s = timeout_s
 
-    def check(self, topic: str, partition: int) -> None:
-        r = self.replicas.leader(topic, partition)
-        if r is None or r.draining or not self.lease_valid():
+    def check(self, topic: str, partition: int) -> Any:
+        """The lease to append under; LogError NOT_COORDINATOR off the leader,
+        COORDINATOR_NOT_AVAILABLE with too few replicas in sync."""
+        code, lease = self.replicas.leader_for_append(topic, partition, -1)
+        if code == E.not_enough_replicas.value:
+            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: fewer in-sync replicas than "
+                                                      f"min.insync.replicas")
+        if code or lease is None or not self.lease_valid():
             raise LogError(NOT_COORDINATOR, f"{topic}-{partition} is not led by this broker")
-        if len(r.isr) < self.replicas.min_isr(topic):
-            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: in-sync replicas {list(r.isr)} "
-                                                      f"fewer than min.insync.replicas")
+        return lease
 
-    async def replicated(self, topic: str, partition: int, offset: int) -> None:
-        r = self.replicas.leader(topic, partition)
-        if r is None:
-            raise LogError(NOT_COORDINATOR, f"{topic}-{partition}: leadership moved before replication")
-        code = await self.replicas.wait_replicated(r, offset, self.timeout_s)
-        if code == E.not_leader_or_follower.value:
-            raise LogError(NOT_COORDINATOR, f"{topic}-{partition}: leadership moved before replication")
+    async def replicated(self, lease: Any, offset: int) -> None:
+        code = await self.replicas.wait_replicated(lease, offset, self.timeout_s)
+        if code and not lease.partition.leads_at(lease.epoch):
+            raise LogError(NOT_COORDINATOR, f"{lease.partition.topic}-{lease.partition.partition}: leadership "
+                                            f"moved before replication")
         if code:
-            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: offset {offset} not replicated "
-                                                      f"(error {code})")
+            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{lease.partition.topic}-{lease.partition.partition}: offset "
+                                                      f"{offset} not replicated (error {code})")
 
 
 class CoordinatorPlacement:

@@ -19,39 +19,48 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
-from .model import PartitionState
-from .store import Compare, Op, Store
+from .model import BrokerInfo, PartitionState, intact, leader_alive, make_state
+from .store import Compare, Op, OutcomeUnknown, Store
 
 log = logging.getLogger("tidelog.cluster")
 
 
-def choose(replicas: tuple[int, ...], state: PartitionState | None, live: set[int] | dict[int, Any],
-           unclean: bool) -> tuple[int, str | None, PartitionState | None]:
-    """(error code, message, the new state) of an election on this partition."""
+def choose(replicas: tuple[int, ...], state: PartitionState | None, live: Mapping[int, BrokerInfo],
+           unclean: bool, min_isr: int = 1) -> tuple[int, str | None, PartitionState | None]:
+    """(error code, message, the new state) of an election on this partition. A replica counts
+    as in sync only with the data directory it joined the ISR with (`intact`), a leader as alive
+    only in the incarnation it was chosen in (`leader_alive`)."""
     if state is None:
         return E.leader_not_available.value, "The partition has no state yet.", None
     if not unclean:
         preferred = replicas[0]
-        if state.leader == preferred and preferred in live:
+        if state.leader == preferred and leader_alive(state, live):
             return E.election_not_needed.value, "Leader election not needed for topic partition.", None
-        if preferred not in live or preferred not in state.isr:
+        if preferred not in state.isr or not intact(state, preferred, live):
             return (E.preferred_leader_not_available.value,
                     f"Failed to elect leader: preferred replica {preferred} is not live and in sync.", None)
-        return 0, None, PartitionState(preferred, state.leader_epoch + 1, state.isr, state.controller_epoch)
-    if state.leader >= 0 and state.leader in live:
+        return 0, None, make_state(preferred, state.leader_epoch + 1, state.isr, live, state.controller_epoch, state,
+                                   min_isr, replicas)
+    if state.leader >= 0 and leader_alive(state, live):
         return E.election_not_needed.value, "Leader election not needed for topic partition.", None
-    in_sync = [b for b in replicas if b in live and b in state.isr]
+    in_sync = [b for b in replicas if b in state.isr and intact(state, b, live)]
     if in_sync:
-        isr = tuple(b for b in state.isr if b in live)
-        return 0, None, PartitionState(in_sync[0], state.leader_epoch + 1, isr, state.controller_epoch)
+        isr = tuple(b for b in state.isr if intact(state, b, live))
+        return 0, None, make_state(in_sync[0], state.leader_epoch + 1, isr, live, state.controller_epoch, state,
+                                   min_isr, replicas)
+    eligible = [b for b in replicas if b in state.eligible and intact(state, b, live)]
+    if eligible:
+        return 0, None, make_state(eligible[0], state.leader_epoch + 1, (eligible[0],), live, state.controller_epoch,
+                                   state, min_isr, replicas)
     up = [b for b in replicas if b in live]
     if not up:
         return E.eligible_leaders_not_available.value, "No live replica.", None
-    return 0, None, PartitionState(up[0], state.leader_epoch + 1, (up[0],), state.controller_epoch)
+    return 0, None, make_state(up[0], state.leader_epoch + 1, (up[0],), live, state.controller_epoch)
 
 
 def imbalanced(assignments: dict[str, Any], states: dict[tuple[str, int], PartitionState], live: set[int],
@@ -75,10 +84,11 @@ def imbalanced(assignments: dict[str, Any], states: dict[tuple[str, int], Partit
 
 
 class Elections:
-    def __init__(self, store: Store, keys: Any, cache: Any) -> None:
+    def __init__(self, store: Store, keys: Any, cache: Any, min_isr: Callable[[str], int] = lambda topic: 1) -> None:
         self.store = store
         self.keys = keys
         self.cache = cache
+        self.min_isr = min_isr
 
     async def elect(self, topic: str, partition: int, unclean: bool = False, timeout_s: float = 30.0,
                     compares: list[Compare] | None = None) -> tuple[int, str | None]:
@@ -95,23 +105,31 @@ class Elections:
                 # leading, and answered ELECTION_NOT_NEEDED).
                 state, live = await self._read(key)
             else:  # the controller's pass: a stale copy only loses the compare-and-swap
-                state, live = self.cache.state(topic, partition), set(self.cache.brokers)
-            code, msg, new = choose(a.replicas[partition], state, live, unclean)
+                state, live = self.cache.state(topic, partition), dict(self.cache.brokers)
+            code, msg, new = choose(a.replicas[partition], state, live, unclean, self.min_isr(topic))
             if code or new is None or state is None:
                 return code, msg
-            res = await self.store.txn([*(compares or []), Compare.mod(key, state.version)], [Op.put(key, new.encode())])
-            if res.succeeded:
+            try:
+                res = await self.store.txn([*(compares or []), Compare.mod(key, state.version)],
+                                           [Op.put(key, new.encode())])
+                succeeded, revision = res.succeeded, res.revision
+            except OutcomeUnknown:  # read back: ours is there, or it was not written
+                kv = await self.store.get(key)
+                succeeded = kv is not None and kv.value == new.encode()
+                revision = kv.mod_revision if kv is not None else 0
+            if succeeded:
                 log.info("%s-%d: %s election: leader %d -> %d (epoch %d)", topic, partition,
                          "unclean" if unclean else "preferred", state.leader, new.leader, new.leader_epoch)
-                await self.cache.caught_up(res.revision, max(deadline - loop.time(), 0.0))
+                await self.cache.caught_up(revision, max(deadline - loop.time(), 0.0))
                 return 0, None
             if compares or loop.time() >= deadline:  # the controller's pass: its next pass retries
                 return E.request_timed_out.value, "The partition state kept changing."
             await asyncio.sleep(0.05)  # another writer was first: try on the newer state
 
-    async def _read(self, key: str) -> tuple[PartitionState | None, set[int]]:
+    async def _read(self, key: str) -> tuple[PartitionState | None, dict[int, BrokerInfo]]:
         """The partition's state and the live brokers, as etcd has them now."""
         kv = await self.store.get(key)
         regs, _rev = await self.store.get_prefix(self.keys.brokers)
-        live = {b for r in regs if (b := self.keys.parse_broker_key(r.key)) is not None}
+        live = {b: BrokerInfo.decode(r.value, r.create_revision) for r in regs
+                if (b := self.keys.parse_broker_key(r.key)) is not None}
         return (PartitionState.decode(kv.value, kv.mod_revision) if kv is not None else None), live

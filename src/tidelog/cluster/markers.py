@@ -4,14 +4,23 @@ leads the partition, else with a WriteTxnMarkers request to the leader. A marker
 partition's high watermark passed it (acks=all: a failover cannot lose it). Partitions without a
 leader, a leader that moved (NOT_LEADER_OR_FOLLOWER) or is unreachable are retried with backoff
 until every marker is written, which is what keeps the transaction in PrepareCommit/PrepareAbort
-meanwhile. A retry is harmless: a leader whose producer has no open transaction on the partition
-answers without writing a second marker. A `__consumer_offsets` partition's marker goes to its
-leader, the group coordinator, which completes the offsets the producer staged there."""
+meanwhile. A retry writes a second marker, which is harmless (readers skip a marker with
+nothing open). A `__consumer_offsets` partition's marker goes to its
+leader, the group coordinator, which completes the offsets the producer staged there.
+
+Each marker counts only once replicated under the leader epoch it was written at (a leader
+deposed while its marker's flush or replication was under way answers NOT_LEADER_OR_FOLLOWER,
+and the marker is sent again to the new leader). A marker is always written, a retry too, so a
+retry waits for the replication of its own marker. The sender stops as soon as this broker no
+longer coordinates the transaction at the coordinator epoch it started with (`still_owned`), as
+Kafka removes a resigned coordinator's pending markers: its successor completes the
+transaction."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..log.errors import LogError
@@ -48,10 +57,14 @@ class MarkerSender:
         self._pool = PeerPool(cache, listener, f"tidelog-markers-{node_id}", REPLICATED_TIMEOUT_S + 5, connect)
 
     async def __call__(self, producer_id: int, producer_epoch: int, commit: bool,
-                       partitions: list[tuple[str, int]], coordinator_epoch: int = 0) -> None:
+                       partitions: list[tuple[str, int]], coordinator_epoch: int = 0,
+                       still_owned: Callable[[], bool] = lambda: True) -> None:
         pending = set(partitions)
         delay = 0.05
         while pending:
+            if not still_owned():
+                raise MarkersFenced(f"markers of producer {producer_id}: this broker no longer coordinates the "
+                                    f"transaction (coordinator epoch {coordinator_epoch})")
             by_leader: dict[int, list[tuple[str, int]]] = {}
             for tp in pending:
                 st = self.cache.state(*tp)
@@ -70,27 +83,27 @@ class MarkerSender:
                      coordinator_epoch: int) -> set[tuple[str, int]]:
         done = set()
         for topic, p in tps:
-            r = self.replicas.leader(topic, p)
-            if r is None or r.draining:
-                continue  # not (yet) acting as leader here: retried
+            code, lease = self.replicas.leader_for_append(topic, p, -1)
+            if code or lease is None:
+                continue  # not (yet) leading it here, or too few in sync: retried
             if topic == OFFSETS_TOPIC:
                 if await self.groups.complete_txn_partition(pid, epoch, commit, p) == 0:
                     done.add((topic, p))
                 continue
             try:
-                plog = self.txn.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
+                written = self.txn.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
             except LogError as e:  # fenced: a newer coordinator owns this transaction now
                 log.info("%s-%d: marker of producer %d refused: %s", topic, p, pid, e)
                 raise MarkersFenced(str(e)) from None
-            if plog is None:
-                done.add((topic, p))  # no open transaction there (a retry): nothing to write
+            if written is None:
                 continue
+            plog, offset = written
             await self.partitions.group_commit.flush(plog)
-            code = await self.replicas.wait_replicated(r, plog.log_end_offset - 1, REPLICATED_TIMEOUT_S)
+            code = await self.replicas.wait_replicated(lease, offset, REPLICATED_TIMEOUT_S)
             if code == 0:
                 done.add((topic, p))
             else:
-                log.info("%s-%d: marker of producer %d not replicated yet (error %d): retrying", topic, p, pid, code)
+                log.info("%s-%d: marker of producer %d not replicated (error %d): retrying", topic, p, pid, code)
         return done
 
     async def _remote(self, leader: int, pid: int, epoch: int, commit: bool,

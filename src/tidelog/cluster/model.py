@@ -2,13 +2,18 @@
 
 Modelled on Kafka's ZooKeeper layout, under `/tidelog/<cluster>/`:
 
-    brokers/ids/<id>        BrokerInfo, bound to the broker's lease (an ephemeral registration);
-                            broker epoch = the key's create_revision
+    brokers/ids/<id>        BrokerInfo, bound to the broker's lease (an ephemeral registration,
+                            created only when absent); broker epoch = the key's create_revision:
+                            every incarnation of a broker has a new one. `storage` is the
+                            broker's data directory id (meta.properties): a new one means a
+                            new, empty disk
     controller              {"broker": id}, bound to the winner's lease; controller epoch = its
                             create_revision
     topics/<t>              TopicAssignment: topic id, replicas of each partition, config overrides
-    topics/<t>/p/<p>        PartitionState: leader, leader_epoch, isr (every write is a
-                            compare-and-swap on the key's mod_revision, as Kafka used zkVersion)
+    topics/<t>/p/<p>        PartitionState: leader, leader_epoch, isr, and the incarnation they
+                            were chosen in: the leader's broker epoch, each ISR member's data
+                            directory id (every write is a compare-and-swap on the key's
+                            mod_revision, as Kafka used zkVersion)
     producer-ids            {"next": n}: the first producer id no broker has reserved yet
     security/...            ACL bindings and SCRAM credentials (security_state.py)
     configs/brokers/<e>     dynamic broker configs of broker e, or of every broker ("default")
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 NO_LEADER = -1
@@ -104,7 +110,8 @@ class BrokerInfo:
     node_id: int
     endpoints: tuple[Endpoint, ...]
     rack: str | None = None
-    epoch: int = -1  # create_revision of the registration (filled in when read)
+    epoch: int = -1  # create_revision of the registration (filled in when read): the broker epoch
+    storage: str = ""  # the data directory's id: a broker that lost its disk comes back with a new one
 
     def endpoint(self, listener: str) -> Endpoint | None:
         for e in self.endpoints:
@@ -113,14 +120,14 @@ class BrokerInfo:
         return self.endpoints[0] if self.endpoints else None
 
     def encode(self) -> bytes:
-        return json.dumps({"id": self.node_id, "rack": self.rack,
+        return json.dumps({"id": self.node_id, "rack": self.rack, "storage": self.storage,
                            "endpoints": [[e.name, e.host, e.port] for e in self.endpoints]}).encode()
 
     @classmethod
     def decode(cls, data: bytes, epoch: int = -1) -> "BrokerInfo":
         d = json.loads(data)
         return cls(int(d["id"]), tuple(Endpoint(n, h, int(p)) for n, h, p in d.get("endpoints", [])),
-                   d.get("rack"), epoch)
+                   d.get("rack"), epoch, str(d.get("storage") or ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,25 +204,102 @@ class TopicAssignment:
 
 @dataclass(frozen=True, slots=True)
 class PartitionState:
+    """Who leads a partition, at which leader epoch, with which in-sync replicas - and in which
+    incarnation of each: `leader_broker_epoch` is the broker epoch the leader had when it was
+    chosen (a leader that restarted since leads no more: it must be chosen again, at a new leader
+    epoch), `isr_storage` the data directory id of each ISR member when it joined (a member back
+    with another directory lost its disk, and is in sync no more).
+
+    `elr` are Kafka's eligible leader replicas (KIP-966): the replicas that left the ISR when it
+    fell (or while it was) below min.insync.replicas, with their directory ids. The high watermark
+    does not advance while the ISR is that small, so each of them holds every record below it, and
+    may lead when no ISR member can (the ISR member left lost its disk, say). They are forgotten
+    once the ISR is back to min.insync.replicas."""
+
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
     controller_epoch: int = -1
     version: int = -1  # mod_revision of the key it was read from (the compare-and-swap token)
+    leader_broker_epoch: int = -1
+    isr_storage: tuple[tuple[int, str], ...] = ()  # (broker, data directory id) of the ISR members
+    elr: tuple[tuple[int, str], ...] = ()  # (broker, data directory id) of the eligible leader replicas
 
     @property
     def online(self) -> bool:
         return self.leader != NO_LEADER
 
+    def storage_of(self, broker: int) -> str | None:
+        """The directory id `broker` had when it joined the ISR (None: not recorded)."""
+        for b, s in self.isr_storage + self.elr:
+            if b == broker:
+                return s
+        return None
+
+    @property
+    def eligible(self) -> tuple[int, ...]:
+        return tuple(b for b, _ in self.elr)
+
     def encode(self) -> bytes:
-        return json.dumps({"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                           "controller_epoch": self.controller_epoch}).encode()
+        d: dict[str, object] = {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                                "controller_epoch": self.controller_epoch,
+                                "leader_broker_epoch": self.leader_broker_epoch,
+                                "isr_storage": {str(b): s for b, s in self.isr_storage}}
+        if self.elr:
+            d["elr"] = {str(b): s for b, s in self.elr}
+        return json.dumps(d).encode()
 
     @classmethod
     def decode(cls, data: bytes, version: int = -1) -> "PartitionState":
         d = json.loads(data)
         return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(b) for b in d["isr"]),
-                   int(d.get("controller_epoch", -1)), version)
+                   int(d.get("controller_epoch", -1)), version, int(d.get("leader_broker_epoch", -1)),
+                   tuple((int(b), str(s)) for b, s in (d.get("isr_storage") or {}).items()),
+                   tuple((int(b), str(s)) for b, s in (d.get("elr") or {}).items()))
+
+
+def make_state(leader: int, leader_epoch: int, isr: tuple[int, ...], live: Mapping[int, BrokerInfo],
+               controller_epoch: int = -1, previous: PartitionState | None = None, min_isr: int = 1,
+               replicas: tuple[int, ...] | None = None, leader_broker_epoch: int | None = None) -> PartitionState:
+    """The state that follows `previous`: incarnations from the live registrations (the leader's
+    broker epoch, unless given; each ISR member's directory id, kept from `previous` for members
+    already in it), and the eligible leader replicas: none while the ISR has `min_isr` members,
+    else those of `previous` plus the members it leaves now, less the new ISR, any that came back
+    with another directory (a lost disk) and any no longer among `replicas`."""
+    storage = []
+    for b in isr:
+        recorded = previous.storage_of(b) if previous is not None else None
+        if recorded is None and b in live:
+            recorded = live[b].storage
+        storage.append((b, recorded or ""))
+    elr: list[tuple[int, str]] = []
+    if previous is not None and len(isr) < min_isr:
+        for b, s in previous.elr + tuple(x for x in previous.isr_storage if x[0] not in isr):
+            if b in isr or any(b == e for e, _ in elr) or (replicas is not None and b not in replicas):
+                continue
+            if b in live and s and live[b].storage != s:
+                continue  # back without its disk: holds nothing
+            elr.append((b, s))
+    if leader_broker_epoch is None:
+        leader_broker_epoch = live[leader].epoch if leader in live else -1
+    return PartitionState(leader, leader_epoch, tuple(isr), controller_epoch, -1, leader_broker_epoch,
+                          tuple(storage), tuple(elr))
+
+
+def leader_alive(state: PartitionState, live: Mapping[int, BrokerInfo]) -> bool:
+    """The state's leader is registered in the very incarnation it was chosen in."""
+    info = live.get(state.leader)
+    return info is not None and info.epoch == state.leader_broker_epoch
+
+
+def intact(state: PartitionState, broker: int, live: Mapping[int, BrokerInfo]) -> bool:
+    """`broker` is registered with the data directory it had when it joined the ISR (so it holds
+    what it held then: its process may have restarted, its disk was not lost)."""
+    info = live.get(broker)
+    if info is None:
+        return False
+    recorded = state.storage_of(broker)
+    return recorded is None or recorded == info.storage
 
 
 def assign_replicas(partitions: int, replication_factor: int, brokers: list[tuple[int, str | None]],

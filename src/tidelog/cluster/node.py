@@ -4,9 +4,19 @@ the controller it may become, and its replicas' roles. Built by the composition 
 
 Start: a lease of `broker.session.timeout.ms`, the whole state read at one revision, the local
 topic registry brought in line with etcd's topics, the registration `brokers/ids/<id>` bound to
-the lease, then the watch, the controller's election loop and the ISR lag check. A lost lease
-(etcd did not hear from us for a session) stops every leadership at once; the broker registers
-again with a new lease and takes the roles etcd then gives it.
+the lease, then the watch, the controller's election loop and the ISR lag check. Each step is
+retried until etcd answers (a broker started while etcd is away waits for it); the broker serves
+no request before all of them are done (server/broker.py).
+
+Every incarnation is fenced (Kafka's broker epoch): the registration is created only where none
+exists, so a broker restarted within its session waits until its previous registration expired
+(a clean stop removes it at once), and its broker epoch - the create revision - is new. Partition
+states record the leader's broker epoch and each ISR member's data directory id; this broker
+leads only states written for its current incarnation, and the controller moves a leadership
+held by an earlier one at a new leader epoch (controller.py).
+
+A lost lease (etcd did not hear from us for a session) stops every leadership at once; the
+broker registers again, in a new incarnation, and takes the roles etcd then gives it.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -33,7 +44,7 @@ from .markers import MarkerSender
 from .pids import ClusterProducerIds
 from .replica import ReplicaManager
 from .peer import Connector, tcp_connect
-from .store import Compare, LeaseKeeper, Op, Store, StoreUnavailable
+from .store import Compare, LeaseExpired, LeaseKeeper, Op, OutcomeUnknown, Store, StoreUnavailable
 from .view import PartitionView
 
 log = logging.getLogger("tidelog.cluster")
@@ -69,7 +80,8 @@ class ClusterNode:
         self.controller = Controller(self.store, self.keys, self.cache, self.node_id, lambda: self.lease.lease,
                                      self._unclean, (bool(config["auto.leader.rebalance.enable"]),
                                                      float(config["leader.imbalance.check.interval.seconds"]),
-                                                     int(config["leader.imbalance.per.broker.percentage"])))
+                                                     int(config["leader.imbalance.per.broker.percentage"])),
+                                     self._min_isr)
         self.elections = self.controller.elections  # ElectLeaders asks the same
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
@@ -83,6 +95,7 @@ class ClusterNode:
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False  # set first thing in stop(): no re-registration, no new fetchers
         self._registered = asyncio.Event()
+        self.broker_epoch = -1  # the create revision of this incarnation's registration
         self._security_pending = False
         self._bound: Any = None
         partitions.hosts = self.hosts
@@ -97,12 +110,11 @@ class ClusterNode:
         self.shared_security = SharedSecurity(self.store, self.keys.security, self.cache, security)
         security.shared = self.shared_security
         self._bound = bound_port
-        self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
-                                       self.config, self.lease_valid, self._min_isr)
         listener = self.config["inter.broker.listener.name"] or self.config.listeners[0].name
         self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn, self.config, listener,
                                        self.connect)
-        self.replicas.fetchers = self.fetchers
+        self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
+                                       self.config, self.lease_valid, self._min_isr, self._broker_epoch, self.fetchers)
         txn.pids = self.pids
         if hasattr(txn, "coordinator"):
             txn.coordinator.pids = self.pids
@@ -122,12 +134,12 @@ class ClusterNode:
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        await self._agree_cluster_id()
-        await self.lease.start()
-        await self.cache.load()
+        await self._until_done("agree on the cluster id", self._agree_cluster_id)
+        await self._until_done("take an etcd lease", self.lease.start)
+        await self._until_done("read the cluster state", self.cache.load)
         self._sync_all_topics()
-        await self._register()
-        await self.pids.start()
+        await self._until_done("register", self._register)
+        await self._until_done("reserve producer ids", self.pids.start)
         self._tasks.append(asyncio.ensure_future(self.cache.run()))
         if self.shared_security is not None:
             await self.shared_security.seed()
@@ -137,12 +149,31 @@ class ClusterNode:
         self._apply_all()
         log.info("node %d joined cluster %s (etcd %s)", self.node_id, self.keys.root, self.config["etcd.connect"])
 
+    async def _until_done(self, what: str, step: Callable[[], Awaitable[Any]]) -> None:
+        """Run a start-up step until etcd answers it (a broker started while etcd is away waits)."""
+        delay, said = 0.2, False
+        while True:
+            if self._stopping:
+                raise asyncio.CancelledError(f"stopping before it could {what}")
+            try:
+                await step()
+                return
+            except (StoreUnavailable, LeaseExpired) as e:  # LeaseExpired: the lease ended meanwhile
+                if not said:
+                    log.warning("node %d: cannot %s yet (%s); retrying until etcd answers", self.node_id, what, e)
+                    said = True
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
     async def _agree_cluster_id(self) -> None:
         """One cluster id for every broker (clients refuse brokers of different clusters): the
         first broker stores its own in etcd; the others adopt it while their data directory holds
         no partition, and refuse to start otherwise (as Kafka: InconsistentClusterIdException)."""
         key, mine = self.keys.cluster_id, self.registry.cluster_id
-        await self.store.txn([Compare.create(key, 0)], [Op.put(key, mine.encode())])
+        try:
+            await self.store.txn([Compare.create(key, 0)], [Op.put(key, mine.encode())])
+        except OutcomeUnknown:
+            pass  # read back below
         kv = await self.store.get(key)
         theirs = kv.value.decode() if kv is not None else mine
         if theirs == mine:
@@ -153,14 +184,49 @@ class ClusterNode:
         self.registry.set_cluster_id(theirs)
 
     async def _register(self) -> None:
+        """Create this incarnation's registration, bound to the current lease, only where none
+        exists: its create revision is the new broker epoch. While a registration of this node id
+        from another incarnation exists (the previous process, within its session; or a second
+        broker configured with the same node.id) it waits for that one to expire, as Kafka
+        refuses a duplicate registration."""
         adv = self.config.advertised
         eps = []
         for a in adv:
             port = a.port or (self._bound(a.name) if self._bound is not None else 0)
             eps.append(Endpoint(a.name, a.host, port))
-        info = BrokerInfo(self.node_id, tuple(eps), self.config["broker.rack"])
-        await self.store.put(self.keys.broker(self.node_id), info.encode(), self.lease.lease)
+        info = BrokerInfo(self.node_id, tuple(eps), self.config["broker.rack"],
+                          storage=getattr(self.registry, "directory_id", ""))
+        key = self.keys.broker(self.node_id)
+        lease = self.lease.lease
+        if not lease or self._stopping:
+            raise StoreUnavailable("no etcd lease to register with")  # never a registration that outlives us
+        said = False
+        while True:
+            try:
+                res = await self.store.txn([Compare.create(key, 0)], [Op.put(key, info.encode(), lease)],
+                                           [Op.get(key)])
+                if res.succeeded:
+                    epoch = res.revision
+                    break
+                existing = res.responses[0][0] if res.responses and res.responses[0] else None
+            except OutcomeUnknown:
+                existing = await self.store.get(key)  # read back
+            if existing is not None and existing.lease == lease:
+                epoch = existing.create_revision  # ours: the write whose answer was lost
+                break
+            if not said and existing is not None:
+                log.warning("node %d: the registration of an earlier incarnation (lease %x) is still in etcd; "
+                            "waiting until it expires (broker.session.timeout.ms)", self.node_id, existing.lease)
+                said = True
+            await asyncio.sleep(0.25)
+            if self._stopping or self.lease.lease != lease:
+                raise StoreUnavailable("the lease changed while registering")
+        self.broker_epoch = epoch
+        log.info("node %d registered: broker epoch %d, data directory %s", self.node_id, epoch, info.storage)
         self._registered.set()
+
+    def _broker_epoch(self) -> int:
+        return self.broker_epoch if self._registered.is_set() else -1
 
     async def controlled_shutdown(self) -> None:
         """SIGTERM: hand this broker's leaderships to in-sync followers while its listeners still
@@ -200,6 +266,7 @@ class ClusterNode:
             return
         log.warning("node %d: etcd lease lost; leading nothing until registered again", self.node_id)
         self._registered.clear()
+        self.broker_epoch = -1
         self._tasks.append(asyncio.ensure_future(self._rejoin()))
         if self.replicas is not None:
             try:
@@ -219,7 +286,7 @@ class ClusterNode:
                 self._apply_all()
                 log.info("node %d: registered again after the lease loss", self.node_id)
                 return
-            except StoreUnavailable as e:
+            except (StoreUnavailable, LeaseExpired) as e:
                 log.warning("node %d: cannot register again yet: %s", self.node_id, e)
             except Exception:
                 log.exception("node %d: registering again failed; retrying", self.node_id)
@@ -263,6 +330,9 @@ class ClusterNode:
             assert isinstance(detail, tuple)
             self._apply(detail[0], detail[1])
         elif kind == "broker" and self.fetchers is not None:
+            assert isinstance(detail, int)
+            if self.replicas is not None:
+                self.replicas.broker_changed(detail)
             for f in self.fetchers.fetchers.values():
                 f.wake.set()
 

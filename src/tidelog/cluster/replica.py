@@ -1,20 +1,32 @@
-"""Each local partition's replica role and, on the leader, Kafka's ISR bookkeeping.
+"""The replica manager: the one owner of this broker's replicated partitions (Kafka's
+`ReplicaManager` and `Partition`). Leadership, leader epoch, ISR, high watermark and the writes
+waiting for replication change here and nowhere else; handlers, the marker paths and the
+coordinators ask it for an append `Lease` and wait on it, and hold no replication logic.
 
-Roles follow the partition state in etcd (`apply`): the broker named leader leads with that
-leader epoch (batches it appends are stamped with it); the other replicas follow, fetching from
-the leader; a partition with no leader is offline here.
+Roles follow the partition state in etcd (`apply`, called on every change the watch brings):
+this broker leads a partition when the state names it leader *in this incarnation* (its current
+broker epoch); a state naming it that was written for an earlier incarnation (it restarted, or
+lost its etcd lease and registered again) leaves it offline until the controller chooses again,
+at a new leader epoch. The other replicas follow, fetching from the leader.
 
 On the leader (Kafka's ISR protocol):
-- each follower's log end offset is the offset of its latest fetch; a follower is caught up when
-  it fetched at the leader's log end offset, and its caught-up time is kept;
-- the high watermark is the smallest log end offset in the ISR and never moves back;
-- a follower that is not in the ISR joins it once it has fetched up to the high watermark and to
-  the start of the current epoch; an ISR follower not caught up for `replica.lag.time.max.ms`
-  leaves it. Both are compare-and-swap writes of the partition state; the leader's own copy of
-  the ISR changes only when the write succeeded (a shrink counts once committed, KIP-497);
-- acks=all produce requests wait until the high watermark passes their last offset; they fail with
-  NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR falls below `min.insync.replicas` while waiting,
-  NOT_LEADER_OR_FOLLOWER when leadership moves, REQUEST_TIMED_OUT at their timeout.
+- each follower's log end offset is the offset of its latest fetch, counted only once the fetch
+  was read (an offset past this leader's log end is an error, not a position); a follower is
+  caught up when it fetched at the leader's log end offset, and its caught-up time is kept; a
+  follower that registers again (a new incarnation) counts from its next fetch;
+- the high watermark is the smallest log end offset of the maximal ISR and never moves back;
+- a follower outside the ISR joins it once it fetched up to the high watermark and the start of
+  the current epoch and is a registered broker; an ISR follower not caught up for
+  `replica.lag.time.max.ms` leaves it. Both are compare-and-swap writes of the partition state
+  on its version (the partition epoch), proposed under the current leader epoch; an answer is
+  installed only while still leading at that epoch and only if no newer state came meanwhile;
+  an answer that never came is read back (`store.put_if`), and until a newer state is seen the
+  proposal keeps counting (KIP-497);
+- acks=all writes wait (`wait_replicated`) until the high watermark passes them under the epoch
+  they were appended at (partition.py); NOT_ENOUGH_REPLICAS before the append when the ISR is
+  below `min.insync.replicas`, NOT_ENOUGH_REPLICAS_AFTER_APPEND when it falls below while they
+  wait, REQUEST_TIMED_OUT at every leadership change (the outcome is unknown: partition.py) and
+  at their timeout.
 """
 
 from __future__ import annotations
@@ -23,75 +35,42 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
-from .model import PartitionState
-from .store import Compare, Op, Store
+from .model import PartitionState, make_state
+from .partition import FOLLOWER, LEADER, NOT_LEADER, OFFLINE, UNKNOWN_OUTCOME, Lease, Partition, Waiting
+from .store import COMMITTED, NOT_WRITTEN, UNKNOWN, Compare, Store, StoreUnavailable, put_if, read_back
 
 log = logging.getLogger("tidelog.cluster")
 
-LEADER, FOLLOWER, OFFLINE = "leader", "follower", "offline"
-
-
-@dataclass
-class Waiter:
-    offset: int  # answered when the high watermark is above this offset
-    future: asyncio.Future[int]
-
-
-@dataclass
-class Replica:
-    topic: str
-    partition: int
-    plog: Any
-    role: str = OFFLINE
-    state: PartitionState | None = None
-    follower_leo: dict[int, int] = field(default_factory=dict)
-    caught_up_at: dict[int, float] = field(default_factory=dict)
-    isr_write_pending: bool = False
-    # KIP-497's maximal ISR: a follower being added counts for the HW from the moment its
-    # expansion is asked until it is written, so the HW never passes a replica etcd may already
-    # list as in sync (else it could be elected without records acknowledged meanwhile)
-    pending_isr: tuple[int, ...] = ()
-    waiters: list[Waiter] = field(default_factory=list)
-    epoch_start: int = 0
-    draining: bool = False  # controlled shutdown: no more appends, followers still served
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.state.leader_epoch if self.state is not None else -1
-
-    @property
-    def isr(self) -> tuple[int, ...]:
-        return self.state.isr if self.state is not None else ()
-
-    def fail_waiters(self, code: int) -> None:
-        for w in self.waiters:
-            if not w.future.done():
-                w.future.set_result(code)
-        self.waiters.clear()
+__all__ = ["ReplicaManager", "Partition", "Lease", "LEADER", "FOLLOWER", "OFFLINE"]
 
 
 class ReplicaManager:
     def __init__(self, node_id: int, store: Store, keys: Any, cache: Any, partitions: Any, config: Any,
-                 lease_valid: Callable[[], bool], min_isr: Callable[[str], int]) -> None:
+                 lease_valid: Callable[[], bool], min_isr: Callable[[str], int], broker_epoch: Callable[[], int],
+                 fetchers: Any) -> None:
+        """`broker_epoch()`: this incarnation's broker epoch, -1 while not registered;
+        `min_isr(topic)`: the topic's min.insync.replicas; `fetchers`: the FetcherManager."""
         self.node_id = node_id
         self.store = store
         self.keys = keys
         self.cache = cache
         self.partitions = partitions
         self.lease_valid = lease_valid
-        self.min_isr = min_isr  # topic -> its min.insync.replicas (topic config, else the broker's)
-        self.replicas: dict[tuple[str, int], Replica] = {}
-        self.fetchers: Any = None  # FetcherManager, set by the node
+        self.min_isr = min_isr
+        self.broker_epoch = broker_epoch
+        self.fetchers = fetchers
+        self.replicas: dict[tuple[str, int], Partition] = {}
         self.lag_max_s = config["replica.lag.time.max.ms"] / 1000
         self.isr_shrinks = 0
         self.isr_expands = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._lost_logged: dict[tuple[str, int], int] = {}
+        self._epochs_seen: dict[int, int] = {}  # broker -> the registration epoch last seen
 
     # ---- roles ------------------------------------------------------------------------------
     def apply(self, topic: str, partition: int) -> None:
@@ -100,51 +79,261 @@ class ReplicaManager:
         replicas = self.cache.replicas(topic, partition)
         key = (topic, partition)
         if self.node_id not in replicas or state is None:
-            r = self.replicas.pop(key, None)
-            if r is not None:
-                r.fail_waiters(E.not_leader_or_follower.value)
-                if self.fetchers is not None:
-                    self.fetchers.remove(topic, partition)
-            a = self.cache.topics.get(topic)
-            if a is not None and 0 <= partition < a.partitions and self.node_id not in replicas \
-                    and self.partitions.manager.get(topic, partition) is not None:
-                # reassigned away (now, or while this broker was down): its copy goes, as Kafka's
-                # StopReplica with deletion
-                self.partitions.manager.delete(topic, partition)
-                if self.fetchers is not None:
-                    self.fetchers.txn.forget(topic, partition)
-                log.info("%s-%d: no longer a replica here: local copy deleted", topic, partition)
+            self._remove(topic, partition, replicas)
             return
         plog = self.partitions.get(topic, partition)
         if plog is None:
             return
-        r = self.replicas.get(key)
-        if r is None:
-            r = self.replicas[key] = Replica(topic, partition, plog)
+        p = self.replicas.get(key)
+        if p is None:
+            p = self.replicas[key] = Partition(topic, partition, plog)
         plog.replicated = True
-        old = r.state
-        r.plog = plog
+        p.plog = plog
+        old = p.state
         if state.leader == self.node_id:
-            if r.role != LEADER or old is None or old.leader_epoch != state.leader_epoch:
-                self._become_leader(r, state)
-            else:
-                r.state = state
-                self._sync_followers(r, replicas)
-                self.maybe_advance_hw(r)
-                self._check_min_isr(r)
+            mine = self.broker_epoch()
+            if mine <= 0 or state.leader_broker_epoch != mine:
+                self._become_offline(p, state, "led by an earlier incarnation of this broker: waiting for an election")
+            elif p.role != LEADER or old is None or old.leader_epoch != state.leader_epoch:
+                self._become_leader(p, state)
+            elif p.install(state):
+                self._sync_followers(p, replicas)
+                self.maybe_advance_hw(p)
+                self._check_min_isr(p)
         elif state.leader >= 0:
-            if r.role != FOLLOWER or old is None or old.leader_epoch != state.leader_epoch or old.leader != state.leader:
-                self._become_follower(r, state)
+            if p.role != FOLLOWER or old is None or old.leader_epoch != state.leader_epoch or old.leader != state.leader:
+                self._become_follower(p, state)
             else:
-                r.state = state
+                p.install(state)
         else:
-            r.state = state
-            if r.role != OFFLINE:
-                log.info("%s-%d: offline (no leader)", topic, partition)
-            r.role = OFFLINE
-            r.fail_waiters(E.not_leader_or_follower.value)
-            if self.fetchers is not None:
-                self.fetchers.remove(topic, partition)
+            self._become_offline(p, state, "no leader")
+
+    def _remove(self, topic: str, partition: int, replicas: tuple[int, ...]) -> None:
+        p = self.replicas.pop((topic, partition), None)
+        if p is not None:
+            p.role = OFFLINE
+            p.fail_waiting()
+            self.fetchers.remove(topic, partition)
+        a = self.cache.topics.get(topic)
+        if a is not None and 0 <= partition < a.partitions and self.node_id not in replicas \
+                and self.partitions.manager.get(topic, partition) is not None:
+            # reassigned away (now, or while this broker was down): its copy goes, as Kafka's
+            # StopReplica with deletion
+            self.partitions.manager.delete(topic, partition)
+            self.fetchers.txn.forget(topic, partition)
+            log.info("%s-%d: no longer a replica here: local copy deleted", topic, partition)
+
+    def _become_leader(self, p: Partition, state: PartitionState) -> None:
+        self.fetchers.remove(p.topic, p.partition)
+        p.fail_waiting()  # writes of an earlier epoch of ours are never acknowledged now
+        p.state = state
+        p.pending_isr, p.pending_base = (), -1
+        p.role = LEADER
+        p.draining = False
+        p.plog.set_leader_epoch(state.leader_epoch)
+        p.epoch_start = p.plog.log_end_offset
+        now = time.monotonic()
+        p.follower_leo = {b: -1 for b in self.cache.replicas(p.topic, p.partition) if b != self.node_id}
+        p.caught_up_at = {b: now for b in p.follower_leo}
+        log.info("%s-%d: leader at epoch %d from offset %d, isr %s", p.topic, p.partition, state.leader_epoch,
+                 p.epoch_start, list(state.isr))
+        self.maybe_advance_hw(p)
+
+    def _become_follower(self, p: Partition, state: PartitionState) -> None:
+        p.fail_waiting()
+        p.state = state
+        p.role = FOLLOWER
+        p.follower_leo.clear()
+        p.pending_isr, p.pending_base = (), -1
+        log.info("%s-%d: following %d at epoch %d", p.topic, p.partition, state.leader, state.leader_epoch)
+        self.fetchers.add(p.topic, p.partition, state.leader, state.leader_epoch)
+
+    def _become_offline(self, p: Partition, state: PartitionState | None, why: str) -> None:
+        if state is not None:
+            p.state = state
+        if p.role != OFFLINE:
+            log.info("%s-%d: offline here (%s)", p.topic, p.partition, why)
+        p.role = OFFLINE
+        p.fail_waiting()
+        p.pending_isr, p.pending_base = (), -1
+        self.fetchers.remove(p.topic, p.partition)
+
+    def _sync_followers(self, p: Partition, replicas: tuple[int, ...]) -> None:
+        """The followers tracked follow the assignment (a reassignment adds and removes some)."""
+        want = {b for b in replicas if b != self.node_id}
+        if want == set(p.follower_leo):
+            return
+        now = time.monotonic()
+        for b in want - set(p.follower_leo):
+            p.follower_leo[b] = -1
+            p.caught_up_at[b] = now
+        for b in set(p.follower_leo) - want:
+            p.follower_leo.pop(b, None)
+            p.caught_up_at.pop(b, None)
+
+    def stop_leading_all(self) -> None:
+        """The lease is gone: another broker may be leading these partitions already."""
+        for p in self.replicas.values():
+            if p.role == LEADER:
+                log.warning("%s-%d: lease lost, no longer acting as leader", p.topic, p.partition)
+                p.role = OFFLINE
+                p.fail_waiting()
+
+    def broker_changed(self, broker: int) -> None:
+        """A broker registered (again) or left: what an earlier incarnation of it fetched no
+        longer counts for the high watermark (it may have come back without its disk)."""
+        info = self.cache.brokers.get(broker)
+        epoch = info.epoch if info is not None else -1
+        if self._epochs_seen.get(broker, epoch) == epoch:
+            self._epochs_seen[broker] = epoch
+            return
+        self._epochs_seen[broker] = epoch
+        for p in self.replicas.values():
+            if p.role == LEADER and broker in p.follower_leo:
+                p.follower_leo[broker] = -1
+
+    # ---- the data path --------------------------------------------------------------------------
+    def leader(self, topic: str, partition: int) -> Partition | None:
+        """The partition when this broker leads it (reads are served while draining too)."""
+        p = self.replicas.get((topic, partition))
+        return p if p is not None and p.role == LEADER else None
+
+    def leader_for_append(self, topic: str, partition: int, acks: int = -1) -> tuple[int, Lease | None]:
+        """(0, the lease to append and wait under) when this broker leads the partition now and
+        takes appends; else NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS for acks=all with the
+        ISR below min.insync.replicas (as Kafka: refused before anything is appended)."""
+        p = self.replicas.get((topic, partition))
+        if p is None or p.role != LEADER or p.draining or p.state is None:
+            return NOT_LEADER, None
+        if acks == -1 and len(p.isr) < self.min_isr(topic):
+            return E.not_enough_replicas.value, None
+        return 0, Lease(p, p.state.leader_epoch)
+
+    async def wait_replicated(self, lease: Lease, last_offset: int, timeout_s: float) -> int:
+        """0 once the high watermark passes `last_offset` while this broker still leads at the
+        lease's epoch; else the error code to answer (see the module docstring)."""
+        p = lease.partition
+        if not p.leads_at(lease.epoch):
+            return UNKNOWN_OUTCOME
+        if len(p.isr) < self.min_isr(p.topic):
+            return E.not_enough_replicas_after_append.value
+        if p.plog.high_watermark > last_offset:
+            return 0
+        w = Waiting(lease.epoch, last_offset, asyncio.get_running_loop().create_future())
+        p.waiting.append(w)
+        self.maybe_advance_hw(p)
+        try:
+            return await asyncio.wait_for(asyncio.shield(w.future), timeout_s)
+        except asyncio.TimeoutError:
+            return E.request_timed_out.value
+        finally:
+            if not w.future.done():
+                w.future.cancel()
+                if w in p.waiting:
+                    p.waiting.remove(w)
+
+    # ---- the leader's bookkeeping ------------------------------------------------------------
+    def on_follower_fetch(self, p: Partition, follower: int, fetch_offset: int) -> None:
+        """A follower's fetch at `fetch_offset` was read (called after the read succeeded)."""
+        if p.role != LEADER or follower not in p.follower_leo:
+            return
+        leo = p.plog.log_end_offset
+        if fetch_offset > leo:
+            return  # not a position in this log (answered OFFSET_OUT_OF_RANGE)
+        p.follower_leo[follower] = fetch_offset
+        if fetch_offset >= leo:
+            p.caught_up_at[follower] = time.monotonic()
+        if follower not in p.isr:
+            if (fetch_offset >= p.plog.high_watermark and fetch_offset >= p.epoch_start
+                    and follower in self.cache.brokers and not p.isr_write_pending and not p.pending_isr):
+                self._spawn(self._change_isr(p, tuple(p.isr) + (follower,), "expand"))
+        else:
+            self.maybe_advance_hw(p)
+
+    def maybe_advance_hw(self, p: Partition) -> None:
+        """The HW moves to the smallest log end of the maximal ISR - only while that ISR has
+        min.insync.replicas members (KIP-966): the eligible leader replicas, which left it when it
+        fell below, then hold every record under the HW."""
+        if p.role != LEADER:
+            return
+        if len(set(p.isr) | set(p.pending_isr)) < self.min_isr(p.topic):
+            p.complete(False)
+            return
+        hw = min(p.counted(self.node_id))
+        if hw >= 0 and p.plog.update_high_watermark(hw):
+            self.partitions.notify(p.topic, p.partition)
+        p.complete(len(p.isr) >= self.min_isr(p.topic))
+
+    def _check_min_isr(self, p: Partition) -> None:
+        if p.waiting and len(p.isr) < self.min_isr(p.topic):
+            p.fail_waiting(E.not_enough_replicas_after_append.value)
+
+    def check_isr_lag(self) -> None:
+        """Shrink the ISR of every led partition with followers not caught up for too long."""
+        now = time.monotonic()
+        for p in list(self.replicas.values()):
+            if p.role != LEADER or p.isr_write_pending:
+                continue
+            leo = p.plog.log_end_offset
+            lagging = [b for b in p.isr if b != self.node_id
+                       and p.follower_leo.get(b, -1) < leo and now - p.caught_up_at.get(b, now) > self.lag_max_s]
+            if lagging:
+                self._spawn(self._change_isr(p, tuple(b for b in p.isr if b not in lagging), "shrink"))
+
+    async def _change_isr(self, p: Partition, isr: tuple[int, ...], why: str) -> None:
+        """Propose a new ISR under the current leader epoch, by compare-and-swap on the state
+        version (the partition epoch). An expansion counts for the HW from now on (KIP-497)."""
+        base = p.state
+        if base is None or p.role != LEADER or not self.lease_valid():
+            return
+        epoch = base.leader_epoch
+        if why == "expand":
+            p.pending_isr, p.pending_base = isr, base.version
+        p.isr_write_pending = True
+        new = make_state(base.leader, epoch, isr, self.cache.brokers, base.controller_epoch, base,
+                         self.min_isr(p.topic), self.cache.replicas(p.topic, p.partition), base.leader_broker_epoch)
+        key = self.keys.partition(p.topic, p.partition)
+        value = new.encode()
+        try:
+            outcome, revision = await put_if(self.store, [Compare.mod(key, base.version)], key, value)
+            while outcome == UNKNOWN and p.leads_at(epoch):  # read back until etcd tells
+                await asyncio.sleep(0.5)
+                outcome, revision = await read_back(self.store, key, value)
+        except StoreUnavailable as e:  # never sent (etcd away): the ISR stays as it is
+            log.warning("%s-%d: isr %s not written: %s", p.topic, p.partition, why, e)
+            if p.pending_base == base.version:
+                p.pending_isr, p.pending_base = (), -1
+            return
+        except Exception:
+            log.exception("%s-%d: isr %s failed", p.topic, p.partition, why)
+            return
+        finally:
+            p.isr_write_pending = False
+        if outcome == COMMITTED:
+            if why == "expand":
+                self.isr_expands += 1
+            else:
+                self.isr_shrinks += 1
+            log.info("%s-%d: isr %s: %s -> %s", p.topic, p.partition, why, list(base.isr), list(isr))
+            # installed only while still leading at the epoch it was proposed under, and only if
+            # no newer state came meanwhile (install() refuses an older version)
+            if p.leads_at(epoch) and p.install(replace(new, version=revision)):
+                self.maybe_advance_hw(p)
+                self._check_min_isr(p)
+            return
+        if outcome == NOT_WRITTEN and revision == base.version and p.pending_base == base.version:
+            p.pending_isr, p.pending_base = (), -1  # etcd still holds the state it was based on: not written
+        if self._lost_logged.get((p.topic, p.partition)) != base.version:
+            # another write won: the watch brings it (and with it the end of a pending addition);
+            # said once per version, so that a leader stuck on a stale version shows it
+            self._lost_logged[(p.topic, p.partition)] = base.version
+            log.info("%s-%d: isr %s to %s not written (%s; ours at version %d)", p.topic, p.partition, why,
+                     list(isr), outcome, base.version)
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
 
     # ---- controlled shutdown -----------------------------------------------------------------
     async def hand_over_all(self, timeout_s: float = 5.0) -> int:
@@ -153,214 +342,56 @@ class ReplicaManager:
         leader at the next epoch (a compare-and-swap, as the leader's own ISR changes), this
         broker leaving the ISR. Partitions without such a follower stay (they go offline with the
         registration, as before). Returns how many were handed over."""
-        led = [r for r in self.replicas.values() if r.role == LEADER and r.state is not None]
-        for r in led:
-            r.draining = True
+        led = [p for p in self.replicas.values() if p.role == LEADER and p.state is not None]
+        for p in led:
+            p.draining = True
         deadline = time.monotonic() + timeout_s
         moved = 0
-        for r in led:
+        for p in led:
             for _attempt in range(5):  # a concurrent ISR change or election: retried on the newer state
-                handed = await self._hand_over(r, deadline)
+                handed = await self._hand_over(p, deadline)
                 if handed is not None:
                     moved += handed
                     break
                 await asyncio.sleep(0.05)  # the watch brings the state that won
         return moved
 
-    async def _hand_over(self, r: Replica, deadline: float) -> int | None:
+    async def _hand_over(self, p: Partition, deadline: float) -> int | None:
         """1 when handed over, 0 when there is no successor (or etcd is away), None when the
         compare-and-swap lost to another write (to retry)."""
-        st = r.state
-        if st is None or r.role != LEADER:
+        st = p.state
+        if st is None or p.role != LEADER:
             return 0
         live = self.cache.brokers
-        successors = [b for b in self.cache.replicas(r.topic, r.partition)
+        successors = [b for b in self.cache.replicas(p.topic, p.partition)
                       if b != self.node_id and b in st.isr and b in live]
         if not successors:
             return 0
         successor = successors[0]
-        leo = r.plog.log_end_offset
-        while r.follower_leo.get(successor, -1) < leo and time.monotonic() < deadline:
+        leo = p.plog.log_end_offset
+        while p.follower_leo.get(successor, -1) < leo and time.monotonic() < deadline:
             await asyncio.sleep(0.02)  # its fetches are still served
-        st = r.state if r.state is not None else st
-        new = PartitionState(successor, st.leader_epoch + 1, tuple(b for b in st.isr if b != self.node_id),
-                             st.controller_epoch)
-        key = self.keys.partition(r.topic, r.partition)
-        try:
-            res = await self.store.txn([Compare.mod(key, st.version)], [Op.put(key, new.encode())])
-        except Exception as e:  # noqa: BLE001 - etcd away: the partition fails over at session expiry
-            log.warning("%s-%d: leadership not handed over: %s", r.topic, r.partition, e)
+        st = p.state
+        if st is None or p.role != LEADER:
             return 0
-        if not res.succeeded:
+        if successor not in st.isr or successor not in self.cache.brokers:
+            return None  # it left the ISR (or the cluster) meanwhile: choose again
+        new = make_state(successor, st.leader_epoch + 1, tuple(b for b in st.isr if b != self.node_id), live,
+                         st.controller_epoch, st, self.min_isr(p.topic), self.cache.replicas(p.topic, p.partition))
+        key = self.keys.partition(p.topic, p.partition)
+        try:
+            outcome, _rev = await put_if(self.store, [Compare.mod(key, st.version)], key, new.encode())
+        except Exception as e:  # noqa: BLE001 - etcd away: the partition fails over at session expiry
+            log.warning("%s-%d: leadership not handed over: %s", p.topic, p.partition, e)
+            return 0
+        if outcome == NOT_WRITTEN:
             return None
-        r.role = OFFLINE
-        r.fail_waiters(E.not_leader_or_follower.value)
+        # committed, or unknown: either way this broker stops leading it (it is stopping)
+        p.role = OFFLINE
+        p.fail_waiting()
         return 1
 
-    def _become_leader(self, r: Replica, state: PartitionState) -> None:
-        if self.fetchers is not None:
-            self.fetchers.remove(r.topic, r.partition)
-        r.state = state
-        r.role = LEADER
-        r.draining = False
-        r.plog.set_leader_epoch(state.leader_epoch)
-        r.epoch_start = r.plog.log_end_offset
-        now = time.monotonic()
-        r.follower_leo = {b: -1 for b in self.cache.replicas(r.topic, r.partition) if b != self.node_id}
-        r.caught_up_at = {b: now for b in r.follower_leo}
-        log.info("%s-%d: leader at epoch %d from offset %d, isr %s", r.topic, r.partition, state.leader_epoch,
-                 r.epoch_start, list(state.isr))
-        self.maybe_advance_hw(r)
-
-    def _sync_followers(self, r: Replica, replicas: tuple[int, ...]) -> None:
-        """The followers tracked follow the assignment (a reassignment adds and removes some)."""
-        want = {b for b in replicas if b != self.node_id}
-        if want == set(r.follower_leo):
-            return
-        now = time.monotonic()
-        for b in want - set(r.follower_leo):
-            r.follower_leo[b] = -1
-            r.caught_up_at[b] = now
-        for b in set(r.follower_leo) - want:
-            r.follower_leo.pop(b, None)
-            r.caught_up_at.pop(b, None)
-
-    def _become_follower(self, r: Replica, state: PartitionState) -> None:
-        r.fail_waiters(E.not_leader_or_follower.value)
-        r.state = state
-        r.role = FOLLOWER
-        r.follower_leo.clear()
-        log.info("%s-%d: following %d at epoch %d", r.topic, r.partition, state.leader, state.leader_epoch)
-        if self.fetchers is not None:
-            self.fetchers.add(r.topic, r.partition, state.leader, state.leader_epoch)
-
-    def stop_leading_all(self) -> None:
-        """The lease is gone: another broker may be leading these partitions already."""
-        for r in self.replicas.values():
-            if r.role == LEADER:
-                log.warning("%s-%d: lease lost, no longer acting as leader", r.topic, r.partition)
-                r.role = OFFLINE
-                r.fail_waiters(E.not_leader_or_follower.value)
-
-    # ---- questions from the data path ---------------------------------------------------------
-    def leader(self, topic: str, partition: int) -> Replica | None:
-        r = self.replicas.get((topic, partition))
-        return r if r is not None and r.role == LEADER else None
-
-    # ---- the leader's bookkeeping ------------------------------------------------------------
-    def on_follower_fetch(self, r: Replica, follower: int, fetch_offset: int) -> None:
-        if follower not in r.follower_leo:
-            return
-        leo = r.plog.log_end_offset
-        r.follower_leo[follower] = fetch_offset
-        if fetch_offset >= leo:
-            r.caught_up_at[follower] = time.monotonic()
-        if follower not in r.isr:
-            if (fetch_offset >= r.plog.high_watermark and fetch_offset >= r.epoch_start
-                    and not r.isr_write_pending and not r.pending_isr):
-                r.pending_isr = tuple(r.isr) + (follower,)  # counts for the HW from now on
-                self._spawn(self._change_isr(r, r.pending_isr, "expand"))
-        else:
-            self.maybe_advance_hw(r)
-
-    def maybe_advance_hw(self, r: Replica) -> None:
-        if r.role != LEADER:
-            return
-        leos = [r.plog.log_end_offset]
-        for b in set(r.isr) | set(r.pending_isr):
-            if b != self.node_id:
-                leos.append(r.follower_leo.get(b, -1))
-        hw = min(leos)
-        if hw >= 0 and r.plog.update_high_watermark(hw):
-            self.partitions.notify(r.topic, r.partition)
-        self._complete_waiters(r)
-
-    def _complete_waiters(self, r: Replica) -> None:
-        if not r.waiters:
-            return
-        hw = r.plog.high_watermark
-        # as Kafka's DelayedProduce: reaching the HW with an ISR below min.insync.replicas is
-        # NOT_ENOUGH_REPLICAS_AFTER_APPEND (the HW moved because the ISR shrank, not because
-        # enough replicas have the batch)
-        code = 0 if len(r.isr) >= self.min_isr(r.topic) else E.not_enough_replicas_after_append.value
-        keep = []
-        for w in r.waiters:
-            if w.future.done():
-                continue
-            if w.offset < hw:
-                w.future.set_result(code)
-            else:
-                keep.append(w)
-        r.waiters = keep
-
-    def _check_min_isr(self, r: Replica) -> None:
-        if r.waiters and len(r.isr) < self.min_isr(r.topic):
-            r.fail_waiters(E.not_enough_replicas_after_append.value)
-
-    async def wait_replicated(self, r: Replica, last_offset: int, timeout_s: float) -> int:
-        """0 once the high watermark passes `last_offset`, else the error code to answer."""
-        if len(r.isr) < self.min_isr(r.topic):
-            return E.not_enough_replicas_after_append.value
-        if r.plog.high_watermark > last_offset:
-            return 0
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        r.waiters.append(Waiter(last_offset, fut))
-        self.maybe_advance_hw(r)
-        try:
-            code = await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except asyncio.TimeoutError:
-            return E.request_timed_out.value
-        return code
-
-    def check_isr_lag(self) -> None:
-        """Shrink the ISR of every led partition with followers not caught up for too long."""
-        now = time.monotonic()
-        for r in list(self.replicas.values()):
-            if r.role != LEADER or r.isr_write_pending:
-                continue
-            leo = r.plog.log_end_offset
-            lagging = [b for b in r.isr if b != self.node_id
-                       and r.follower_leo.get(b, -1) < leo and now - r.caught_up_at.get(b, now) > self.lag_max_s]
-            if lagging:
-                self._spawn(self._change_isr(r, tuple(b for b in r.isr if b not in lagging), "shrink"))
-
-    async def _change_isr(self, r: Replica, isr: tuple[int, ...], why: str) -> None:
-        state = r.state
-        if state is None or r.role != LEADER or not self.lease_valid():
-            r.pending_isr = ()
-            return
-        r.isr_write_pending = True
-        try:
-            new = PartitionState(state.leader, state.leader_epoch, isr, state.controller_epoch)
-            key = self.keys.partition(r.topic, r.partition)
-            res = await self.store.txn([Compare.mod(key, state.version)], [Op.put(key, new.encode())])
-            if res.succeeded:
-                if why == "expand":
-                    self.isr_expands += 1
-                else:
-                    self.isr_shrinks += 1
-                log.info("%s-%d: isr %s: %s -> %s", r.topic, r.partition, why, list(state.isr), list(isr))
-                # our watch brings the new state (with its version); apply it now for the HW
-                r.state = PartitionState(state.leader, state.leader_epoch, isr, state.controller_epoch, res.revision)
-                self.maybe_advance_hw(r)
-                self._check_min_isr(r)
-            elif self._lost_logged.get((r.topic, r.partition)) != state.version:
-                # another write won: the watch brings it, and the next fetch (or lag check) retries;
-                # said once per version, so that a leader stuck on a stale version shows it
-                self._lost_logged[(r.topic, r.partition)] = state.version
-                log.info("%s-%d: isr %s to %s lost to a newer write of the state (ours at version %d)",
-                         r.topic, r.partition, why, list(isr), state.version)
-        except Exception as e:  # noqa: BLE001 - etcd away: the ISR stays as it is (the safe direction)
-            log.warning("%s-%d: isr %s not written: %s", r.topic, r.partition, why, e)
-        finally:
-            r.isr_write_pending = False
-            r.pending_isr = ()
-
-    def _spawn(self, coro: Any) -> None:
-        t = asyncio.ensure_future(coro)
-        self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
-
+    # ---- questions ------------------------------------------------------------------------------
     def under_replicated(self) -> int:
-        return sum(1 for r in self.replicas.values()
-                   if r.role == LEADER and len(r.isr) < len(self.cache.replicas(r.topic, r.partition)))
+        return sum(1 for p in self.replicas.values()
+                   if p.role == LEADER and len(p.isr) < len(self.cache.replicas(p.topic, p.partition)))

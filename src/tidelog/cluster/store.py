@@ -129,6 +129,36 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
+COMMITTED, NOT_WRITTEN, UNKNOWN = "committed", "not written", "unknown"
+
+
+async def put_if(store: Store, compares: Sequence[Compare], key: str, value: bytes,
+                 lease: int = 0) -> tuple[str, int]:
+    """Put `value` at `key` if `compares` hold: (COMMITTED, its revision); (NOT_WRITTEN, the
+    key's mod revision now, or 0 when not read) - the compare failed, or the write was lost; or
+    (UNKNOWN, 0). An answer that did not come is resolved by reading the key back (`read back,
+    never assume`, `read_back`); UNKNOWN only when the read fails too."""
+    try:
+        res = await store.txn(compares, [Op.put(key, value, lease)])
+        return (COMMITTED if res.succeeded else NOT_WRITTEN), (res.revision if res.succeeded else 0)
+    except OutcomeUnknown as e:
+        log.info("%s: %s; reading it back", key, e)
+    return await read_back(store, key, value, lease)
+
+
+async def read_back(store: Store, key: str, value: bytes, lease: int = 0) -> tuple[str, int]:
+    """Whether a put of `value` at `key` is what etcd holds: (COMMITTED, its revision) when our
+    value is there (or an identical one: the same state either way); (NOT_WRITTEN, the key's mod
+    revision now, 0 when absent) when another value is; (UNKNOWN, 0) when etcd does not answer."""
+    try:
+        kv = await store.get(key)
+    except StoreUnavailable:
+        return UNKNOWN, 0
+    if kv is not None and kv.value == value and (not lease or kv.lease == lease):
+        return COMMITTED, kv.mod_revision
+    return NOT_WRITTEN, kv.mod_revision if kv is not None else 0
+
+
 def prefix_end(prefix: str) -> bytes:
     """etcd's range_end for "every key starting with prefix"."""
     b = bytearray(prefix.encode())

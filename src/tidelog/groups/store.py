@@ -233,12 +233,14 @@ class OffsetStore:
 
 class WriteGuard(Protocol):
     """Cluster mode: a coordinator writes only to internal-topic partitions this broker leads,
-    and a write counts once replicated (acks=all). Both raise `LogError` with NOT_COORDINATOR
-    (leadership moved) or COORDINATOR_NOT_AVAILABLE (not replicated in time)."""
+    and a write counts once replicated (acks=all) under the leader epoch it was made at: `check`
+    answers the lease (an opaque token) the append is made under, `replicated` waits with it.
+    Both raise `LogError` with NOT_COORDINATOR (leadership moved) or COORDINATOR_NOT_AVAILABLE
+    (not replicated in time)."""
 
-    def check(self, topic: str, partition: int) -> None: ...
+    def check(self, topic: str, partition: int) -> object: ...
 
-    def replicated(self, topic: str, partition: int, offset: int) -> Awaitable[None]: ...
+    def replicated(self, lease: Any, offset: int) -> Awaitable[None]: ...
 
 
 class EngineGroupLog:
@@ -253,42 +255,42 @@ class EngineGroupLog:
         self.topic = topic
         self.guard: WriteGuard | None = None
 
-    def _log(self, partition: int, writing: bool = True) -> PartitionLog:
-        if writing and self.guard is not None:
-            self.guard.check(self.topic, partition)
+    def _log(self, partition: int, writing: bool = True) -> tuple[PartitionLog, object]:
+        """The partition's log, and the guard's lease when writing (None on a single node)."""
+        lease = self.guard.check(self.topic, partition) if writing and self.guard is not None else None
         plog: PartitionLog | None = self.partitions.get(self.topic, partition)
         if plog is None:
             raise RuntimeError(f"{self.topic}-{partition} does not exist")
-        return plog
+        return plog, lease
 
-    async def _written(self, plog: PartitionLog, info: AppendInfo) -> None:
+    async def _written(self, plog: PartitionLog, info: AppendInfo, lease: object) -> None:
         self.partitions.notify(self.topic, plog.partition)
         if info.flush_needed:
             await self.partitions.group_commit.flush(plog)
         if self.guard is not None:
-            await self.guard.replicated(self.topic, plog.partition, info.last_offset)
+            await self.guard.replicated(lease, info.last_offset)
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
                      producer_epoch: int = -1, transactional: bool = False) -> None:
         from ..log.records import Record
 
-        plog = self._log(partition)
+        plog, lease = self._log(partition)
         now = int(time.time() * 1000)
         info = plog.append_records([Record(k, v, now) for k, v in records], producer_id=producer_id,
                                    producer_epoch=producer_epoch, transactional=transactional)
-        await self._written(plog, info)
+        await self._written(plog, info, lease)
 
     async def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:
         from ..log.records import CONTROL_ABORT, CONTROL_COMMIT
 
-        plog = self._log(partition)
+        plog, lease = self._log(partition)
         info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch, 0)
-        await self._written(plog, info)
+        await self._written(plog, info, lease)
 
     def replay(self, partition: int) -> Iterator[LogEntry]:
         from ..log import records as LR
 
-        plog = self._log(partition, writing=False)
+        plog, _ = self._log(partition, writing=False)
         offset, end = plog.log_start_offset, plog.log_end_offset
         while offset < end:
             data = plog.read(offset, self.READ_BYTES, max_offset=end).data

@@ -9,7 +9,10 @@ narrow collaborators by constructor.
            -> metrics -> router (one module per API, then the pipeline stages) -> listeners
 
 `start()` starts the parts in that order (the group coordinator loads before the transaction
-coordinator, which completes transactional offset commits on it) and then listens;
+coordinator, which completes transactional offset commits on it), binds the listeners, and - in
+a cluster, only once this broker has joined it (registered, with its copy of the cluster state
+loaded) - starts serving them, as Kafka enables request processing only at the end of its
+start-up: a client never gets an answer from a broker that does not know the cluster yet;
 `stop()` closes listeners and connections, then stops the parts in reverse order (logs last, so
 the next start skips recovery).
 """
@@ -67,7 +70,7 @@ class Broker:
         self.txn = TxnService(config, self.admin, self.partitions, self.groups)
         if self.cluster.clustered:
             self.cluster.bind(self.txn, self.bound_port, self.security, self.dynamic)
-        self.connections: set[Any] = set()
+        self.connections: dict[Any, None] = {}  # in order of opening
         self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections)
         self.metrics.cluster = self.cluster
         self.router = Router()
@@ -75,17 +78,18 @@ class Broker:
         self.router.seal(self.metrics.stage)
         self.servers: list[asyncio.base_events.Server] = []
         self.stopping = asyncio.Event()
+        self.serving = asyncio.Event()  # set once requests are served (after the cluster join)
         self.bound_ports: dict[str, int] = {}
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, conn) -> bool:
         if len(self.connections) >= self.config["max.connections"]:
             return False
-        self.connections.add(conn)
+        self.connections[conn] = None
         return True
 
     def connection_closed(self, conn) -> None:
-        self.connections.discard(conn)
+        self.connections.pop(conn, None)
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def start(self, listen: bool = True) -> None:
@@ -110,13 +114,18 @@ class Broker:
                 reuse_address=True,
                 backlog=1024,
                 ssl=self.security.ssl_context(lst.name),
+                start_serving=False,  # bound (the registration advertises the port), not yet listening
             )
             self.servers.append(server)
             bound = server.sockets[0].getsockname()
             self.bound_ports[lst.name] = bound[1]
-            log.info("listening on %s://%s:%d", lst.name, bound[0], bound[1])
         if self.cluster.clustered:
             await self.cluster.start()
+        for server, lst in zip(self.servers, self.config.listeners):
+            await server.start_serving()
+            bound = server.sockets[0].getsockname()
+            log.info("listening on %s://%s:%d", lst.name, bound[0], bound[1])
+        self.serving.set()
         log.info("tidelog node %d started (cluster %s)", self.node_id, self.registry.cluster_id)
 
     def _endpoint(self, listener_name: str) -> dict[str, Any]:
@@ -135,6 +144,9 @@ class Broker:
     async def stop(self) -> None:
         if self.cluster.clustered:
             await self.cluster.controlled_shutdown()  # listeners still open: followers catch up
+            # the writes the handover failed are answered before their connections close (an
+            # unanswered one is a lost answer to its client, as the crash of a broker is)
+            await asyncio.sleep(0.01)
         self.stopping.set()
         for server in self.servers:
             server.close()

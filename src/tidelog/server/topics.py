@@ -66,11 +66,20 @@ class TopicRegistry:
                 if "=" in line and not line.startswith("#"):
                     k, v = line.split("=", 1)
                     props[k.strip()] = v.strip()
+        changed = False
         if "cluster.id" not in props:
             props["cluster.id"] = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             props["node.id"] = str(node_id)
             props["version"] = "1"
+            changed = True
+        if "directory.id" not in props:
+            # this directory's identity (Kafka's directory.id): a broker that comes back with
+            # another one lost its disk, and holds nothing of what it held (cluster mode)
+            props["directory.id"] = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            changed = True
+        if changed:
             replace_file(meta, "".join(f"{k}={v}\n" for k, v in props.items()).encode(), sync_dir=True)
+        self.directory_id = props["directory.id"]
         return props["cluster.id"]
 
     def set_cluster_id(self, cluster_id: str) -> None:

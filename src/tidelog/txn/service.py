@@ -5,7 +5,8 @@ and the glue between them and the rest of the broker.
   state (`producers.PartitionProducers`) between validation and the write; a retried batch gets
   its original offsets back; transactional batches must belong to an Ongoing transaction that
   includes the partition (asked of the coordinator: KIP-890 verification).
-- `write_marker(...)` appends a COMMIT/ABORT control batch, closes the producer's open
+- `write_marker(...)` appends a COMMIT/ABORT control batch (always: a retry, or a newer
+  coordinator's marker where nothing is open, is written too), closes the producer's open
   transaction on the partition, records aborted transactions in `.txnindex`, and moves the LSO.
 - `__transaction_state` (compacted, `transaction.state.log.num.partitions` partitions) holds the
   coordinator's records; it is replayed at start.
@@ -22,7 +23,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator
 
-from ..wire.errors import INVALID_TOPIC_EXCEPTION, TRANSACTION_COORDINATOR_FENCED
+from ..wire.errors import INVALID_PRODUCER_EPOCH, INVALID_TOPIC_EXCEPTION, TRANSACTION_COORDINATOR_FENCED
 from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
 from ..log.errors import LogAppendError, LogError
 from ..log.log import AppendInfo, PartitionLog
@@ -64,8 +65,7 @@ class _StateLog:
     async def write(self, transactional_id: str, value: TR.TxnLogValue | None) -> None:
         s = self.service
         partition = TR.partition_for(transactional_id, s.num_partitions)
-        if self.guard is not None:
-            self.guard.check(STATE_TOPIC, partition)
+        lease = self.guard.check(STATE_TOPIC, partition) if self.guard is not None else None
         plog = s.partitions.get(STATE_TOPIC, partition)
         if plog is None:
             raise LogError(15, f"{STATE_TOPIC} is missing")
@@ -73,7 +73,7 @@ class _StateLog:
         info = plog.append_records([rec])
         await s.partitions.group_commit.flush(plog)
         if self.guard is not None:
-            await self.guard.replicated(STATE_TOPIC, partition, info.last_offset)
+            await self.guard.replicated(lease, info.last_offset)
 
     def read_all(self) -> Iterator[tuple[str, TR.TxnLogValue | None]]:
         for p in range(self.service.num_partitions):
@@ -114,8 +114,14 @@ class _Markers:
             # to the leader of their __consumer_offsets partition (the group coordinator); they
             # carry the coordinator epoch (the leader epoch of the transactional id's partition)
             meta = s.coordinator.by_pid.get(producer_id)
-            epoch = s.coordinator.coordinator_epoch(meta.transactional_id) if meta is not None else 0
-            await s.marker_sender(producer_id, producer_epoch, commit, list(partitions), epoch)
+            txn_id = meta.transactional_id if meta is not None else None
+            epoch = s.coordinator.coordinator_epoch(txn_id) if txn_id is not None else 0
+
+            def still_owned() -> bool:  # the sender stops once this broker no longer coordinates it
+                return txn_id is None or (s.coordinator.status(txn_id) == 0
+                                          and s.coordinator.coordinator_epoch(txn_id) == epoch)
+
+            await s.marker_sender(producer_id, producer_epoch, commit, list(partitions), epoch, still_owned)
             return
         to_flush = []
         offsets_done = False
@@ -130,9 +136,9 @@ class _Markers:
                 continue
             data.append((topic, partition))
         for topic, partition in data:
-            plog = s.write_marker(topic, partition, producer_id, producer_epoch, commit)
-            if plog is not None:
-                to_flush.append(plog)
+            written = s.write_marker(topic, partition, producer_id, producer_epoch, commit)
+            if written is not None:
+                to_flush.append(written[0])
         if to_flush:
             await asyncio.gather(*(s.partitions.group_commit.flush(plog) for plog in to_flush))
 
@@ -168,7 +174,8 @@ class TxnService:
         # Cluster mode (set by the cluster node): markers are written by each partition's leader
         # (a WriteTxnMarkers call when that is another broker), and KIP-890 verification is only
         # done where the coordinator's state is (elsewhere the pre-KIP-890 checks apply).
-        self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]], int], Awaitable[None]] | None = None
+        self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool]],
+                                     Awaitable[None]] | None = None
         self.verify_here: Callable[[int], bool] = lambda producer_id: True
         self._active_base: dict[tuple[str, int], int] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -326,10 +333,17 @@ class TxnService:
 
     # ---- markers ----------------------------------------------------------------------------------
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int = 0) -> PartitionLog | None:
-        """Append a COMMIT/ABORT marker where the producer has an open transaction; the log
-        written to (to flush), or None when there was nothing to close. A marker of an older
-        coordinator epoch than the producer's last one raises TRANSACTION_COORDINATOR_FENCED."""
+                     coordinator_epoch: int = 0) -> tuple[PartitionLog, int] | None:
+        """Append a COMMIT/ABORT marker for the producer, closing its open transaction on the
+        partition if it has one: (the log written to, to flush; the marker's offset, to wait
+        for its replication), or None when the partition does not exist here.
+
+        The marker is appended even when nothing is open (as Kafka): a retried marker - the
+        first one's replication wait failed, or its answer was lost - is then waited on like the
+        first, and the coordinator epoch of a newer coordinator is recorded where its
+        transaction left nothing, so that a deposed coordinator's late marker is refused there
+        (TRANSACTION_COORDINATOR_FENCED) instead of ending the producer's next transaction. A
+        marker of an older producer epoch is refused (INVALID_PRODUCER_EPOCH)."""
         plog: PartitionLog | None = self.partitions.get(topic, partition)
         if plog is None:
             return None
@@ -341,8 +355,9 @@ class TxnService:
             raise LogError(TRANSACTION_COORDINATOR_FENCED,
                            f"{topic}-{partition}: marker of coordinator epoch {coordinator_epoch} for producer "
                            f"{producer_id}, which saw epoch {known.coordinator_epoch}")
-        if not state.has_open_txn(producer_id):
-            return None
+        if known is not None and producer_epoch < known.epoch:
+            raise LogError(INVALID_PRODUCER_EPOCH, f"{topic}-{partition}: marker of producer {producer_id} epoch "
+                                                   f"{producer_epoch}, which is at epoch {known.epoch}")
         info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch,
                                    coordinator_epoch)
         aborted = state.complete_txn(producer_id, producer_epoch, info.first_offset, commit, coordinator_epoch,
@@ -351,7 +366,7 @@ class TxnService:
             plog.append_aborted_txn(aborted)
         plog.set_first_unstable_offset(state.first_unstable_offset())
         self._after_append(plog, state)
-        return plog
+        return plog, info.first_offset
 
     # ---- observability -------------------------------------------------------------------------------
     def metrics_counts(self) -> tuple[int, int]:

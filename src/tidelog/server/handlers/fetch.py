@@ -76,8 +76,6 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
                         tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None))
                     errors = True
                     continue
-                if follower >= 0:
-                    cluster.replicas.on_follower_fetch(replica, follower, p.fetch_offset)
             keys.append((name, p.partition))
             hw = plog.high_watermark
             lso = plog.last_stable_offset
@@ -104,6 +102,8 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
                 errors = True
                 parts.append(out)
                 continue
+            if replica is not None and follower >= 0:  # a position only once it was read
+                cluster.replicas.on_follower_fetch(replica, follower, p.fetch_offset)
             chunk = info.records
             if chunk is not None:
                 # v4+: the FileSlice itself; the connection sends it with sendfile (or reads it

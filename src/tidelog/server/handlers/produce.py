@@ -68,23 +68,20 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
             if refused and (t.name, p.index) in refused:
                 parts.append(partition_error(p.index, refused[(t.name, p.index)]))
                 continue
-            replica = None
+            lease = None
             if cluster is not None:
-                replica = cluster.leader_replica(t.name, p.index)
-                if replica is not None and replica.draining:  # controlled shutdown: handing over
-                    replica = None
-                if replica is None:
+                # the partition's owner admits the append under the leader epoch it leads at now
+                code, lease = cluster.replicas.leader_for_append(t.name, p.index, acks)
+                if code:
                     known = cluster.partition(t.name, p.index).replicas
-                    err = partition_error(p.index, E.not_leader_or_follower.value if known
-                                          else E.unknown_topic_or_partition.value)
-                    hint = hints.current_leader(t.name, p.index) if hints is not None and known else None
+                    if not known:
+                        code = E.unknown_topic_or_partition.value
+                    err = partition_error(p.index, code)
+                    hint = hints.current_leader(t.name, p.index) if hints is not None and known \
+                        and code == E.not_leader_or_follower.value else None
                     if hint:
                         err.tagged_fields = {leader_hint.PRODUCE_CURRENT_LEADER_TAG: hint}
                     parts.append(err)
-                    continue
-                if acks == -1 and len(replica.isr) < cluster.replicas.min_isr(t.name):
-                    # as Kafka: refused before anything is appended
-                    parts.append(partition_error(p.index, E.not_enough_replicas.value))
                     continue
             plog = partitions.get(t.name, p.index)
             if plog is None:
@@ -109,8 +106,8 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
                 log_start_offset=plog.log_start_offset,
             )
             parts.append(answer)
-            if replica is not None and acks == -1:
-                replicated.append((replica, info.last_offset, answer))
+            if lease is not None and acks == -1:
+                replicated.append((lease, info.last_offset, answer))
             if info.flush_needed:
                 to_flush.append(plog)
         results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts))
@@ -149,11 +146,12 @@ async def _verified_then(broker: Broker, ctx: RequestContext, req: codec.Produce
 async def _replicated_then(broker: Broker, waits: list[tuple[Any, int, codec.ProduceResponsePartition]],
                            to_flush: list[Any], timeout_ms: int,
                            response: codec.ProduceResponse) -> codec.ProduceResponse:
-    """acks=all on a replicated partition: answered once the high watermark passes the batch."""
+    """acks=all on a replicated partition: answered once the high watermark passes the batch under
+    the leader epoch it was appended at (never across a leadership change)."""
     manager = broker.cluster.replicas
     if to_flush:
         await asyncio.gather(*(broker.partitions.group_commit.flush(plog) for plog in to_flush))
-    codes = await asyncio.gather(*(manager.wait_replicated(r, last, timeout_ms / 1000) for r, last, _ in waits))
+    codes = await asyncio.gather(*(manager.wait_replicated(lease, last, timeout_ms / 1000) for lease, last, _ in waits))
     for (_r, _last, answer), code in zip(waits, codes):
         if code:
             answer.error_code = code

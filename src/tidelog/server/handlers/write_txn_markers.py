@@ -2,10 +2,10 @@
 partitions. On a single node the coordinator writes markers itself and this API is served for
 completeness (tools, tests); in a cluster the coordinator sends it to each partition's leader
 (cluster/markers.py), which answers NOT_LEADER_OR_FOLLOWER off the leader and answers once the
-marker is replicated (the high watermark passed it). A partition where the producer has no open
-transaction is answered without a marker; group offsets staged by the producer are completed
-when `__consumer_offsets` is named (in a cluster: on that partition's leader, the group
-coordinator)."""
+marker is replicated (the high watermark passed it, under the leader epoch it was written at).
+A marker is written even where the producer has nothing open (a retry is waited on like the
+first); group offsets staged by the producer are completed when `__consumer_offsets` is named
+(in a cluster: on that partition's leader, the group coordinator)."""
 
 from __future__ import annotations
 
@@ -52,14 +52,14 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                     code = await _on_leader(broker, cluster, t.name, p, m, commit)
                 else:
                     try:
-                        plog = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
-                                                m.coordinator_epoch)
+                        written = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
+                                                   m.coordinator_epoch)
                     except LogError as e:
-                        plog, code = None, e.error_code
+                        written, code = None, e.error_code
                     else:
                         code = 0
-                    if plog is not None:
-                        to_flush.append(plog)
+                    if written is not None:
+                        to_flush.append(written[0])
                 parts.append({"partition_index": p, "error_code": code})
             topics.append({"name": t.name, "partitions": parts})
         for plog in to_flush:
@@ -69,18 +69,22 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
 
 
 async def _on_leader(broker: Broker, cluster: Any, topic: str, p: int, m: Any, commit: bool) -> int:
-    replica = cluster.leader_replica(topic, p)
-    if replica is None or replica.draining:
-        return E.not_leader_or_follower.value
+    """The marker appended under the partition owner's lease (the leader epoch now), answered
+    once replicated under that same epoch: a leader deposed meanwhile answers
+    NOT_LEADER_OR_FOLLOWER and the coordinator sends it again to the new leader."""
+    code, lease = cluster.replicas.leader_for_append(topic, p, -1)
+    if code:
+        return int(code)
     try:
-        plog = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
-    except LogError as e:  # TRANSACTION_COORDINATOR_FENCED
+        written = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+    except LogError as e:  # TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH
         return e.error_code
-    if plog is None:
-        return 0
+    if written is None:
+        return E.unknown_topic_or_partition.value
+    plog, offset = written
     await broker.partitions.group_commit.flush(plog)
-    code: int = await cluster.replicas.wait_replicated(replica, plog.log_end_offset - 1, 30.0)
-    return code
+    result: int = await cluster.replicas.wait_replicated(lease, offset, 30.0)
+    return result
 
 
 ROUTE = control_route(ApiKey.WRITE_TXN_MARKERS, 0, 1, handle)
