@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test setup kcat java etcd clean bench check kafka kafka-jars cluster
+.PHONY: serve test test-fast simulate setup kcat java etcd clean bench check kafka kafka-jars cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,22 @@ check: $(STAMP)
 
 test: $(STAMP) kcat java etcd kafka-jars check
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The fast tier, before every commit: no JVM, no Spark, no process started (brokers, etcd,
+# clusters); the scripted cluster simulations and 20 random seeds included. Under 3 minutes.
+FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/server/test_handlers_unit.py \
+	tests/server/test_groups_unit.py tests/server/test_groups_coordinator.py tests/server/test_router_schemas.py \
+	tests/server/test_socket_buffers.py tests/security/test_authorizer.py tests/security/test_sasl_mechanisms.py \
+	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py \
+	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/sim
+test-fast: $(STAMP) check
+	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q $(FAST_TESTS) $(PYTEST_ARGS)
+
+# The deterministic simulation of the cluster (tests/sim/run.py): SEEDS seeds from 0, both cores.
+# One failing seed replays exactly: .venv/bin/python tests/sim/run.py --seed N -v
+SEEDS ?= 1000
+simulate: $(STAMP)
+	$(PY) tests/sim/run.py --seeds 0:$(SEEDS) --jobs $$(nproc)
 
 # tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
 # then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then the

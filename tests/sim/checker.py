@@ -130,6 +130,8 @@ def final_check(sim: SimCluster, h: History, topic: str) -> list[str]:
                 continue
             out.append(f"{v} ({kind}) appears {len(where)} times: {where}")
     for txn in h.txns:
+        if any(t != topic for t, _p, _v in txn.sent):
+            continue
         states = {txn_state.get(v, "absent") for _t, _p, v in txn.records}
         committed = {v for _t, _p, v in txn.sent if txn_state.get(v) == "committed"}
         if txn.outcome == "committed" and states != {"committed"}:
@@ -183,3 +185,92 @@ def _read_committed_matches(leader: Any, topic: str, p: int, expected: set[str])
         return [f"{topic}-{p}: read_committed serves {len(got)} values, the markers commit {len(expected)}: "
                 f"missing {missing}, extra {extra}"]
     return []
+
+
+def committed_records(data: bytes, aborted: Any, offset: int) -> tuple[list[tuple[str, int]], int]:
+    """A read_committed consumer's view of one fetch: the (value, offset) of every record from
+    `offset` that is neither a control record nor in an aborted transaction (`aborted`: the
+    response's aborted transactions), and the offset after the last batch read."""
+    batches = decode_batches(data)
+    pending = sorted((a.first_offset, a.producer_id) for a in aborted)
+    aborting: set[int] = set()
+    out: list[tuple[str, int]] = []
+    after = offset
+    for batch in batches:
+        attrs = batch.header[H_ATTRIBUTES]
+        pid = batch.header[H_PRODUCER_ID]
+        while pending and pending[0][0] <= batch.base_offset:
+            aborting.add(pending.pop(0)[1])
+        after = batch.base_offset + batch.header[H_LAST_OFFSET_DELTA] + 1
+        if attrs & CONTROL_FLAG_MASK:
+            if parse_control_record(batch.records[0])[0] != CONTROL_COMMIT:
+                aborting.discard(pid)
+            continue
+        if attrs & TRANSACTIONAL_FLAG_MASK and pid in aborting:
+            continue
+        out += [((r.value or b"").decode(), r.offset) for r in batch.records if r.offset >= offset]
+    return out, max(after, offset)
+
+
+def committed_sequence(sim: SimCluster, topic: str, p: int) -> list[str]:
+    """read_committed of a whole partition, through the leader's own Fetch."""
+    from tidelog.server.handlers.fetch import read_all
+
+    cache = _any_cache(sim)
+    leader = sim.brokers[cache.state(topic, p).leader]
+    plog = leader.plog(topic, p)
+    out: list[str] = []
+    offset = plog.log_start_offset
+    while offset < plog.last_stable_offset:
+        req = fetch_codec.FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, topics=[
+            fetch_codec.FetchRequestTopic(topic, [fetch_codec.FetchRequestPartition(p, offset, 1 << 20)])])
+        resp, _total, _errors, _keys = leader.proc.run(read_all, leader.broker, req, 11)
+        pr = resp.responses[0].partitions[0]
+        if pr.error_code or not pr.records:
+            break
+        data = b"".join(bytes(c.tobytes() if hasattr(c, "tobytes") else c) for c in pr.records)
+        records, after = committed_records(data, pr.aborted_transactions or (), offset)
+        out += [v for v, _o in records]
+        if after <= offset:
+            break
+        offset = after
+    return out
+
+
+def eos_check(sim: SimCluster, source: str, target: str) -> list[str]:
+    """Exactly once: read_committed of `target`, per partition, is a prefix of `source`'s."""
+    out = []
+    cache = _any_cache(sim)
+    for p in range(cache.topics[target].partitions):
+        src, dst = committed_sequence(sim, source, p), committed_sequence(sim, target, p)
+        src = [f"copy:{v}" for v in src]
+        if dst != src[:len(dst)]:
+            first = next((i for i, (a, b) in enumerate(zip(src, dst)) if a != b), min(len(src), len(dst)))
+            out.append(f"exactly once broken on {target}-{p}: {len(dst)} copied of {len(src)}, first difference at "
+                       f"{first}: copied {dst[first:first + 3]}, source {src[first:first + 3]}")
+    return out
+
+
+def diagnose(sim: SimCluster, topic: str) -> list[str]:
+    """Each broker's view of each partition of `topic`: what to read when a run does not converge."""
+    out = []
+    for b in sim.brokers.values():
+        if b.broker is None:
+            continue
+        cl = b.broker.cluster
+        cache, rm, fm = getattr(cl, "cache", None), getattr(cl, "replicas", None), getattr(cl, "fetchers", None)
+        for key, st in sorted((cache.states if cache is not None else {}).items()):
+            if key[0] != topic:
+                continue
+            r = rm.replicas.get(key) if rm is not None else None
+            plog = b.plog(*key)
+            fetch = None
+            if fm is not None and key in fm.where:
+                f = fm.fetchers.get(fm.where[key])
+                fs = f.parts.get(key) if f is not None else None
+                fetch = (fm.where[key], fs, f.task.done() if f is not None else None)
+            out.append(f"{b.name} ({b.proc.state if b.proc else '-'}) {key}: cache {st}; role "
+                       f"{r.role if r else None} epoch {r.leader_epoch if r else None}; log "
+                       f"{(plog.log_end_offset, plog.high_watermark) if plog else None}; fetching {fetch}; "
+                       f"registered epoch {getattr(cl, 'broker_epoch', None)}")
+    return out

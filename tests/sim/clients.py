@@ -5,7 +5,9 @@ simulated network and behave as the real ones do where it matters for safety.
   (`<client>:<n>`). Idempotent (a producer id from InitProducerId, one sequence per partition,
   one batch in flight per partition, a failed batch retried with the same sequence until the
   delivery timeout, after which the producer takes a new producer id), or plain with `retries`
-  (0: a batch is sent once, so its values may never appear twice).
+  (0: a batch is not retried, so its values may never appear twice). As librdkafka, a plain
+  producer sends a batch refused with a leader error (NOT_LEADER_OR_FOLLOWER, ...: "not written")
+  again without counting a retry.
 - `TxnProducer`: a transactional id; each transaction adds partitions (AddPartitionsToTxn),
   sends idempotent transactional batches, then commits or aborts (EndTxn); on any trouble it
   aborts, or re-initialises (which fences and aborts what was open).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +33,8 @@ from tidelog.wire import produce as produce_codec
 from .loop import Process
 
 PRODUCE_VERSION = 8
+# librdkafka resends these at once, counting no retry: they mean the write was not made
+LEADER_REFRESH = {E.not_leader_or_follower.value, E.leader_not_available.value, E.unknown_topic_or_partition.value}
 RETRIABLE = {
     E.not_leader_or_follower.value, E.not_enough_replicas.value, E.not_enough_replicas_after_append.value,
     E.request_timed_out.value, E.leader_not_available.value, E.unknown_topic_or_partition.value,
@@ -56,6 +61,7 @@ class History:
     sent: dict[str, str] = field(default_factory=dict)  # value -> client kind
     txns: list[Txn] = field(default_factory=list)
     client_errors: list[str] = field(default_factory=list)  # anomalies the clients saw
+    oosn: int = 0  # OUT_OF_ORDER_SEQUENCE_NUMBER answers (from zombie leaders: expected)
     log: list[str] = field(default_factory=list)
 
 
@@ -168,6 +174,8 @@ class Producer:
         self.n = 0
         self.stopping = False
         self.request_timeout_ms = 10_000
+        # (topic, partition, broker that answered) -> why that answer is wrong, or "" (the harness's)
+        self.judge: Callable[[str, int, int], str] = lambda t, p, b: "from its leader"
 
     async def init(self) -> None:
         while not self.stopping:
@@ -239,19 +247,27 @@ class Producer:
                 if self.idempotent:
                     self.seq[p] = seq + len(values)
                 for i, v in enumerate(values):
-                    if v in self.h.acked and self.h.acked[v] != (self.topic, p, base + i):
+                    if txn_id is None and v in self.h.acked and self.h.acked[v] != (self.topic, p, base + i):
                         self.h.client_errors.append(f"{v} acknowledged twice: at {self.h.acked[v]} and "
                                                     f"{(self.topic, p, base + i)}")
                     self.h.acked[v] = (self.topic, p, base + i)
                     self.h.acked_by[v] = self.kind
                 return 0
             if code == E.out_of_order_sequence_number.value:
-                self.h.client_errors.append(f"{self.kind}: OUT_OF_ORDER_SEQUENCE_NUMBER on {self.topic}-{p} "
-                                            f"(producer {self.pid}, sequence {seq})")
+                # as real clients (KIP-360): the batch fails, the producer takes a new id. From a
+                # deposed leader still acting as one (a zombie) this is Kafka's behaviour too; from
+                # the partition's rightful leader it means its producer state is wrong
+                complaint = self.judge(self.topic, p, self.c.leaders.get((self.topic, p), -1))
+                self.h.oosn += 1
+                if complaint:
+                    self.h.client_errors.append(f"{self.kind}: OUT_OF_ORDER_SEQUENCE_NUMBER on {self.topic}-{p} "
+                                                f"(producer {self.pid}, sequence {seq}) {complaint}")
                 break
             if code not in RETRIABLE and code != -1:
                 break
-            if self.stopping and self.retries == 0:
+            if code in LEADER_REFRESH and not self.idempotent:
+                attempts -= 1  # as librdkafka: "not written", sent again without counting a retry
+            elif self.stopping and self.retries == 0:
                 break
             await asyncio.sleep(0.05 + 0.1 * self.c.rng.random())
             try:
@@ -349,8 +365,13 @@ class TxnProducer(Producer):
             code = _first_error(resp)
             if code == 0:
                 txn.outcome = "committed" if commit and ok else "aborted"
-                return
-            txn.outcome = "unknown"
+                if ok:
+                    return
+                # a batch whose outcome is unknown keeps its sequence: as real clients (KIP-360)
+                # the epoch is bumped before the next transaction, else a new batch could reuse
+                # that sequence and be taken for the old one
+            else:
+                txn.outcome = "unknown"
         except ClientError:
             txn.outcome = "unknown"
         await self.init()  # fences whatever was left open: it is aborted (or completed, if prepared)
@@ -361,10 +382,161 @@ def _first_error(resp: Any) -> int:
     code = getattr(resp, "error_code", None)
     if code is not None and int(getattr(code, "value", code)):
         return int(getattr(code, "value", code))
-    for name in ("results_by_topic_v3_and_below", "results"):
+    for name in ("results_by_topic_v3_and_below", "results", "topics"):
         for t in getattr(resp, name, None) or ():
-            for p in getattr(t, "results_by_partition", None) or ():
-                c = int(p.partition_error_code.value)
-                if c:
-                    return c
+            for p in getattr(t, "results_by_partition", None) or getattr(t, "partitions", None) or ():
+                c = getattr(p, "partition_error_code", None) or getattr(p, "error_code", None)
+                if c is not None and int(getattr(c, "value", c)):
+                    return int(getattr(c, "value", c))
     return 0
+
+
+class EosCopier(TxnProducer):
+    """Consume-transform-produce exactly once (KIP-98, as Kafka Streams and the EOS clients do):
+    read_committed records of `source` from the group's committed positions, copied to the same
+    partition of `target` in a transaction that also commits the new positions to `group`
+    (AddOffsetsToTxn, TxnOffsetCommit as a standalone group: generation -1); every seventh
+    transaction is aborted. On any trouble it re-initialises (fencing and aborting what was open)
+    and reads the committed positions again (OffsetFetch with require_stable). read_committed of
+    `target` must then be, per partition, exactly a prefix of read_committed of `source`."""
+
+    def __init__(self, client: Client, history: History, source: str, target: str, txn_id: str, group: str) -> None:
+        super().__init__(client, history, target, txn_id, kind="eos")
+        self.source = source
+        self.group = group
+        self.positions: dict[int, int] = {}
+        self.group_coordinator: tuple[str, int] | None = None
+
+    async def run(self, pace_s: float) -> None:
+        while not self.stopping:
+            try:
+                await self.c.refresh([self.source, self.topic])
+                if self.source in self.c.partition_count and self.topic in self.c.partition_count:
+                    break
+            except ClientError:
+                pass
+            await asyncio.sleep(0.2)
+        restart = True
+        while not self.stopping:
+            if restart:
+                await self.init()
+                if self.stopping or not await self._load_positions():
+                    continue
+            await asyncio.sleep(self.c.rng.uniform(0.5, 1.5) * pace_s)
+            restart = not await self._copy_once(commit=self.number % 7 != 6)
+
+    async def _group_call(self, api_key: int, version: int, data: dict[str, Any]) -> Any:
+        if self.group_coordinator is None:
+            resp = await self.c.any_broker(10, 3, {"key": self.group, "key_type": 0})
+            if resp.error_code.value or resp.node_id < 0:
+                raise ClientError(f"find group coordinator: error {resp.error_code.value}")
+            self.group_coordinator = (resp.host, resp.port)
+        try:
+            return await self.c.call(self.group_coordinator, api_key, version, data, lane="group")
+        except ClientError:
+            self.group_coordinator = None
+            raise
+
+    async def _load_positions(self) -> bool:
+        parts = list(range(self.c.partition_count[self.source]))
+        try:
+            resp = await self._group_call(9, 7, {"group_id": self.group, "require_stable": True,
+                                                 "topics": [{"name": self.source, "partition_indexes": parts}]})
+        except ClientError:
+            return False
+        if resp.error_code.value:
+            self.group_coordinator = None
+            await asyncio.sleep(0.1)
+            return False
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.error_code.value:
+                    self.group_coordinator = None
+                    return False
+                self.positions[p.partition_index] = max(p.committed_offset, 0)
+        return True
+
+    async def _fetch(self, p: int, offset: int) -> tuple[list[str], int] | None:
+        """(the committed values from `offset`, the offset after what was read), or None."""
+        from tidelog.wire import fetch as fetch_codec
+
+        from .checker import committed_records
+
+        addr = self.c.leader_addr(self.source, p)
+        if addr is None:
+            return None
+        peer, lock = self.c._conn(addr, ("fetch", p))
+        req = fetch_codec.FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, max_bytes=1 << 16, topics=[
+            fetch_codec.FetchRequestTopic(self.source, [fetch_codec.FetchRequestPartition(p, offset, 1 << 14)])])
+        async with lock:
+            try:
+                resp = await peer.fetch(req)
+            except (PeerError, OSError) as e:
+                raise ClientError(str(e)) from e
+        pr = resp.responses[0].partitions[0]
+        if pr.error_code:
+            return None
+        data = b"".join(bytes(c) for c in pr.records or ())
+        records, next_offset = committed_records(data, pr.aborted_transactions or (), offset)
+        if len(records) > 20:  # at most 20 a transaction: up to just after the 20th
+            records, next_offset = records[:20], records[19][1] + 1
+        return [f"copy:{v}" for v, _o in records], next_offset
+
+    async def _copy_once(self, commit: bool) -> bool:
+        """One transaction; False when the copier must start over."""
+        txn = Txn(self.kind, self.number)
+        self.number += 1
+        self.h.txns.append(txn)
+        try:
+            moved: dict[int, int] = {}
+            batches: dict[int, list[str]] = {}
+            for p in sorted(self.positions):
+                got = await self._fetch(p, self.positions[p])
+                if got is None:
+                    await self.c.refresh([self.source])
+                    continue
+                values, after = got
+                if values:
+                    batches[p] = values
+                if after > self.positions[p]:
+                    moved[p] = after
+            if not moved:
+                txn.outcome = "aborted"
+                return True
+            if batches:
+                resp = await self._coord_call(24, 3, {
+                    "v3_and_below_transactional_id": self.txn_id, "v3_and_below_producer_id": self.pid,
+                    "v3_and_below_producer_epoch": self.epoch,
+                    "v3_and_below_topics": [{"name": self.topic, "partitions": sorted(batches)}]})
+                if _first_error(resp):
+                    raise ClientError(f"add partitions: {_first_error(resp)}")
+                for p, values in sorted(batches.items()):
+                    txn.sent += [(self.topic, p, v) for v in values]
+                    if await self.deliver(p, values, self.txn_id) != 0:
+                        raise ClientError("copy not acknowledged")
+                    txn.records += [(self.topic, p, v) for v in values]
+            resp = await self._coord_call(25, 3, {"transactional_id": self.txn_id, "producer_id": self.pid,
+                                                  "producer_epoch": self.epoch, "group_id": self.group})
+            if _first_error(resp):
+                raise ClientError(f"add offsets: {_first_error(resp)}")
+            resp = await self._group_call(28, 3, {
+                "transactional_id": self.txn_id, "group_id": self.group, "producer_id": self.pid,
+                "producer_epoch": self.epoch, "generation_id": -1, "member_id": "", "group_instance_id": None,
+                "topics": [{"name": self.source, "partitions": [
+                    {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
+                     "committed_metadata": ""} for p, o in sorted(moved.items())]}]})
+            if _first_error(resp):
+                self.group_coordinator = None
+                raise ClientError(f"txn offset commit: {_first_error(resp)}")
+            resp = await self._coord_call(26, 3, {"transactional_id": self.txn_id, "producer_id": self.pid,
+                                                  "producer_epoch": self.epoch, "committed": commit})
+            if _first_error(resp) == 0:
+                txn.outcome = "committed" if commit else "aborted"
+                if commit:
+                    self.positions.update(moved)
+                    return True
+                return False  # aborted on purpose: read the committed positions again
+            txn.outcome = "unknown"
+        except ClientError:
+            txn.outcome = "unknown"
+        return False

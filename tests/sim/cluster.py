@@ -100,8 +100,20 @@ class SimBroker:
         store = sim.etcd.client(proc, timeout_s=2.0)
         connect = sim.net.connector(proc)
         broker = self.broker = proc.run(lambda: Broker(self.config(), store=store, connect=connect))
-        sim.net.listen(self.host, PORT, proc, lambda: KafkaConnection(broker, LISTENER))
-        self.start_task = proc.spawn(broker.start(listen=False))
+
+        async def start() -> None:
+            try:
+                await broker.start(listen=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a broker that cannot start is a finding
+                sim.violate(f"{proc.name} failed to start: {e!r}")
+                logging.getLogger("sim").exception("%s failed to start", proc.name)
+                return
+            # connections are taken once the broker serves (after it joined the cluster)
+            sim.net.listen(self.host, PORT, proc, lambda: KafkaConnection(broker, LISTENER))
+
+        self.start_task = proc.spawn(start())
         sim.event(f"start {proc.name}")
 
     def pause(self) -> None:
@@ -170,6 +182,7 @@ class SimCluster:
         self._leaders: dict[tuple[str, int, int], str] = {}  # (topic, p, epoch) -> incarnation that led
         self._hw: dict[tuple[str, str, int], int] = {}  # (incarnation, topic, p) -> highest HW seen
         self._monitor: asyncio.Task[None] | None = None
+        self._restore_hook: Callable[[], None] | None = None
         self.client_procs: list[Process] = []
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -182,9 +195,32 @@ class SimCluster:
         logging.getLogger("sim").info("%s", what)
 
     def start(self) -> None:
+        self._observe_leadership()
         for b in self.brokers.values():
             b.start()
         self._monitor = asyncio.ensure_future(self._watch())
+
+    def _observe_leadership(self) -> None:
+        """Every `set_leader_epoch` (a broker starting to lead a partition at an epoch) is seen as
+        it happens: the same epoch taken by two incarnations is a violation however briefly."""
+        from tidelog.log.replication import ReplicaLogMixin
+
+        from .loop import PROCESS
+
+        original = ReplicaLogMixin.set_leader_epoch
+        self._restore_hook = lambda: setattr(ReplicaLogMixin, "set_leader_epoch", original)
+        sim = self
+
+        def set_leader_epoch(plog: Any, epoch: int) -> None:
+            proc = PROCESS.get()
+            if proc is not None:
+                key = (plog.topic, plog.partition, epoch)
+                who = sim._leaders.setdefault(key, proc.name)
+                if who != proc.name:
+                    sim.violate(f"{plog.topic}-{plog.partition}: {proc.name} leads at epoch {epoch}, which {who} led")
+            original(plog, epoch)
+
+        ReplicaLogMixin.set_leader_epoch = set_leader_epoch  # type: ignore[method-assign]
 
     async def until(self, cond: Callable[[], bool], timeout: float, what: str = "condition") -> bool:
         """Wait (virtual time) until `cond()`; False at the timeout."""
@@ -196,6 +232,9 @@ class SimCluster:
         return True
 
     async def stop(self) -> None:
+        if self._restore_hook is not None:
+            self._restore_hook()
+            self._restore_hook = None
         if self._monitor is not None:
             self._monitor.cancel()
         for b in self.brokers.values():

@@ -51,6 +51,10 @@ class EtcdServer:
         self.up = True
         self.unreachable: set[str] = set()  # process names cut off from etcd
         self.lost_outcomes = 0.0  # probability that a write's outcome is lost
+        # scripted faults: the answers of the next writes whose keys start with a prefix are lost
+        # after the write is applied (prefix -> how many more)
+        self.lose_answers: dict[str, int] = {}
+        self.answer_delay: dict[str, float] = {}  # prefix -> seconds the answers of its writes take
         self.watch_lag: dict[str, float] = {}  # process name -> extra lag per event (seconds)
         self.writes: list[tuple[int, str, str, bytes]] = []  # (revision, who, key, value) of every put
 
@@ -185,7 +189,14 @@ class EtcdClient:
     def _rtt(self) -> float:
         return self.server.rng.uniform(0.0003, 0.003)
 
-    async def _call(self, fn: Any, mutating: bool) -> Any:
+    def _scripted_loss(self, keys: Sequence[str]) -> bool:
+        for prefix, n in list(self.server.lose_answers.items()):
+            if n > 0 and any(k.startswith(prefix) for k in keys):
+                self.server.lose_answers[prefix] = n - 1
+                return True
+        return False
+
+    async def _call(self, fn: Any, mutating: bool, keys: Sequence[str] = ()) -> Any:
         s = self.server
         if self.closed:
             raise StoreUnavailable("store closed")
@@ -198,12 +209,15 @@ class EtcdClient:
         half = self._rtt() / 2
         await asyncio.sleep(half)
         lost = mutating and s.lost_outcomes > 0 and s.rng.random() < s.lost_outcomes
+        scripted = mutating and self._scripted_loss(keys)
+        lost = lost or scripted
         applied = False
-        if s.reachable(self.proc.name) and not (lost and s.rng.random() < 0.5):
+        if s.reachable(self.proc.name) and (scripted or not (lost and s.rng.random() < 0.5)):
             result = fn()  # may raise LeaseExpired: a definite answer (if it reaches us)
             applied = True
         if not lost and applied:
-            await asyncio.sleep(half)
+            await asyncio.sleep(half + max((d for p, d in s.answer_delay.items() if any(k.startswith(p) for k in keys)),
+                                           default=0.0))
             if s.reachable(self.proc.name) and not self.closed:
                 return result
         await asyncio.sleep(self.timeout_s)
@@ -232,8 +246,9 @@ class EtcdClient:
 
     async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> TxnResult:
         mutating = any(o.kind != "get" for o in (*success, *failure))
+        keys = [o.key for o in (*success, *failure) if o.kind != "get"]
         return await self._call(  # type: ignore[no-any-return]
-            lambda: self.server.txn(compares, success, failure, self.proc.name), mutating)
+            lambda: self.server.txn(compares, success, failure, self.proc.name), mutating, keys)
 
     async def grant(self, ttl_s: int) -> int:
         return await self._call(lambda: self.server.grant(ttl_s), True)  # type: ignore[no-any-return]

@@ -1,10 +1,11 @@
 """The nemesis of a simulation run: faults chosen by the seed, each lasting a random while, several
 at once (never two on the same broker at the same time).
 
-A lost disk is injected only while every other replica of every partition the victim holds has
-the partition's whole committed log (its log end at or past the highest high watermark of any
-replica), and the other brokers are up: the loss of one copy, which acks=all with
-min.insync.replicas=2 must survive. Crashes that keep the disk need no such care: a process that
+A lost disk is injected only while every partition the victim holds has another in-sync replica
+(per etcd) and every other replica has the partition's whole committed log (its log end at or
+past the highest high watermark of any replica), the other brokers being up: the loss of one
+copy, which acks=all with min.insync.replicas=2 must survive. (A partition whose only in-sync
+replica loses its disk stays offline, rightly, until an unclean election.) Crashes that keep the disk need no such care: a process that
 dies keeps what it wrote (the page cache survives), so no number of them may lose an acknowledged
 record.
 """
@@ -192,18 +193,35 @@ class Nemesis:
             self.busy.discard(node)
 
 
+def _states(sim: SimCluster) -> dict[tuple[str, int], Any]:
+    """Every partition's state as etcd holds it now."""
+    from tidelog.cluster.model import PartitionState
+
+    out = {}
+    for key, kv in sim.etcd.kv.items():
+        head, sep, tail = key.rpartition("/p/")
+        if sep and tail.isdigit() and "/topics/" in head:
+            out[(head.rsplit("/topics/", 1)[1], int(tail))] = PartitionState.decode(kv.value, kv.mod_revision)
+    return out
+
+
 def _leads_something(b: Any) -> bool:
     rm = b.replica_manager()
     return rm is not None and any(r.role == "leader" for r in rm.replicas.values())
 
 
 def safe_to_wipe(sim: SimCluster, node: int) -> bool:
-    """Every other replica of every partition on `node` holds the partition's committed log."""
+    """Every partition on `node` has another in-sync replica, and every other replica holds the
+    partition's committed log."""
     victim = sim.brokers[node]
     if victim.broker is None or any(not b.up for n, b in sim.brokers.items() if n != node):
         return False
+    states = _states(sim)
     for plog in list(victim.broker.partitions.manager.logs()):
         t, p = plog.topic, plog.partition
+        st = states.get((t, p))
+        if st is None or not [b for b in st.isr if b != node]:
+            return False
         others = []
         for n, b in sim.brokers.items():
             if n == node or b.broker is None:

@@ -80,6 +80,7 @@ class _IdleSelector(selectors.DefaultSelector):
 class SimLoop(asyncio.SelectorEventLoop):
     def __init__(self) -> None:
         self.now = 0.0
+        self.fsync_delay: dict[str, float] = {}  # process name -> extra seconds its fsyncs take
         selector = _IdleSelector()
         super().__init__(selector)
         selector.loop = self
@@ -90,6 +91,8 @@ class SimLoop(asyncio.SelectorEventLoop):
     # ---- gating --------------------------------------------------------------------------------
     def call_soon(self, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
                   context: contextvars.Context | None = None) -> asyncio.Handle:
+        if self.is_closed():  # a dead process's coroutine, finalised after the run: nothing runs
+            return asyncio.Handle(callback, args, self)
         ctx = context if context is not None else contextvars.copy_context()
         proc = ctx.get(PROCESS)
         if proc is None:
@@ -140,14 +143,24 @@ class SimLoop(asyncio.SelectorEventLoop):
 
 
 class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
-    """`run_in_executor` work (fsync) done at once, on the loop: no thread, no real time."""
+    """`run_in_executor` work (fsync) done at once, on the loop, no thread; its answer comes
+    after a random virtual delay (an fsync takes time, during which the loop serves others)."""
+
+    def __init__(self, loop: "SimLoop", rng: random.Random) -> None:
+        super().__init__(max_workers=1)
+        self.loop = loop
+        self.rng = rng
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         f: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        proc = PROCESS.get()
+        delay = self.rng.uniform(0.0001, 0.004) + (self.loop.fsync_delay.get(proc.name, 0.0) if proc else 0.0)
         try:
-            f.set_result(fn(*args, **kwargs))
+            result = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
-            f.set_exception(e)
+            self.loop.call_later(delay, f.set_exception, e)
+        else:
+            self.loop.call_later(delay, f.set_result, result)
         return f
 
 
@@ -169,7 +182,7 @@ class Determinism:
         time.perf_counter = lambda: loop.now
         uuid.uuid4 = lambda: uuid.UUID(int=self.rng.getrandbits(128), version=4)
         random.seed(seed)
-        loop.set_default_executor(InlineExecutor(max_workers=1))
+        loop.set_default_executor(InlineExecutor(loop, random.Random(seed ^ 0xF5)))
 
     def restore(self) -> None:
         (time.time, time.time_ns, time.monotonic, time.monotonic_ns, time.perf_counter, uuid.uuid4,

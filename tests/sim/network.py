@@ -190,12 +190,12 @@ class Network:
         return self.rng.uniform(lo, hi) + self.slow.get(a, 0.0) + self.slow.get(b, 0.0)
 
     def _send(self, link: Link, from_side: int, data: bytes) -> None:
-        if link.closed[from_side] or link.reset:
+        if link.closed[from_side] or link.reset or self.loop.is_closed():
             return
         self._enqueue(link, 1 - from_side, "data", data)
 
     def _close(self, link: Link, side: int) -> None:
-        if link.closed[side]:
+        if link.closed[side] or self.loop.is_closed():  # (a dead process's coroutine, collected)
             return
         link.closed[side] = True
         own = link.protocols[side]

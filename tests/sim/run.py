@@ -4,18 +4,21 @@ seed with its trace: `python tests/sim/run.py --seed 17 -v`. `make simulate SEED
 run exactly (the runner fixes PYTHONHASHSEED, re-executing itself when needed).
 
 One seed: etcd and three brokers; a topic of 3 partitions, RF 3, min.insync.replicas 2; idempotent
-acks=all producers, a plain acks=all producer that never retries, and a transactional producer;
+acks=all producers, a plain acks=all producer that never retries, a transactional producer, and an
+exactly-once copier (consume, produce, commit the offsets in the transaction) into a second topic;
 `--seconds` of faults chosen by the seed (pauses past the session, crashes with quick restarts and
 lost disks, double crashes, controlled shutdowns, network cuts, etcd outages, lost etcd outcomes,
 lagging watches), each lasting a random while and overlapping; then every fault heals, the clients
 stop, the cluster must converge, and the checks in checker.py run. The monitor in cluster.py checks
-its invariants every quarter second of virtual time throughout.
+its invariants every quarter second of virtual time throughout, and an ERROR logged by a broker is
+a violation too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import io
 import logging
 import multiprocessing
@@ -30,13 +33,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.checker import converged, final_check
-from sim.clients import Client, History, Producer, TxnProducer
+from sim.checker import converged, diagnose, eos_check, final_check
+from sim.clients import Client, EosCopier, History, Producer, TxnProducer
 from sim.cluster import SimCluster
 from sim.faults import Nemesis
 from sim.loop import Determinism, SimLoop
 
 TOPIC = "t"
+COPY = "t-copy"  # the exactly-once copier's output
+TOPICS = [TOPIC, COPY]
 HASH_SEED = "0"
 
 
@@ -51,6 +56,7 @@ class Result:
     virtual_s: float = 0.0
     wall_s: float = 0.0
     log_tail: str = ""
+    fingerprint: str = ""  # a digest of the run (events, acknowledgements): equal for a replayed seed
 
     @property
     def ok(self) -> bool:
@@ -80,7 +86,8 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
     admin_proc = sim.client_process("admin")
     admin = Client(admin_proc, "admin", sim.bootstrap, sim.net.connector(admin_proc), sim.rng)
     await admin_proc.spawn(create_topic(admin, TOPIC, 3, 3, {"min.insync.replicas": "2"}))
-    await sim.until(lambda: converged(sim, [TOPIC]) is None, 30, "topic ready")
+    await admin_proc.spawn(create_topic(admin, COPY, 3, 3, {"min.insync.replicas": "2"}))
+    await sim.until(lambda: converged(sim, TOPICS) is None, 30, "topics ready")
 
     producers = []
     specs = [("idempotent-1", dict(idempotent=True)), ("idempotent-2", dict(idempotent=True)),
@@ -92,6 +99,11 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
     tproc = sim.client_process("txn")
     tc = Client(tproc, "txn", sim.bootstrap, sim.net.connector(tproc), sim.rng)
     producers.append((tproc, TxnProducer(tc, h, TOPIC, "sim-txn-1", kind="txn")))
+    eproc = sim.client_process("eos")
+    ec = Client(eproc, "eos", sim.bootstrap, sim.net.connector(eproc), sim.rng)
+    producers.append((eproc, EosCopier(ec, h, TOPIC, COPY, "sim-copier", "sim-copy-group")))
+    for _proc, p in producers:
+        p.judge = lambda t, part, node: _judge(sim, t, part, node)
     tasks = [proc.spawn(p.run(0.1)) for proc, p in producers]
 
     nemesis = Nemesis(sim)
@@ -105,18 +117,51 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
             sim.violate(f"client failed: {t.exception()!r}")
     if pending:
         sim.violate(f"{len(pending)} clients did not finish within 120 s after the faults healed")
-    ok = await sim.until(lambda: converged(sim, [TOPIC]) is None, 120, "convergence")
+    ok = await sim.until(lambda: converged(sim, TOPICS) is None, 120, "convergence")
+    # transactions the clients left open time out (transaction.timeout.ms) and are aborted
+    ok = ok and await sim.until(lambda: converged(sim, TOPICS) is None
+                                and not any(open_transactions(sim, t) for t in TOPICS), 60)
     if not ok:
-        sim.violate(f"no convergence within 120 s of healing: {converged(sim, [TOPIC])}")
+        sim.violate(f"no convergence within 120 s of healing: {converged(sim, TOPICS)}")
+        for line in diagnose(sim, TOPIC):
+            sim.event(f"diagnosis: {line}")
     else:
         sim.check_now()
-        for v in final_check(sim, h, TOPIC):
+        for v in final_check(sim, h, TOPIC) + eos_check(sim, TOPIC, COPY):
             sim.violate(v)
     for e in h.client_errors:
         sim.violate(f"client saw: {e}")
     result.acked = len(h.acked)
+    digest = hashlib.sha256(repr((sim.events, sorted(h.acked.items()), [t.outcome for t in h.txns])).encode())
+    result.fingerprint = digest.hexdigest()[:16]
     result.txns = {o: sum(1 for t in h.txns if t.outcome == o) for o in ("committed", "aborted", "unknown", "open")}
     result.faults = dict(nemesis.counts)
+
+
+def _judge(sim: SimCluster, topic: str, p: int, node: int) -> str:
+    """Why an OUT_OF_ORDER_SEQUENCE_NUMBER answer of `node` is wrong ("" when it is not): wrong
+    when `node` leads the partition in etcd's state and acts as its leader at that epoch."""
+    from sim.scripted import state
+
+    st = state(sim, topic, p)
+    b = sim.brokers.get(node)
+    rm = b.replica_manager() if b is not None else None
+    r = rm.replicas.get((topic, p)) if rm is not None else None
+    if st is not None and st.leader == node and r is not None and r.role == "leader" and r.leader_epoch == st.leader_epoch:
+        return f"from its rightful leader {node} at epoch {st.leader_epoch}"
+    return ""
+
+
+def open_transactions(sim: SimCluster, topic: str) -> bool:
+    """Some partition of `topic` still has an open transaction (its LSO below its HW)."""
+    from sim.scripted import state
+
+    for p in range(3):
+        st = state(sim, topic, p)
+        plog = sim.brokers[st.leader].plog(topic, p) if st is not None and st.leader > 0 else None
+        if plog is None or plog.last_stable_offset < plog.high_watermark:
+            return True
+    return False
 
 
 def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path | None = None) -> Result:
@@ -134,6 +179,8 @@ def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     sim = SimCluster(loop, seed, base)
+    errors = _Errors(sim)
+    root.addHandler(errors)
     try:
         asyncio.set_event_loop(loop)
         loop.run_until_complete(_main(sim, seconds, result))
@@ -149,6 +196,7 @@ def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path
         asyncio.set_event_loop(None)
         loop.close()
         root.removeHandler(handler)
+        root.removeHandler(errors)
         root.setLevel(old_level)
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
@@ -161,6 +209,20 @@ def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path
 
 async def _main(sim: SimCluster, seconds: float, result: Result) -> None:
     await scenario(sim, seconds, result)
+
+
+class _Errors(logging.Handler):
+    """An ERROR logged by the broker is a violation: every fault the nemesis injects is one a
+    broker must expect (bad input and lost peers get an error code and a log line, never a crash)."""
+
+    def __init__(self, sim: SimCluster) -> None:
+        super().__init__(logging.ERROR)
+        self.sim = sim
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("tidelog"):
+            exc = record.exc_info[1] if record.exc_info else None
+            self.sim.violate(f"{record.name} logged an error: {record.getMessage()}" + (f": {exc!r}" if exc else ""))
 
 
 class _Formatter(logging.Formatter):
@@ -191,7 +253,7 @@ def _worker(args: tuple[int, float]) -> Result:
 def _report(r: Result, file: io.TextIOBase | None = None) -> None:
     out = file or sys.stdout
     print(f"seed {r.seed}: {'ok' if r.ok else 'FAILED'} ({r.acked} acked, txns {r.txns}, faults {r.faults}, "
-          f"{r.virtual_s:.0f} s virtual, {r.wall_s:.1f} s)", file=out)
+          f"{r.virtual_s:.0f} s virtual, {r.wall_s:.1f} s, run {r.fingerprint})", file=out)
     if not r.ok:
         for v in r.violations[:25]:
             print(f"  VIOLATION {v}", file=out)
