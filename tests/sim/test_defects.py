@@ -291,3 +291,69 @@ def test_a_write_interrupted_by_a_leadership_change_is_not_answered_as_never_wri
     twice = {v: offs for v, offs in found.items() if len(offs) > 1}
     assert not twice, f"written twice: {twice}"
 
+
+# ---- defect 11: a coordinator answered from a record that was never committed -------------------
+def test_a_new_transaction_coordinator_answers_only_from_committed_state():
+    """The coordinator's leader L appends an AddPartitionsToTxn record that follower F copies and
+    the third replica G, cut off from both, never does (L, cut off from etcd, cannot shrink G out,
+    so nothing is committed). L's session ends, F leads; it must not answer from that record
+    while it is not committed: F is lost too and G, an eligible leader replica, becomes the
+    coordinator without it. Before the fix F answered the retried AddPartitionsToTxn "already
+    added", the producer wrote its records and G never heard of them: a transaction left open for
+    ever (seed 115 of the simulation). Whatever the producer is told, every transaction on the
+    data topic must end."""
+    from tidelog.txn.records import partition_for
+
+    from .clients import History, TxnProducer, _first_error
+
+    seen: dict[str, object] = {}
+
+    async def body(sim):
+        c = client(sim, "c")
+        await ready_topic(sim, c, "d11", configs={"min.insync.replicas": "1"})
+        tc = client(sim, "txn-client", timeout_s=5)
+        tid = "d11-txn"
+        tp = TxnProducer(tc, History(), "d11", tid)
+        await as_client(tc, tp.init_metadata())
+        await as_client(tc, tp.init())
+        sp = partition_for(tid, 2)
+        L, F, G = replicas(sim, "__transaction_state", sp)
+        assert state(sim, "__transaction_state", sp).leader == L
+        name = {n: sim.brokers[n].name for n in (L, F, G)}
+        sim.etcd.set_reachable(name[L], False)
+        sim.net.sever(name[L], name[G])
+        sim.net.sever(name[F], name[G])
+        add = {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": tp.pid,
+               "v3_and_below_producer_epoch": tp.epoch, "v3_and_below_topics": [{"name": "d11", "partitions": [0]}]}
+        adding = tc.proc.spawn(tp._coord_call(24, 3, add))
+        ends = lambda n: sim.brokers[n].plog("__transaction_state", sp).log_end_offset
+        assert await sim.until(lambda: ends(F) == ends(L) > ends(G), 5), (ends(L), ends(F), ends(G))
+        assert await sim.until(lambda: state(sim, "__transaction_state", sp).leader == F, 30), \
+            state(sim, "__transaction_state", sp)
+        try:
+            seen["add"] = _first_error(await asyncio.wait_for(adding, 60))
+        except Exception as e:  # noqa: BLE001 - gave up: not added
+            seen["add"] = repr(e)
+        if seen["add"] == 0:
+            seen["deliver"] = await as_client(tc, tp.deliver(0, ["t-0"], tid))
+        sim.brokers[F].crash()
+        assert await sim.until(lambda: state(sim, "__transaction_state", sp).leader == G, 30), \
+            state(sim, "__transaction_state", sp)
+        sim.heal_network()
+        sim.brokers[F].start()
+        try:
+            end = await as_client(tc, tp._coord_call(26, 3, {"transactional_id": tid, "producer_id": tp.pid,
+                                                            "producer_epoch": tp.epoch, "committed": True}))
+            seen["end"] = _first_error(end)
+        except Exception as e:  # noqa: BLE001
+            seen["end"] = repr(e)
+        # the transaction's timeout (15 s) and more: every transaction has ended by now
+        assert await sim.until(lambda: not open_transactions(sim, "d11"), 60), seen
+
+    simulate(body)
+
+
+def open_transactions(sim, topic: str) -> bool:
+    st = state(sim, topic)
+    plog = sim.brokers[st.leader].plog(topic, 0) if st is not None and st.leader > 0 else None
+    return plog is None or plog.last_stable_offset < plog.high_watermark

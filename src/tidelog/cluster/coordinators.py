@@ -9,7 +9,11 @@ transactional id X the leader of its `__transaction_state` partition.
 - `reconcile` makes what this broker coordinates match what it leads: on becoming a partition's
   leader its groups or transactional ids are replayed from the local replica (which holds every
   record the previous leader had acknowledged: they were replicated to the ISR this broker was
-  elected from) and transactions left in PrepareCommit/PrepareAbort are completed; on losing it
+  elected from) and transactions left in PrepareCommit/PrepareAbort are completed - once the high
+  watermark has reached the log end it started leading at, so that no answer rests on a record
+  that is not committed (the local log may end with records of the previous leader that no other
+  replica has, which the next leader may truncate; until then COORDINATOR_LOAD_IN_PROGRESS, as
+  Kafka answers while it loads); on losing it
   (another leader, a lost etcd lease, controlled shutdown) they are dropped, parked requests get
   NOT_COORDINATOR and clients find the new coordinator.
 - `CoordinatorWrites` is the coordinators' write guard: an append to an internal partition not
@@ -79,6 +83,7 @@ class CoordinatorPlacement:
         self.lease_valid = lease_valid
         self.create_topic = create_topic
         self._creating: dict[str, asyncio.Future[int]] = {}
+        self._loading: dict[tuple[str, int], int] = {}  # waiting for the log to be committed -> epoch
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ---- the topics --------------------------------------------------------------------------
@@ -148,12 +153,34 @@ class CoordinatorPlacement:
                 if r is not None and not r.draining and owned.get(p) != r.leader_epoch:
                     if p in owned:
                         self._unload(name, p)
-                    self._load(name, p, r.leader_epoch)
-                    resume = resume or name == STATE_TOPIC
-                elif (r is None or r.draining) and p in owned:
+                    if r.plog.high_watermark >= r.epoch_start:
+                        self._loading.pop((name, p), None)
+                        self._load(name, p, r.leader_epoch)
+                        resume = resume or name == STATE_TOPIC
+                    elif self._loading.get((name, p)) != r.leader_epoch:
+                        self._loading[(name, p)] = r.leader_epoch
+                        coord.begin_load(p)
+                        self._spawn(self._load_when_committed(name, p, r.leader_epoch, r.epoch_start))
+                elif (r is None or r.draining) and (p in owned or (name, p) in self._loading):
+                    self._loading.pop((name, p), None)
                     self._unload(name, p)
         if resume:
             self._spawn(self.txn.coordinator.resume())
+
+    async def _load_when_committed(self, topic: str, p: int, epoch: int, end: int) -> None:
+        log.info("%s-%d: loading once offsets below %d are committed (epoch %d)", topic, p, end, epoch)
+        committed = await self.replicas.wait_committed(topic, p, epoch, end)
+        if self._loading.get((topic, p)) != epoch:
+            return  # unloaded, or loading at a newer epoch, meanwhile
+        del self._loading[(topic, p)]
+        r = self.replicas.leader(topic, p)
+        if not committed or r is None or r.draining or r.leader_epoch != epoch or not self.lease_valid():
+            self._unload(topic, p)
+            self.reconcile(topic, p)
+            return
+        self._load(topic, p, epoch)
+        if topic == STATE_TOPIC:
+            await self.txn.coordinator.resume()
 
     def _set_partitions(self, topic: str, n: int) -> None:
         if topic == OFFSETS_TOPIC:

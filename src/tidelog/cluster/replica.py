@@ -232,6 +232,25 @@ class ReplicaManager:
                 if w in p.waiting:
                     p.waiting.remove(w)
 
+    async def wait_committed(self, topic: str, partition: int, epoch: int, end: int) -> bool:
+        """True once the high watermark reaches `end` while this broker leads the partition at
+        `epoch`; False as soon as it no longer does. No time limit: every role change ends it."""
+        p = self.replicas.get((topic, partition))
+        while p is not None and p.leads_at(epoch):
+            if p.plog.high_watermark >= end:
+                return True
+            w = Waiting(epoch, end - 1, asyncio.get_running_loop().create_future())
+            p.waiting.append(w)
+            self.maybe_advance_hw(p)
+            try:
+                await w.future  # answered when the HW passes it, or failed on any change
+            finally:
+                if not w.future.done():
+                    w.future.cancel()
+                if w in p.waiting:
+                    p.waiting.remove(w)
+        return False
+
     # ---- the leader's bookkeeping ------------------------------------------------------------
     def on_follower_fetch(self, p: Partition, follower: int, fetch_offset: int) -> None:
         """A follower's fetch at `fetch_offset` was read (called after the read succeeded)."""

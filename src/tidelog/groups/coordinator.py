@@ -54,6 +54,8 @@ class GroupCoordinator:
         self.loaded = False
         # cluster mode: the __consumer_offsets partitions led (and loaded) here -> leader epoch
         self.owned: dict[int, int] | None = None
+        # cluster mode: partitions led here whose log is not all committed yet (not loaded)
+        self.loading: set[int] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
         self.offsets = GroupOffsets(self)
@@ -86,11 +88,19 @@ class GroupCoordinator:
         if not self.loaded or self.store is None:
             return E.coordinator_load_in_progress.value
         if self.owned is not None and self.store.partition_for(group_id) not in self.owned:
+            if self.store.partition_for(group_id) in self.loading:
+                return E.coordinator_load_in_progress.value
             return E.not_coordinator.value
         return NONE
 
+    def begin_load(self, partition: int) -> None:
+        """Cluster mode: this broker leads `partition` but is still waiting for its log to be
+        committed; its groups get COORDINATOR_LOAD_IN_PROGRESS until `load_partition`."""
+        self.loading.add(partition)
+
     def load_partition(self, partition: int, leader_epoch: int) -> None:
         assert self.store is not None and self.owned is not None
+        self.loading.discard(partition)
         n = self.store.load_partition(partition)
         restored = self._restore(partition)
         self.owned[partition] = leader_epoch
@@ -99,6 +109,7 @@ class GroupCoordinator:
 
     def unload_partition(self, partition: int) -> None:
         assert self.store is not None and self.owned is not None
+        self.loading.discard(partition)
         self.owned.pop(partition, None)
         mine = self.store.partition_for
         for group_id in [g for g in self.groups if mine(g) == partition]:

@@ -19,10 +19,15 @@ the epoch bumped, so the old instance's later requests are refused (PRODUCER_FEN
 INVALID_PRODUCER_EPOCH on Produce) and its open transaction is aborted.
 
 Cluster mode (`owned` is not None): this broker coordinates the transactional ids of the
-`__transaction_state` partitions it leads, as in Kafka. The cluster node calls `load_partition`
-when it becomes a partition's leader (its ids are replayed, then `resume` finishes what was being
-prepared: the same recovery as a restart) and `unload_partition` when it stops; other ids get
-NOT_COORDINATOR. A state write refused because leadership moved meanwhile answers NOT_COORDINATOR.
+`__transaction_state` partitions it leads, as in Kafka. The cluster node calls `begin_load` when
+it becomes a partition's leader, `load_partition` once the high watermark has reached the log end
+it started leading at (its ids are replayed, then `resume` finishes what was being prepared: the
+same recovery as a restart) and `unload_partition` when it stops; until loaded the ids get
+COORDINATOR_LOAD_IN_PROGRESS, other ids NOT_COORDINATOR. Only committed state is ever answered
+from: a record the previous leader appended but never committed may yet be truncated by a later
+leader (issue 26: an Ongoing transaction read from such a record let a producer write to
+partitions that the next coordinator never heard of, a transaction left open for ever). A state
+write refused because leadership moved meanwhile answers NOT_COORDINATOR.
 
 All on the event loop; no locks. Error results are Kafka error codes (ints).
 """
@@ -37,6 +42,7 @@ from typing import Any, Callable, Iterable, Protocol
 from ..log.errors import LogError
 from ..wire.errors import (
     CONCURRENT_TRANSACTIONS,
+    COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     INVALID_PRODUCER_EPOCH,
     INVALID_PRODUCER_ID_MAPPING,
@@ -115,12 +121,16 @@ class TxnCoordinator:
         self.num_partitions = 50  # of __transaction_state, set by the service
         # cluster mode: the __transaction_state partitions led (and loaded) here -> leader epoch
         self.owned: dict[int, int] | None = None
+        # cluster mode: partitions led here whose log is not all committed yet (not loaded)
+        self.loading: set[int] = set()
 
     def status(self, txn_id: str) -> int:
         """NONE when this broker coordinates `txn_id` now, else the error a client retries on."""
         if not self.loaded:
             return COORDINATOR_NOT_AVAILABLE
         if self.owned is not None and partition_for(txn_id, self.num_partitions) not in self.owned:
+            if partition_for(txn_id, self.num_partitions) in self.loading:
+                return COORDINATOR_LOAD_IN_PROGRESS
             return NOT_COORDINATOR
         return NONE
 
@@ -134,9 +144,15 @@ class TxnCoordinator:
             return 0
         return self.owned.get(partition_for(txn_id, self.num_partitions), 0)
 
+    def begin_load(self, partition: int) -> None:
+        """Cluster mode: this broker leads `partition` but is still waiting for its log to be
+        committed; its ids get COORDINATOR_LOAD_IN_PROGRESS until `load_partition`."""
+        self.loading.add(partition)
+
     def load_partition(self, partition: int, leader_epoch: int,
                        entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
         assert self.owned is not None
+        self.loading.discard(partition)
         before = len(self.txns)
         self.load(entries)
         self.owned[partition] = leader_epoch
@@ -145,6 +161,7 @@ class TxnCoordinator:
 
     def unload_partition(self, partition: int) -> None:
         assert self.owned is not None
+        self.loading.discard(partition)
         self.owned.pop(partition, None)
         for txn_id in [t for t in self.txns if partition_for(t, self.num_partitions) == partition]:
             meta = self.txns.pop(txn_id)
