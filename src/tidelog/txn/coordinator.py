@@ -193,6 +193,9 @@ class TxnCoordinator:
             if meta.state in PREPARING and not meta.busy:
                 try:
                     await self._finish(meta)
+                except LogError as e:  # moved, or too few replicas: the next coordinator resumes
+                    log.info("transactional id %s: completing %s not done yet: %s", meta.transactional_id,
+                             meta.state.kafka_name, e)
                 except Exception:
                     log.exception("transactional id %s: completing %s failed", meta.transactional_id,
                                   meta.state.kafka_name)
@@ -381,6 +384,8 @@ class TxnCoordinator:
                 try:
                     await self._fence_and_abort(meta, f"transaction.timeout.ms {meta.timeout_ms} expired")
                     n += 1
+                except LogError as e:  # tried again at the next scan
+                    log.warning("transactional id %s: timeout abort not done yet: %s", meta.transactional_id, e)
                 except Exception:
                     log.exception("transactional id %s: timeout abort failed", meta.transactional_id)
         return n
