@@ -653,9 +653,10 @@ class Nemesis:
                 b.start()
 
     def culprit(self, h: History, v: object) -> str:
-        """The fault that most plausibly undid the acknowledged write `v`: the last one to start
-        before another value was acknowledged at v's offset (the overwrite), else the faults after
-        v's acknowledgement (its record vanished without being overwritten)."""
+        """The faults that may have undone the acknowledged write `v`: those under way between its
+        acknowledgement and the first acknowledgement of another value at its offset (the
+        overwrite), else every fault after its acknowledgement (its record vanished without being
+        overwritten)."""
         if v not in h.acks or v not in h.ack_times:
             return "not acknowledged"
         if id(h) not in self._by_offset:
@@ -663,15 +664,12 @@ class Nemesis:
             for w, at in h.acks.items():
                 index[at].append(h.ack_times[w])
             self._by_offset[id(h)] = index
-        t = h.ack_times[v]
-        over = [u for u in self._by_offset[id(h)][h.acks[v]] if u > t]
-        if over:
-            t_c = min(over) - self.t0
-            f = next((f for f in reversed(self.faults) if f.start <= t_c), None)
-            return f"#{f.n} {f.kind}" if f and f.end >= t - self.t0 else "no fault between ack and overwrite"
-        after = [f for f in self.faults if f.end >= t - self.t0]
-        return (f"#{after[0].n}-#{after[-1].n} (not overwritten)" if after
-                else "after the last fault (not overwritten)")
+        t = h.ack_times[v] - self.t0
+        over = [u - self.t0 for u in self._by_offset[id(h)][h.acks[v]] if u - self.t0 > t]
+        t_c = min(over) if over else float("inf")
+        window = [f for f in self.faults if f.end >= t and f.start <= t_c]
+        names = ", ".join(f"#{f.n} {f.kind}" for f in window) or "no fault"
+        return f"{names} (overwritten)" if over else f"{names} (not overwritten)"
 
     def place(self, t: float | None) -> str:
         """Where a moment of the run lies among the faults."""
@@ -900,8 +898,8 @@ def test_nemesis(cluster):
     if failed:
         report += ["FAILED CHECKS:", *(f"- {f}" for f in failed)]
         if suspects:
-            report.append("lost or overwritten acknowledged writes by the fault that most plausibly undid them "
-                          "(the last to start before another value was acknowledged at the same offset):")
+            report.append("lost or overwritten acknowledged writes by the faults under way between their "
+                          "acknowledgement and the first acknowledgement of another value at their offset:")
             report += [f"  {fault}: {cls} {n}" for (fault, cls), n in sorted(suspects.items())]
         if places:
             report += ["examples among the faults:", *places]
