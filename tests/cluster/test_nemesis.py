@@ -558,7 +558,7 @@ class Nemesis:
         k = 0
         while not stop.is_set():
             at = 2.0 + k * every
-            if at >= seconds:
+            if at >= seconds or self.now() >= seconds:  # slow heals do not stretch the run
                 break
             if stop.wait(max(0.0, at - self.now())):
                 break
