@@ -82,7 +82,8 @@ simulate: $(STAMP)
 	$(PY) tests/sim/run.py --seeds 0:$(SEEDS) --jobs $$(nproc)
 
 # tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
-# then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then the
+# then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then its
+# recovery times after a leader's SIGKILL, SIGSTOP, SIGTERM and an etcd kill (bench/cluster_failover.py), then the
 # Spark export: decoders, pyarrow's write, the Parquet and Delta exports and the tidelog scan in rows/s at 1M and
 # 4M records (bench/spark_export.py).
 # BENCH_ARGS=--quick for a few-minute run.
@@ -91,6 +92,7 @@ bench: $(STAMP) kafka-jars
 	$(PY) bench/compare.py $(BENCH_ARGS)
 	$(MAKE) etcd
 	$(PY) bench/cluster_replication.py
+	$(PY) bench/cluster_failover.py
 	$(PY) bench/spark_export.py --records 1000000
 	$(PY) bench/spark_export.py --records 4000000
 

@@ -76,6 +76,17 @@ class BrokerProcess:
         self.stop()
         return self.start()
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wipe(self) -> None:
+        """Deletes the data directory of a stopped broker (a lost disk); its log file stays."""
+        assert not self.running, "wipe a stopped broker only"
+        import shutil
+
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-8000:]

@@ -79,6 +79,16 @@ class EtcdProcess:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
+    def restart(self, timeout: float = 30.0) -> "EtcdProcess":
+        """Stops etcd if it runs (SIGTERM) and starts it again on the same data directory and the
+        same client and peer ports: brokers keep their endpoint, etcd its keys and leases."""
+        self.stop()
+        return self.start(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def pause(self) -> None:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGSTOP)

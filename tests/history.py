@@ -9,32 +9,48 @@ Values must be unique per run (e.g. "<client>-<n>"). Events:
 - `fail(producer, value)`: the client reported a definite failure (the write may or may not be
   in the log: it is neither lost nor a duplicate when absent, only when present twice).
 - `aborted(value)`: the value belongs to an aborted transaction.
+- `txn(producer, values, outcome)`: a transaction ended: "committed" (commit_transaction
+  returned), "aborted" (abort_transaction returned: each value as `aborted`) or "unknown" (the
+  producer failed between: the transaction may have been committed or aborted, but only whole).
 - `poll(consumer, partition, offset, value)`: a consumer read it (in poll order);
   `reassign(consumer)`: its positions were reset (assign/seek/rebalance), ending monotonic runs.
-- `final(partition, [(offset, value), ...])`: the complete log as read at the end.
+- `final(partition, [(offset, value), ...], read_committed=False, complete=False)`: the log as
+  read at the end; `read_committed`: read under read_committed (no aborted value may be in it);
+  `complete`: read up to the high watermark after every fault was healed (an acknowledged value
+  missing from it is lost whatever its offset, also past the end of what was read).
+
+Every acknowledgement also records when it came (`ack_times`, time.monotonic()), so that a test can
+place an anomaly among the faults it injected; `producer_of(value)` names who sent a value.
 
 Anomalies (`check()` returns {class: [examples]}, empty lists when clean):
 
-- lost-write: acknowledged, absent from the final log (below the read end).
-- duplicate: one value at two or more offsets (in the final log, or across observations).
+- lost-write: acknowledged, absent from the final log (below the read end, or anywhere when the
+  final read was `complete`); values of transactions are checked by txn-lost/txn-partial instead.
+- duplicate: one value at two or more offsets (in the final log, or across observations). This
+  is the rule for idempotent producers and for a non-idempotent producer with retries=0 alike: no
+  producer of a checked history may write a value twice, even one it was told failed.
 - inconsistent-offsets: two values seen at one offset (acks, polls and the final log disagree).
 - nonmonotonic-send: a producer's acknowledged offsets on one partition go backwards in send order.
 - nonmonotonic-poll: a consumer's successive polls of one partition go backwards (no reassign).
 - poll-skip: a consumer's successive polls of one partition jump over offsets holding records in
   the final log (no reassign).
-- aborted-read: a value of an aborted transaction was polled.
+- aborted-read: a value of an aborted transaction was polled, or is in a read_committed final log.
+- txn-lost: a committed transaction whose values are not all in the final log (read_committed).
+- txn-partial: a transaction of unknown outcome partly in the final log (read_committed): only all
+  or none of its values may be there.
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Hashable
 
 CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-send", "nonmonotonic-poll",
-           "poll-skip", "aborted-read")
+           "poll-skip", "aborted-read", "txn-lost", "txn-partial")
 
 
 @dataclass
@@ -42,21 +58,29 @@ class History:
     sends: dict[Hashable, list[object]] = field(default_factory=lambda: defaultdict(list))
     acks: dict[object, tuple[int, int]] = field(default_factory=dict)
     ack_producer: dict[object, Hashable] = field(default_factory=dict)
+    ack_times: dict[object, float] = field(default_factory=dict)
+    sent_by: dict[object, Hashable] = field(default_factory=dict)
     failed: set[object] = field(default_factory=set)
     aborted_values: set[object] = field(default_factory=set)
+    unknown_values: set[object] = field(default_factory=set)  # of transactions of unknown outcome
+    txns: list[tuple[Hashable, tuple[object, ...], str]] = field(default_factory=list)
     polls: dict[Hashable, list[tuple[int, int, object] | None]] = field(default_factory=lambda: defaultdict(list))
     logs: dict[int, list[tuple[int, object]]] = field(default_factory=dict)
+    committed_logs: set[int] = field(default_factory=set)  # partitions whose final log is read_committed
+    complete_logs: set[int] = field(default_factory=set)  # partitions whose final log was read to the HW
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- recording (thread-safe) ----------------------------------------------------------------
     def send(self, producer: Hashable, value: object) -> None:
         with self.lock:
             self.sends[producer].append(value)
+            self.sent_by[value] = producer
 
     def ack(self, producer: Hashable, value: object, partition: int, offset: int) -> None:
         with self.lock:
             self.acks[value] = (partition, offset)
             self.ack_producer[value] = producer
+            self.ack_times[value] = time.monotonic()
 
     def fail(self, producer: Hashable, value: object) -> None:
         with self.lock:
@@ -66,6 +90,18 @@ class History:
         with self.lock:
             self.aborted_values.add(value)
 
+    def txn(self, producer: Hashable, values: list[object], outcome: str) -> None:
+        assert outcome in ("committed", "aborted", "unknown"), outcome
+        with self.lock:
+            self.txns.append((producer, tuple(values), outcome))
+            if outcome == "aborted":
+                self.aborted_values.update(values)
+            elif outcome == "unknown":
+                self.unknown_values.update(values)
+
+    def producer_of(self, value: object) -> Hashable | None:
+        return self.sent_by.get(value)
+
     def poll(self, consumer: Hashable, partition: int, offset: int, value: object) -> None:
         with self.lock:
             self.polls[consumer].append((partition, offset, value))
@@ -74,9 +110,12 @@ class History:
         with self.lock:
             self.polls[consumer].append(None)
 
-    def final(self, partition: int, records: list[tuple[int, object]]) -> None:
+    def final(self, partition: int, records: list[tuple[int, object]], read_committed: bool = False,
+              complete: bool = False) -> None:
         with self.lock:
             self.logs[partition] = sorted(records, key=lambda r: r[0])
+            (self.committed_logs.add if read_committed else self.committed_logs.discard)(partition)
+            (self.complete_logs.add if complete else self.complete_logs.discard)(partition)
 
     # -- checking -----------------------------------------------------------------------------
     def check(self) -> dict[str, list[object]]:
@@ -99,9 +138,22 @@ class History:
 
         ends = {p: (recs[-1][0] + 1 if recs else 0) for p, recs in self.logs.items()}
         in_log = {v for recs in self.logs.values() for _o, v in recs}
+        in_txn = {v for _pr, vals, _o in self.txns for v in vals}
         for v, (p, off) in sorted(self.acks.items(), key=lambda kv: kv[1]):
-            if p in self.logs and off < ends[p] and v not in in_log and v not in self.aborted_values:
+            if (p in self.logs and (off < ends[p] or p in self.complete_logs) and v not in in_log
+                    and v not in self.aborted_values and v not in in_txn):
                 out["lost-write"].append((v, p, off))
+        if self.logs and self.committed_logs == set(self.logs):  # transactions read under read_committed
+            for i, (producer, vals, outcome) in enumerate(self.txns):
+                missing = [v for v in vals if v not in in_log]
+                if outcome == "committed" and missing:
+                    out["txn-lost"].append((producer, i, f"{len(missing)} of {len(vals)} missing", missing[:3]))
+                elif outcome == "unknown" and 0 < len(missing) < len(vals):
+                    out["txn-partial"].append((producer, i, f"{len(missing)} of {len(vals)} missing", missing[:3]))
+            for p in sorted(self.committed_logs):
+                for off, v in self.logs[p]:
+                    if v in self.aborted_values:
+                        out["aborted-read"].append(("final", p, off, v))
         for v, places in where.items():
             if len(places) > 1:
                 out["duplicate"].append((v, sorted(places)))
@@ -139,6 +191,29 @@ class History:
                         if i < len(offs) and offs[i] < off:
                             out["poll-skip"].append((consumer, p, prev[p], off, offs[i]))
                 prev[p] = off
+        return out
+
+    def by_client(self, found: dict[str, list[object]] | None = None) -> dict[str, dict[str, int]]:
+        """{class: {client: count}}: the producer of the value (lost-write, duplicate, aborted-read,
+        inconsistent-offsets: each value seen there), the producer or consumer named otherwise."""
+        found = self.check() if found is None else found
+        out: dict[str, dict[str, int]] = {}
+        by_name = {str(v): v for v in self.sent_by} if found.get("inconsistent-offsets") else {}
+        for cls, examples in found.items():
+            counts: dict[str, int] = defaultdict(int)
+            for e in examples:
+                if cls in ("lost-write", "duplicate"):
+                    names = [self.producer_of(e[0])]
+                elif cls == "aborted-read":
+                    names = [self.producer_of(e[3])]
+                elif cls == "inconsistent-offsets":
+                    names = sorted({str(self.producer_of(by_name.get(v, v))) for v in e[2]})
+                else:
+                    names = [e[0]]
+                for n in names:
+                    counts[str(n)] += 1
+            if counts:
+                out[cls] = dict(counts)
         return out
 
     def summary(self) -> str:

@@ -69,3 +69,65 @@ def test_aborted_read():
     h = clean()
     h.aborted("v2")
     assert found(h)["aborted-read"] == [("c", 0, 2, "v2")]
+
+
+def test_lost_write_past_the_end_of_a_complete_final_read():
+    h = clean()
+    h.send("p", "v4")
+    h.ack("p", "v4", 0, 4)  # acknowledged at the tail, which the final log no longer has
+    assert found(h) == {}  # a read that may have stopped early: offset 4 is past what was read
+    h.final(0, [(i, f"v{i}") for i in range(4)], complete=True)
+    assert found(h) == {"lost-write": [("v4", 0, 4)]}
+
+
+def test_non_idempotent_producer_never_writes_a_value_twice():
+    h = clean()
+    h.send("nr", "n0")
+    h.fail("nr", "n0")  # retries=0: told it failed; it may be in the log, once
+    h.send("nr", "n1")
+    h.fail("nr", "n1")
+    h.final(0, [*((i, f"v{i}") for i in range(4)), (4, "n0")], complete=True)
+    assert found(h) == {}  # a failed write once in the log, another absent: both fine
+    h.final(0, [*((i, f"v{i}") for i in range(4)), (4, "n0"), (5, "n0")], complete=True)
+    assert found(h) == {"duplicate": [("n0", [(0, 4), (0, 5)])]}
+    assert h.by_client() == {"duplicate": {"nr": 1}}
+
+
+def txn_history() -> History:
+    h = History()
+    for t, outcome in enumerate(("committed", "aborted", "unknown", "unknown")):
+        vals = [f"t{t}-{q}" for q in range(2)]
+        for q, v in enumerate(vals):
+            h.send("tx", v)
+            h.ack("tx", v, q, t)
+        h.txn("tx", vals, outcome)
+    return h
+
+
+def test_transactions_whole_in_a_read_committed_final_log():
+    h = txn_history()
+    # committed t0 whole, aborted t1 absent, unknown t2 committed whole, unknown t3 aborted whole
+    h.final(0, [(0, "t0-0"), (2, "t2-0")], read_committed=True, complete=True)
+    h.final(1, [(0, "t0-1"), (2, "t2-1")], read_committed=True, complete=True)
+    assert found(h) == {}
+    h.poll("rc", 0, 1, "t1-0")
+    assert found(h) == {"aborted-read": [("rc", 0, 1, "t1-0")]}
+
+
+def test_transactions_lost_partial_and_aborted_in_the_final_log():
+    h = txn_history()
+    h.final(0, [(0, "t0-0"), (1, "t1-0"), (2, "t2-0")], read_committed=True, complete=True)
+    h.final(1, [(3, "t3-1")], read_committed=True, complete=True)
+    got = found(h)
+    assert got["txn-lost"] == [("tx", 0, "1 of 2 missing", ["t0-1"])]
+    assert got["txn-partial"] == [("tx", 2, "1 of 2 missing", ["t2-1"]), ("tx", 3, "1 of 2 missing", ["t3-0"])]
+    assert got["aborted-read"] == [("final", 0, 1, "t1-0")]
+    assert "lost-write" not in got  # values of transactions: the txn classes say it
+    assert h.by_client(got) == {"aborted-read": {"tx": 1}, "txn-lost": {"tx": 1}, "txn-partial": {"tx": 2}}
+
+
+def test_read_uncommitted_final_log_may_hold_aborted_values():
+    h = txn_history()
+    h.final(0, [(0, "t0-0"), (1, "t1-0")])
+    h.final(1, [(0, "t0-1"), (1, "t1-1")])
+    assert found(h) == {}  # not read_committed: neither aborted-read nor the transaction rules apply
