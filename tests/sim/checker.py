@@ -130,8 +130,8 @@ def final_check(sim: SimCluster, h: History, topic: str) -> list[str]:
                 continue
             out.append(f"{v} ({kind}) appears {len(where)} times: {where}")
     for txn in h.txns:
-        if any(t != topic for t, _p, _v in txn.sent):
-            continue
+        if not txn.sent or any(t != topic for t, _p, _v in txn.sent):
+            continue  # another topic's, or only offsets (an EOS copy of aborted records)
         states = {txn_state.get(v, "absent") for _t, _p, v in txn.records}
         committed = {v for _t, _p, v in txn.sent if txn_state.get(v) == "committed"}
         if txn.outcome == "committed" and states != {"committed"}:

@@ -276,6 +276,7 @@ class SimCluster:
         self.etcd.lost_outcomes = 0.0
         self.etcd.watch_lag.clear()
         self.net.slow.clear()
+        self.loop.fsync_delay.clear()
         for b in self.brokers.values():
             b.resume()
             if not b.up:

@@ -24,7 +24,7 @@ SESSION_S = 6.0
 WEIGHTS = {
     "pause": 14, "crash": 12, "crash-wipe": 6, "double-crash": 4, "shutdown": 6, "isolate": 8,
     "etcd-cut": 6, "sever": 6, "client-cut": 4, "etcd-down": 4, "lost-outcomes": 5, "watch-lag": 6,
-    "slow": 3,
+    "slow": 3, "disk-stall": 5,
 }
 
 
@@ -182,6 +182,14 @@ class Nemesis:
                 await asyncio.sleep(rng.uniform(1, 10))
                 sim.etcd.watch_lag.pop(name, None)
                 sim.event(f"{name}'s watch keeps up again")
+            elif kind == "disk-stall":
+                self.counts[kind] += 1
+                name = b.name
+                sim.loop.fsync_delay[name] = rng.uniform(0.005, 0.5)
+                sim.event(f"{name}'s fsyncs slow (+{sim.loop.fsync_delay[name]:.3f} s)")
+                await asyncio.sleep(rng.uniform(1, 10))
+                sim.loop.fsync_delay.pop(name, None)
+                sim.event(f"{name}'s fsyncs fast again")
             elif kind == "slow":
                 self.counts[kind] += 1
                 name = b.name
