@@ -67,6 +67,43 @@ def test_elect_leaders_cli(cluster):
     assert all(p["leader"] == p["replicas"][0] for p in describe(c, topic))
 
 
+def test_an_acks_0_producer_follows_a_leader_that_moved_while_its_broker_lives(cluster):
+    """acks=0 gets no answer, so a broker that no longer leads the partition closes the
+    connection (as Kafka): librdkafka then refreshes its metadata and writes to the new leader,
+    instead of sending into the void until its next periodic refresh (5 minutes)."""
+    from confluent_kafka import Consumer, Producer
+
+    c = cluster
+    topic = create_topic(c, partitions=1, min_isr=1)
+    moved_away(c, topic)  # led by a broker that is not the preferred one, which is live
+    old = describe(c, topic)[0]["leader"]
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": 0, "linger.ms": 0})
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "unused"})
+
+    def end() -> int:
+        return reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+
+    for i in range(10):
+        producer.produce(topic, f"before-{i}".encode(), partition=0)
+    producer.flush(10)
+    wait_for(lambda: end() == 10, 20, "the records of acks=0 before the move")
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(60)
+    wait_for(lambda: describe(c, topic)[0]["leader"] not in (old, -1), 20, "the preferred leader back")
+    sent = 0
+
+    def arrived() -> bool:
+        nonlocal sent
+        producer.produce(topic, f"after-{sent}".encode(), partition=0)
+        sent += 1
+        producer.flush(5)
+        return end() > 10
+
+    wait_for(arrived, 30, "acks=0 records reaching the new leader")
+    producer.flush(10)
+    reader.close()
+
+
 def test_unclean_election_of_a_partition_without_in_sync_replicas(cluster):
     c = cluster
     topic = create_topic(c, partitions=1, min_isr=1)

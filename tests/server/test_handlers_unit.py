@@ -76,6 +76,23 @@ async def test_produce_assigns_offsets_and_reports_errors(broker):
     assert broker.partitions.get("t", 0).log_end_offset == 6  # acks=0 still appends
 
 
+def test_acks_0_produce_refused_closes_the_connection(broker):
+    """As Kafka: the client of an acks=0 produce waits for no answer, so a refused partition
+    (here an unknown topic; in a cluster, a broker that does not lead it) closes the connection:
+    the client reconnects and refreshes its metadata instead of writing into the void."""
+    closed: list[str] = []
+
+    def request_ctx():
+        c = ctx(broker, 0, 9)
+        c.connection.close_with = closed.append
+        return c
+
+    assert produce.handle(broker, request_ctx(), produce_request(batch(1), acks=0)) is NO_RESPONSE
+    assert closed == []
+    assert produce.handle(broker, request_ctx(), produce_request(batch(1), acks=0, topic="nope")) is NO_RESPONSE
+    assert len(closed) == 1 and "nope-0: error 3" in closed[0], closed
+
+
 async def test_fetch_returns_whole_batches_and_out_of_range_offsets(broker):
     await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(4))))
 

@@ -1,9 +1,11 @@
 """Produce (key 0, v0-11): append record sets to partition logs.
 
 v0-2 carry magic 0/1 message sets (the log engine converts them), v3+ record batches v2. Each
-partition's record set is appended whole or not at all. acks=0 gets no response at all; acks=1
-and -1 are answered once appended, after a shared fsync when the topic's flush settings ask for
-one. Records are never decoded here: validation works on batch headers.
+partition's record set is appended whole or not at all. acks=0 gets no response at all - and, as
+Kafka, a partition refused (not the leader, unknown, a bad batch) closes the connection, so that
+the client, which waits for no answer, learns of it and refreshes its metadata; acks=1 and -1 are
+answered once appended, after a shared fsync when the topic's flush settings ask for one. Records
+are never decoded here: validation works on batch headers.
 """
 
 from __future__ import annotations
@@ -116,6 +118,10 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
         if to_flush:
             for plog in to_flush:
                 asyncio.ensure_future(group_commit.flush(plog))
+        failed = [f"{t.name}-{p.index}: error {p.error_code}" for t in results for p in t.partition_responses
+                  if p.error_code]
+        if failed:
+            ctx.connection.close_with(f"acks=0 produce refused ({', '.join(failed[:5])})")
         return NO_RESPONSE
     response = codec.ProduceResponse(responses=results)
     endpoints = hints.node_endpoints() if hints is not None else None
