@@ -1,7 +1,7 @@
-"""A model of etcd for the simulation: the server's state (one revision counter, keys with
-create/mod revisions and versions, compare-and-swap transactions, leases that expire on virtual
-time, an ordered history for watches) and, per simulated process, a client behind the cluster
-code's `Store` interface that fails as a real one can:
+"""A model of etcd for the simulation: the server's state (tests/etcd_model.py: one revision
+counter, keys with create/mod revisions and versions, compare-and-swap transactions, an ordered
+history for watches; here leases expire on virtual time) and, per simulated process, a client
+behind the cluster code's `Store` interface that fails as a real one can:
 
 - each call takes a random round trip; a process cut off from etcd, or an etcd that is down,
   answers nothing: after the client's timeout, StoreUnavailable (a read, or a write that was
@@ -34,20 +34,20 @@ from tidelog.cluster.store import (
     WatchEvent,
 )
 
+from etcd_model import EtcdData
+
 from .loop import Process, SimLoop
 
 
-class EtcdServer:
+class EtcdServer(EtcdData):
     def __init__(self, loop: SimLoop, rng: random.Random) -> None:
+        super().__init__()
         self.loop = loop
         self.context = contextvars.Context()  # etcd's own timers belong to no simulated broker
         self.rng = rng
-        self.kv: dict[str, KeyValue] = {}
-        self.revision = 1
         self.leases: dict[int, tuple[int, asyncio.TimerHandle]] = {}  # id -> (ttl, expiry timer)
         self._next_lease = 0x1000
-        self.history: list[WatchEvent] = []
-        self.changed = asyncio.Event()
+        self._who = ""  # the process whose request is being applied
         self.up = True
         self.unreachable: set[str] = set()  # process names cut off from etcd
         self.lost_outcomes = 0.0  # probability that a write's outcome is lost
@@ -86,59 +86,12 @@ class EtcdServer:
         self._commit()  # wakes the watchers, which look again
 
     # ---- state ------------------------------------------------------------------------------------
-    def _put(self, key: str, value: bytes, lease: int, rev: int, who: str) -> None:
-        old = self.kv.get(key)
-        kv = KeyValue(key, value, old.create_revision if old else rev, rev, (old.version + 1) if old else 1, lease)
-        self.kv[key] = kv
-        self.history.append(WatchEvent("PUT", kv))
-        self.writes.append((rev, who, key, value))
-
-    def _delete(self, key: str, rev: int, prefix: bool = False) -> None:
-        for k in sorted(k for k in self.kv if (k.startswith(key) if prefix else k == key)):
-            del self.kv[k]
-            self.history.append(WatchEvent("DELETE", KeyValue(k, b"", 0, rev)))
-
-    def _commit(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
-
-    def _holds(self, c: Compare) -> bool:
-        kv = self.kv.get(c.key)
-        actual: int | bytes
-        if c.target == "value":
-            actual = kv.value if kv else b""
-        elif c.target == "create":
-            actual = kv.create_revision if kv else 0
-        elif c.target == "mod":
-            actual = kv.mod_revision if kv else 0
-        else:
-            actual = kv.version if kv else 0
-        return {"==": actual == c.value, "!=": actual != c.value,
-                "<": actual < c.value, ">": actual > c.value}[c.op]  # type: ignore[operator]
+    def written(self, kv: KeyValue) -> None:
+        self.writes.append((kv.mod_revision, self._who, kv.key, kv.value))
 
     def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op], who: str) -> TxnResult:
-        ok = all(self._holds(c) for c in compares)
-        ops = success if ok else failure
-        for o in ops:
-            if o.kind == "put" and o.lease and o.lease not in self.leases:
-                raise LeaseExpired(f"etcdserver: requested lease not found ({o.lease:x})")
-        writes = any(o.kind in ("put", "delete") for o in ops)
-        if writes:
-            self.revision += 1
-        out: list[list[KeyValue]] = []
-        for o in ops:
-            if o.kind == "put":
-                self._put(o.key, o.value, o.lease, self.revision, who)
-                out.append([])
-            elif o.kind == "delete":
-                self._delete(o.key, self.revision, o.prefix)
-                out.append([])
-            else:
-                out.append(sorted((v for k, v in self.kv.items() if (k.startswith(o.key) if o.prefix else k == o.key)),
-                                  key=lambda v: v.key))
-        if writes:
-            self._commit()
-        return TxnResult(ok, self.revision, out)
+        self._who = who
+        return self.apply_txn(compares, success, failure)
 
     def grant(self, ttl: int) -> int:
         self._next_lease += 1
@@ -164,14 +117,7 @@ class EtcdServer:
     def _expire(self, lease: int) -> None:
         if not self.up:  # the lessor is down with etcd: renewed when it returns
             return
-        if self.leases.pop(lease, None) is None:
-            return
-        keys = sorted(k for k, v in self.kv.items() if v.lease == lease)
-        if keys:
-            self.revision += 1
-            for k in keys:
-                self._delete(k, self.revision)
-            self._commit()
+        self.drop_lease(lease)
 
     def client(self, proc: Process, timeout_s: float = 2.0) -> "EtcdClient":
         return EtcdClient(self, proc, timeout_s)
@@ -232,7 +178,7 @@ class EtcdClient:
     async def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
         s = self.server
         return await self._call(  # type: ignore[no-any-return]
-            lambda: (sorted((v for k, v in s.kv.items() if k.startswith(prefix)), key=lambda v: v.key), s.revision),
+            lambda: (s.range(prefix, prefix=True), s.revision),
             False)
 
     async def put(self, key: str, value: bytes, lease: int = 0) -> int:

@@ -54,6 +54,27 @@ class Compare:
     def value_is(cls, key: str, value: bytes) -> "Compare":
         return cls(key, "value", "==", value)
 
+    def holds(self, kv: KeyValue | None) -> bool:
+        """etcd's verdict on this compare against the key as it is (`kv`; None when absent, whose
+        value is empty and whose revisions and version are 0): what the in-memory models of etcd
+        in the tests evaluate."""
+        actual: int | bytes
+        if self.target == "value":
+            actual = kv.value if kv else b""
+        elif self.target == "create":
+            actual = kv.create_revision if kv else 0
+        elif self.target == "mod":
+            actual = kv.mod_revision if kv else 0
+        else:
+            actual = kv.version if kv else 0
+        if self.op == "==":
+            return actual == self.value
+        if self.op == "!=":
+            return actual != self.value
+        if isinstance(actual, bytes) or isinstance(self.value, bytes):
+            raise ValueError(f"compare {self.op} needs a revision or version, not a value")
+        return actual < self.value if self.op == "<" else actual > self.value
+
 
 @dataclass(frozen=True, slots=True)
 class Op:
