@@ -145,10 +145,24 @@ def final_check(sim: SimCluster, h: History, topic: str) -> list[str]:
 
 def _read_committed_matches(leader: Any, topic: str, p: int, expected: set[str]) -> list[str]:
     """The broker's read_committed Fetch from offset 0 equals the markers' verdict."""
+    values, error = _read_committed(leader, topic, p)
+    if error is not None:
+        return [f"{topic}-{p}: read_committed fetch at {error[0]} answered error {error[1]}"]
+    got = set(values)
+    if got != expected:
+        missing, extra = sorted(expected - got)[:5], sorted(got - expected)[:5]
+        return [f"{topic}-{p}: read_committed serves {len(got)} values, the markers commit {len(expected)}: "
+                f"missing {missing}, extra {extra}"]
+    return []
+
+
+def _read_committed(leader: Any, topic: str, p: int) -> tuple[list[str], tuple[int, int] | None]:
+    """The values a read_committed consumer gets from the whole partition, through the leader's
+    own Fetch; and (offset, error) of a fetch below the LSO that answered an error or nothing."""
     from tidelog.server.handlers.fetch import read_all
 
     plog = leader.plog(topic, p)
-    got: set[str] = set()
+    out: list[str] = []
     offset = plog.log_start_offset
     while offset < plog.last_stable_offset:
         req = fetch_codec.FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, topics=[
@@ -156,35 +170,14 @@ def _read_committed_matches(leader: Any, topic: str, p: int, expected: set[str])
         resp, _total, _errors, _keys = leader.proc.run(read_all, leader.broker, req, 11)
         pr = resp.responses[0].partitions[0]
         if pr.error_code or not pr.records:
-            return [f"{topic}-{p}: read_committed fetch at {offset} answered error {pr.error_code}"]
+            return out, (offset, pr.error_code)
         data = b"".join(bytes(c.tobytes() if hasattr(c, "tobytes") else c) for c in pr.records)
-        batches = decode_batches(data)
-        if not batches:
+        records, after = committed_records(data, pr.aborted_transactions or (), offset)
+        out += [v for v, _o in records]
+        if after <= offset:
             break
-        # as a consumer: an aborted transaction's batches are skipped from its first offset to its marker
-        pending = sorted((a.first_offset, a.producer_id) for a in pr.aborted_transactions or ())
-        aborting: set[int] = set()
-        for batch in batches:
-            attrs = batch.header[H_ATTRIBUTES]
-            pid = batch.header[H_PRODUCER_ID]
-            while pending and pending[0][0] <= batch.base_offset:
-                aborting.add(pending.pop(0)[1])
-            if attrs & CONTROL_FLAG_MASK:
-                ctype, _ = parse_control_record(batch.records[0])
-                if ctype != CONTROL_COMMIT:
-                    aborting.discard(pid)
-                continue
-            if attrs & TRANSACTIONAL_FLAG_MASK and pid in aborting:
-                continue
-            for r in batch.records:
-                got.add((r.value or b"").decode())
-        last = batches[-1]
-        offset = last.base_offset + last.header[H_LAST_OFFSET_DELTA] + 1
-    if got != expected:
-        missing, extra = sorted(expected - got)[:5], sorted(got - expected)[:5]
-        return [f"{topic}-{p}: read_committed serves {len(got)} values, the markers commit {len(expected)}: "
-                f"missing {missing}, extra {extra}"]
-    return []
+        offset = after
+    return out, None
 
 
 def committed_records(data: bytes, aborted: Any, offset: int) -> tuple[list[tuple[str, int]], int]:
@@ -214,27 +207,8 @@ def committed_records(data: bytes, aborted: Any, offset: int) -> tuple[list[tupl
 
 def committed_sequence(sim: SimCluster, topic: str, p: int) -> list[str]:
     """read_committed of a whole partition, through the leader's own Fetch."""
-    from tidelog.server.handlers.fetch import read_all
-
     cache = _any_cache(sim)
-    leader = sim.brokers[cache.state(topic, p).leader]
-    plog = leader.plog(topic, p)
-    out: list[str] = []
-    offset = plog.log_start_offset
-    while offset < plog.last_stable_offset:
-        req = fetch_codec.FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, topics=[
-            fetch_codec.FetchRequestTopic(topic, [fetch_codec.FetchRequestPartition(p, offset, 1 << 20)])])
-        resp, _total, _errors, _keys = leader.proc.run(read_all, leader.broker, req, 11)
-        pr = resp.responses[0].partitions[0]
-        if pr.error_code or not pr.records:
-            break
-        data = b"".join(bytes(c.tobytes() if hasattr(c, "tobytes") else c) for c in pr.records)
-        records, after = committed_records(data, pr.aborted_transactions or (), offset)
-        out += [v for v, _o in records]
-        if after <= offset:
-            break
-        offset = after
-    return out
+    return _read_committed(sim.brokers[cache.state(topic, p).leader], topic, p)[0]
 
 
 def eos_check(sim: SimCluster, source: str, target: str) -> list[str]:

@@ -175,30 +175,26 @@ class Nemesis:
                 sim.event(f"mend client {c} and {x}")
                 sim.net.mend(c, x)
             elif kind == "watch-lag":
-                self.counts[kind] += 1
-                name = b.name
-                sim.etcd.watch_lag[name] = rng.uniform(0.05, 1.5)
-                sim.event(f"{name}'s etcd watch lags {sim.etcd.watch_lag[name]:.2f} s per event")
-                await asyncio.sleep(rng.uniform(1, 10))
-                sim.etcd.watch_lag.pop(name, None)
-                sim.event(f"{name}'s watch keeps up again")
+                await self._for_a_while(kind, sim.etcd.watch_lag, b.name, rng.uniform(0.05, 1.5),
+                                        "etcd watch lags {:.2f} s per event", "watch keeps up again")
             elif kind == "disk-stall":
-                self.counts[kind] += 1
-                name = b.name
-                sim.loop.fsync_delay[name] = rng.uniform(0.005, 0.5)
-                sim.event(f"{name}'s fsyncs slow (+{sim.loop.fsync_delay[name]:.3f} s)")
-                await asyncio.sleep(rng.uniform(1, 10))
-                sim.loop.fsync_delay.pop(name, None)
-                sim.event(f"{name}'s fsyncs fast again")
+                await self._for_a_while(kind, sim.loop.fsync_delay, b.name, rng.uniform(0.005, 0.5),
+                                        "fsyncs slow (+{:.3f} s)", "fsyncs fast again")
             elif kind == "slow":
-                self.counts[kind] += 1
-                name = b.name
-                sim.net.slow[name] = rng.uniform(0.005, 0.3)
-                sim.event(f"{name}'s network slow (+{sim.net.slow[name]:.3f} s)")
-                await asyncio.sleep(rng.uniform(1, 10))
-                sim.net.slow.pop(name, None)
+                await self._for_a_while(kind, sim.net.slow, b.name, rng.uniform(0.005, 0.3),
+                                        "network slow (+{:.3f} s)", "network fast again")
         finally:
             self.busy.discard(node)
+
+    async def _for_a_while(self, kind: str, table: dict[str, float], name: str, value: float, on: str,
+                           off: str) -> None:
+        """`table[name] = value` (a broker's extra delay) for 1-10 s, each end an event."""
+        self.counts[kind] += 1
+        table[name] = value
+        self.sim.event(f"{name}'s " + on.format(value))
+        await asyncio.sleep(self.rng.uniform(1, 10))
+        table.pop(name, None)
+        self.sim.event(f"{name}'s {off}")
 
 
 def _states(sim: SimCluster) -> dict[tuple[str, int], Any]:
