@@ -15,7 +15,8 @@ import pytest
 from tidelog.cli.client import KafkaClient
 
 from history import History
-from test_nemesis import PARTITIONS, Clients, batches_upto, final_log, replicated_topic
+from nemesis_clients import PARTITIONS, Clients
+from test_nemesis import batches_upto, final_log, replicated_topic
 from test_replication import describe, iter_live, wait_for
 
 pytestmark = pytest.mark.timeout(600)

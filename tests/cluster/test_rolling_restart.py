@@ -12,7 +12,8 @@ import time
 import pytest
 
 from history import History
-from test_nemesis import Clients, final_log, replicated_topic
+from nemesis_clients import Clients
+from test_nemesis import final_log, replicated_topic
 from test_replication import describe, wait_for
 
 pytestmark = pytest.mark.timeout(600)
