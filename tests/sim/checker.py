@@ -248,3 +248,32 @@ def diagnose(sim: SimCluster, topic: str) -> list[str]:
                        f"{(plog.log_end_offset, plog.high_watermark) if plog else None}; fetching {fetch}; "
                        f"registered epoch {getattr(cl, 'broker_epoch', None)}")
     return out
+
+
+def diagnose_transactions(sim: SimCluster, topics: list[str]) -> list[str]:
+    """Each transaction left open on a partition's leader (LSO below HW), and what every
+    transaction coordinator knows of its producer."""
+    out = []
+    cache = _any_cache(sim)
+    for topic in topics:
+        for p in range(cache.topics[topic].partitions):
+            st = cache.state(topic, p)
+            leader = sim.brokers.get(st.leader) if st is not None else None
+            plog = leader.plog(topic, p) if leader is not None and leader.broker is not None else None
+            if plog is None or plog.last_stable_offset >= plog.high_watermark:
+                continue
+            state = leader.broker.txn.states.get((topic, p))
+            for pid, e in sorted((state.producers if state is not None else {}).items()):
+                if e.txn_first_offset is None:
+                    continue
+                out.append(f"{topic}-{p} on {leader.name}: producer {pid} epoch {e.epoch} open from "
+                           f"{e.txn_first_offset} (LSO {plog.last_stable_offset}, HW {plog.high_watermark})")
+                for b in sim.brokers.values():
+                    coord = b.broker.txn.coordinator if b.broker is not None else None
+                    if coord is None:
+                        continue
+                    meta = coord.by_pid.get(pid)
+                    out.append(f"  coordinator {b.name}: owns {coord.owned}, loading {sorted(coord.loading)}; "
+                               + (f"{meta.transactional_id} epoch {meta.producer_epoch} {meta.state.kafka_name} "
+                                  f"{sorted(meta.partitions)}" if meta is not None else "producer unknown"))
+    return out

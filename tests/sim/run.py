@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.checker import converged, diagnose, eos_check, final_check
+from sim.checker import converged, diagnose, diagnose_transactions, eos_check, final_check
 from sim.clients import Client, EosCopier, History, Producer, TxnProducer
 from sim.cluster import SimCluster
 from sim.faults import Nemesis
@@ -126,7 +126,7 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
                                 and not any(open_transactions(sim, t) for t in TOPICS), 60)
     if not ok:
         sim.violate(f"no convergence within 120 s of healing: {converged(sim, TOPICS)}")
-        for line in diagnose(sim, TOPIC):
+        for line in diagnose(sim, TOPIC) + diagnose_transactions(sim, TOPICS):
             sim.event(f"diagnosis: {line}")
     else:
         sim.check_now()
