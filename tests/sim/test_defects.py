@@ -357,3 +357,46 @@ def open_transactions(sim, topic: str) -> bool:
     st = state(sim, topic)
     plog = sim.brokers[st.leader].plog(topic, 0) if st is not None and st.leader > 0 else None
     return plog is None or plog.last_stable_offset < plog.high_watermark
+
+
+# ---- defect 12: a coordinator partition taken while the lease was uncertain ---------------------
+def test_a_coordinator_partition_led_right_after_an_etcd_outage_is_coordinated():
+    """etcd is down past the session: no broker hears a keepalive for a whole TTL, so none is sure
+    of its lease (etcd keeps the leases across its outage). etcd returns and at once a preferred
+    election moves a __transaction_state partition to a broker whose next keepalive has not come
+    yet. That broker waits for a sure lease before it coordinates - and must coordinate once the
+    keepalive comes. Before the fix it never did until the next leadership change: the ids of
+    that partition could not begin or end a transaction (simulation seed 342)."""
+    from tidelog.txn.records import partition_for
+
+    from .clients import ClientError, History, TxnProducer, _first_error
+
+    async def body(sim):
+        c = client(sim, "c")
+        await ready_topic(sim, c, "d12")
+        tid = "d12-txn"
+        tc = client(sim, "txn-client", timeout_s=5)
+        tp = TxnProducer(tc, History(), "d12", tid)
+        await as_client(tc, tp.init_metadata())
+        await as_client(tc, tp.init())  # __transaction_state exists now
+        sp = partition_for(tid, 2)
+        st = lambda: state(sim, "__transaction_state", sp)
+        pref = replicas(sim, "__transaction_state", sp)[0]
+        if st().leader == pref:  # hand its leaderships over, and come back: led elsewhere
+            await sim.brokers[pref].shutdown()
+            sim.brokers[pref].start()
+        assert await sim.until(lambda: st().leader not in (pref, -1) and pref in st().isr, 30), st()
+        sim.etcd_down()
+        await asyncio.sleep(8)
+        sim.etcd_up()
+        resp = await as_client(c, c.any_broker(43, 2, {
+            "election_type": 0, "topic_partitions": [{"topic": "__transaction_state", "partitions": [sp]}],
+            "timeout": 30000}))
+        assert _first_error(resp) == 0 and st().leader == pref, (resp, st())
+        assert not sim.brokers[pref].broker.cluster.lease_valid(), "the election came after a keepalive"
+        try:
+            await as_client(tc, asyncio.wait_for(tp.init(), 40))
+        except (asyncio.TimeoutError, ClientError) as e:
+            raise AssertionError(f"{tid} not coordinated by {pref}: {e!r}") from None
+
+    simulate(body, overrides={"auto.leader.rebalance.enable": "false"})

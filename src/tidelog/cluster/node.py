@@ -75,8 +75,7 @@ class ClusterNode:
         self.keys = Keys(root(name))
         self.cache = MetadataCache(self.store, self.keys)
         ttl = max(2, round(config["broker.session.timeout.ms"] / 1000))
-        self.lease = LeaseKeeper(self.store, ttl)
-        self.lease.on_lost = self._lease_lost
+        self.lease = LeaseKeeper(self.store, ttl, on_lost=self._lease_lost, on_restored=self._lease_restored)
         self.controller = Controller(self.store, self.keys, self.cache, self.node_id, lambda: self.lease.lease,
                                      self._unclean, (bool(config["auto.leader.rebalance.enable"]),
                                                      float(config["leader.imbalance.check.interval.seconds"]),
@@ -273,6 +272,16 @@ class ClusterNode:
                 self.replicas.stop_leading_all()
             except Exception:
                 log.exception("node %d: stepping down after the lease loss", self.node_id)
+        self._reconcile()
+
+    def _lease_restored(self) -> None:
+        """etcd answered a keepalive again after a whole session without: the lease is surely
+        alive, so the coordinators of the internal partitions led here load now (they wait for
+        a sure lease; a leadership taken meanwhile would otherwise go uncoordinated until the
+        next change - simulation seed 342 of issue 26)."""
+        if self._stopping:
+            return
+        log.info("node %d: etcd answers again; lease %x renewed", self.node_id, self.lease.lease)
         self._reconcile()
 
     async def _rejoin(self) -> None:

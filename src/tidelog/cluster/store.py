@@ -191,11 +191,17 @@ def prefix_end(prefix: str) -> bytes:
 
 
 class LeaseKeeper:
-    def __init__(self, store: Store, ttl_s: int) -> None:
+    """Keeps the broker's etcd lease alive. `on_lost` is called when etcd says the lease is gone;
+    `on_restored` when a keepalive succeeds after a whole TTL without one (`valid()` was False:
+    what waited for a sure lease, such as loading a coordinator, may go ahead)."""
+
+    def __init__(self, store: Store, ttl_s: int, on_lost: Callable[[], None] | None = None,
+                 on_restored: Callable[[], None] | None = None) -> None:
         self.store = store
         self.ttl_s = ttl_s
         self.lease = 0
-        self.on_lost: Callable[[], None] | None = None
+        self.on_lost = on_lost
+        self.on_restored = on_restored
         self._last_ok = 0.0
         self._warned = False
         self._stopped = False
@@ -223,7 +229,10 @@ class LeaseKeeper:
             sent = time.monotonic()
             try:
                 await self.store.keepalive(self.lease)
+                was_valid = self.valid()
                 self._last_ok = sent
+                if not was_valid and self.on_restored is not None:
+                    self.on_restored()
             except LeaseExpired:
                 self._lost("expired")
                 return
