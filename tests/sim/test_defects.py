@@ -181,6 +181,39 @@ def test_a_follower_without_leader_epochs_truncates_to_its_high_watermark():
         assert a == b, {o: (a.get(o), b.get(o)) for o in sorted(set(a) | set(b)) if a.get(o) != b.get(o)}
 
 
+
+def test_a_follower_that_is_not_registered_does_not_join_the_isr():
+    """A follower cut off from etcd past its session is no registered broker (its incarnation
+    ended), yet it can still fetch from the leader. However far it catches up, the leader must
+    not add it to the ISR until it has registered again: etcd would list in sync a broker the
+    controller considers gone."""
+
+    async def body(sim):
+        c = client(sim, "c")
+        await ready_topic(sim, c, "d8b")
+        leader = state(sim, "d8b").leader
+        f = [b for b in replicas(sim, "d8b") if b != leader][0]
+        lname, fname = sim.brokers[leader].name, sim.brokers[f].name
+        sim.net.sever(lname, fname)
+        sim.etcd.set_reachable(fname, False)
+        brokers_key = next(k for k in sim.etcd.kv if k.endswith(f"/brokers/ids/{f}"))
+        assert await sim.until(lambda: f not in state(sim, "d8b").isr and brokers_key not in sim.etcd.kv, 30), \
+            state(sim, "d8b")
+        for i in range(5):
+            assert (await produce(c, "d8b", 0, [f"x-{i}"]))[0] == 0
+        sim.net.mend(lname, fname)  # it fetches, and catches up
+        flog = lambda: sim.brokers[f].plog("d8b", 0)
+        llog = lambda: sim.brokers[leader].plog("d8b", 0)
+        assert await sim.until(lambda: flog().log_end_offset == llog().log_end_offset, 10)
+        for _ in range(50):  # 5 s, at every tenth of a second
+            assert f not in state(sim, "d8b").isr, f"unregistered broker {f} joined the ISR: {state(sim, 'd8b')}"
+            await asyncio.sleep(0.1)
+        sim.etcd.set_reachable(fname, True)  # registered again: now it may join
+        assert await sim.until(lambda: f in state(sim, "d8b").isr, 30), state(sim, "d8b")
+
+    simulate(body)
+
+
 # ---- defect 2: a transaction marker written by a deposed leader -----------------------------------
 def test_a_marker_written_by_a_deposed_leader_is_not_counted():
     """The transaction coordinator sends COMMIT markers to a data partition's leader that is
