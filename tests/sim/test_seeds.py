@@ -33,5 +33,5 @@ def test_a_seed_replays_exactly():
     """The same seed gives the same run: the same faults at the same virtual instants, the same
     acknowledgements at the same offsets (the run's fingerprint)."""
     first, second = run("--seed", "7"), run("--seed", "7")
-    fp = [ln.split("run ")[-1].rstrip(")") for ln in (first.stdout, second.stdout)]
+    fp = [ln.strip().split("run ")[-1].rstrip(")") for ln in (first.stdout, second.stdout)]
     assert first.stdout.startswith("seed 7:") and fp[0] == fp[1] and len(fp[0]) == 16, (first.stdout, second.stdout)
