@@ -75,11 +75,12 @@ FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/server/test_handler
 test-fast: $(STAMP) check
 	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q $(FAST_TESTS) $(PYTEST_ARGS)
 
-# The deterministic simulation of the cluster (tests/sim/run.py): SEEDS seeds from 0, both cores.
+# The deterministic simulation of the cluster (tests/sim/run.py): SEEDS seeds from 0 (or a range
+# a:b, b excluded, to split a long run), on every core, a progress line every 100 seeds.
 # One failing seed replays exactly: .venv/bin/python tests/sim/run.py --seed N -v
 SEEDS ?= 1000
 simulate: $(STAMP)
-	$(PY) tests/sim/run.py --seeds 0:$(SEEDS) --jobs $$(nproc)
+	$(PY) tests/sim/run.py --seeds $(if $(findstring :,$(SEEDS)),$(SEEDS),0:$(SEEDS)) --jobs $$(nproc) --progress 100
 
 # tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
 # then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then its

@@ -268,6 +268,7 @@ def _report(r: Result, file: io.TextIOBase | None = None) -> None:
         if r.log_tail:
             print("  log tail (warnings and errors):\n" + "\n".join("    " + ln for ln in r.log_tail.splitlines()[-60:]),
                   file=out)
+    out.flush()  # a long run's log shows each failure as it happens
 
 
 def parse_seeds(spec: str) -> list[int]:
@@ -288,6 +289,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=30.0, help="virtual seconds of faults per seed")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--progress", type=int, default=0, metavar="N", help="a progress line every N seeds")
     ap.add_argument("--keep", type=Path, help="keep the data directories here (one seed)")
     args = ap.parse_args()
     if os.environ.get("PYTHONHASHSEED") != HASH_SEED:  # string hashes decide set orders: fix them
@@ -302,13 +304,16 @@ def main() -> int:
     failed: list[int] = []
     acked = 0
     with multiprocessing.get_context("fork").Pool(max(1, args.jobs), maxtasksperchild=50) as pool:
-        for r in pool.imap_unordered(_worker, [(s, args.seconds) for s in seeds]):
+        for done, r in enumerate(pool.imap_unordered(_worker, [(s, args.seconds) for s in seeds]), 1):
             acked += r.acked
             if not r.ok:
                 failed.append(r.seed)
                 _report(r)
             elif args.verbose:
                 _report(r)
+            if args.progress and done % args.progress == 0:
+                print(f"... {done}/{len(seeds)} seeds, {len(failed)} failed, {acked} records acknowledged, "
+                      f"{time.monotonic() - t0:.0f} s", flush=True)
     took = time.monotonic() - t0
     print(f"{len(seeds) - len(failed)} passed, {len(failed)} failed ({len(seeds)} seeds, {acked} records "
           f"acknowledged, {took:.0f} s)")
