@@ -5,6 +5,8 @@ they read into a `History` per topic."""
 
 import asyncio
 import collections
+import logging
+import re
 import threading
 import time
 import uuid
@@ -18,6 +20,43 @@ from history import History
 PARTITIONS = 6
 TXN_SIZE = 12  # records per transaction, two per partition
 ABORT_EVERY = 5  # every 5th transaction is aborted
+
+
+class ResentBatches(logging.Handler):
+    """librdkafka's own re-sends that may write a batch twice, read from its `msg` debug lines.
+
+    librdkafka (2.10 and later) drops a broker that leaves the Metadata response ("decommissioning
+    this broker"); the batches in flight to it fail with `_DESTROY_BROKER`, which it counts as
+    *not persisted* and sends again to the new leader without counting a retry, even with
+    `message.send.max.retries=0`. A zombie leader leaves the Metadata (its etcd session ended, as
+    a fenced broker leaves KRaft's) while it may have appended and replicated such a batch without
+    answering: that batch is then in the log twice, with Apache Kafka as with tidelog. The debug
+    line names the partition and the number of messages, not which ones (the MsgId it prints is 0
+    without idempotence), so `count` is a bound: partition -> messages sent again."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.pattern = re.compile(re.escape(topic) + r" \[(\d+)\]: MessageSet with (\d+) message\(s\) "
+                                  r".*encountered error: Local: Broker handle destroyed")
+        self.count: collections.Counter = collections.Counter()
+        self.batches = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = self.pattern.search(record.getMessage())
+        if m:
+            self.count[int(m[1])] += int(m[2])
+            self.batches += 1
+
+    def explained(self, duplicates: list, acks: dict) -> list:
+        """The duplicates [(value, [(partition, offset), ...])] that librdkafka's re-sends account
+        for: twice in one partition, acknowledged at the later copy (the re-send's), and on each
+        partition no more of them than the messages it sent again there (else none is)."""
+        by_partition: dict[int, list] = collections.defaultdict(list)
+        for e in duplicates:
+            v, places = e
+            if len(places) == 2 and places[0][0] == places[1][0] and acks.get(v) == places[1]:
+                by_partition[places[0][0]].append(e)
+        return [e for p, es in by_partition.items() if len(es) <= self.count[p] for e in es]
 
 
 class Clients:
@@ -37,6 +76,7 @@ class Clients:
         self.fatal: list[str] = []
         self.errors: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         self.txn_outcomes: collections.Counter = collections.Counter()
+        self.resent = ResentBatches(topic)  # the retries=0 producer's batches librdkafka sent again
         fns = [self.confluent, self.kafka_python, self.aiokafka, self.consumer]
         if txn_topic is not None:
             assert ht is not None
@@ -97,7 +137,7 @@ class Clients:
 
     def non_idempotent(self) -> None:
         """acks=all, no idempotence, no retries: a failover fails its writes (counted), it never
-        writes one twice."""
+        writes one twice but for librdkafka's own re-sends (`ResentBatches`, with its debug lines)."""
         h, name = self.h, "non-idempotent"
 
         def cb(err, msg):
@@ -108,9 +148,12 @@ class Clients:
             else:
                 h.ack(name, v, msg.partition(), msg.offset())
 
+        log = logging.getLogger(f"nemesis.rdkafka.{name}")
+        log.propagate, log.level = False, logging.DEBUG
+        log.addHandler(self.resent)
         p = Producer({"bootstrap.servers": self.c.bootstrap, "acks": "all", "enable.idempotence": False,
                       "message.send.max.retries": 0, "linger.ms": 5, "message.timeout.ms": 30000,
-                      "topic.metadata.refresh.interval.ms": 2000})
+                      "topic.metadata.refresh.interval.ms": 2000, "debug": "msg"}, logger=log)
         i = 0
         try:
             while not self.stop.is_set():

@@ -131,3 +131,31 @@ def test_read_uncommitted_final_log_may_hold_aborted_values():
     h.final(0, [(0, "t0-0"), (1, "t1-0")])
     h.final(1, [(0, "t0-1"), (1, "t1-1")])
     assert found(h) == {}  # not read_committed: neither aborted-read nor the transaction rules apply
+
+
+def test_only_librdkafkas_own_resends_explain_a_retries_0_duplicate():
+    """The nemesis counts a duplicate of the retries=0 producer apart only when librdkafka logged
+    re-sending that many records of the partition after dropping a broker (ResentBatches)."""
+    import logging
+
+    from nemesis_clients import ResentBatches
+
+    rb = ResentBatches("t")
+
+    def line(msg: str) -> None:
+        rb.emit(logging.LogRecord("rk", logging.DEBUG, "", 0, "%s", (msg,), None))
+
+    line("MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: t [0]: MessageSet with 2 message(s) "
+         "(MsgId 0, BaseSeq -1) encountered error: Local: Broker handle destroyed without termination "
+         "(actions Refresh,MsgNotPersisted)")
+    line("MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: t [1]: MessageSet with 9 message(s) "
+         "(MsgId 0, BaseSeq -1) encountered error: Broker: Not leader for partition (actions Refresh)")
+    line("MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: tx [1]: MessageSet with 9 message(s) "
+         "(MsgId 0, BaseSeq -1) encountered error: Local: Broker handle destroyed without termination")
+    assert (rb.batches, dict(rb.count)) == (1, {0: 2})
+    a, b = ("n0", [(0, 4), (0, 9)]), ("n1", [(0, 5), (0, 10)])
+    acks = {"n0": (0, 9), "n1": (0, 10), "n2": (0, 11), "n3": (1, 7), "n4": (0, 6)}
+    assert rb.explained([a, b], acks) == [a, b]
+    assert rb.explained([a, b, ("n2", [(0, 6), (0, 11)])], acks) == []  # more than it re-sent there
+    assert rb.explained([("n3", [(1, 3), (1, 7)])], acks) == []  # nothing re-sent on partition 1
+    assert rb.explained([("n4", [(0, 6), (0, 12)])], acks) == []  # acknowledged at the first copy

@@ -283,6 +283,12 @@ def test_nemesis(cluster):
         for p, recs in logs.items():
             hist.final(p, recs, read_committed=isolation == "read_committed", complete=True)
     found = {name: {k: v for k, v in hist.check().items() if v} for name, hist in (("data", h), ("txn", ht))}
+    # a batch librdkafka itself sent again after dropping a zombie leader from its metadata is the
+    # client's doing (nemesis_clients.ResentBatches): counted apart; any other duplicate fails
+    dups = found["data"].pop("duplicate", [])
+    resent = clients.resent.explained([e for e in dups if h.producer_of(e[0]) == "non-idempotent"], h.acks)
+    if len(resent) < len(dups):
+        found["data"]["duplicate"] = [e for e in dups if e not in resent]
 
     # -- the checks ------------------------------------------------------------------------------
     places: list[str] = []
@@ -330,6 +336,9 @@ def test_nemesis(cluster):
             errs = dict(clients.errors.get(name, {}))
             lines.append(f"  {name}: {acked} acknowledged of {len(hist.sends[name])} sent"
                          + (f"; errors {errs}" if errs else ""))
+    lines.append(f"  non-idempotent, librdkafka's re-sends: {clients.resent.batches} batches in flight to a "
+                 f"broker it dropped from its metadata sent again ({sum(clients.resent.count.values())} "
+                 f"records), {len(resent)} values of them twice in the log, e.g. {resent[:2]}")
     lines.append(f"  clients finished, seconds after the heal: {stopped}")
     lines.append(f"  transactions: {clients.txn_outcomes['committed']} committed, "
                  f"{clients.txn_outcomes['aborted']} aborted, {clients.txn_outcomes['unknown']} unknown")
