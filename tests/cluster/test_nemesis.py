@@ -234,7 +234,7 @@ def test_nemesis(cluster):
     c = cluster
     topic = replicated_topic(c, "nemesis")
     txn_topic = replicated_topic(c, "nemesis-txn")
-    h, ht = History(), History()
+    h, ht = History(unordered=frozenset({"non-idempotent"})), History()  # order: idempotent producers only
     clients = Clients(c, topic, h, txn_topic, ht)
     t0 = time.monotonic()
     nemesis = Nemesis(c, [topic, txn_topic], SEED, FAULTS, t0)
