@@ -5,6 +5,7 @@ TCP; these pin each handler's own logic."""
 
 from __future__ import annotations
 
+import contextlib
 from types import SimpleNamespace
 
 import pytest
@@ -24,19 +25,29 @@ from tidelog.wire.schemas import request_schema
 T0 = 1_767_225_600_000
 
 
-@pytest.fixture
-async def broker(tmp_path):
+@contextlib.asynccontextmanager
+async def started_broker(tmp_path, *settings: str):
+    """A Broker from its composition root on `tmp_path`, its services started, topic "t" (2
+    partitions) created; stopped on exit. No listener is opened."""
     b = Broker(load_config(None, [f"log.dirs={tmp_path / 'data'}", "listeners=PLAINTEXT://127.0.0.1:0",
-                                  "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1",
-                                  "transaction.state.log.num.partitions=1"]))
+                                  "offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1",
+                                  *settings]))
     b.partitions.start()
     b.groups.start()
     b.txn.start()
     b.admin.create("t", 2, {})
-    yield b
-    b.txn.stop()
-    b.groups.stop()
-    b.partitions.stop()
+    try:
+        yield b
+    finally:
+        b.txn.stop()
+        b.groups.stop()
+        b.partitions.stop()
+
+
+@pytest.fixture
+async def broker(tmp_path):
+    async with started_broker(tmp_path, "group.initial.rebalance.delay.ms=0") as b:
+        yield b
 
 
 def ctx(broker, api_key: int, version: int) -> RequestContext:

@@ -15,25 +15,16 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
     init_producer_id,
     produce,
     produce_request,
+    started_broker,
 )
 from tidelog.log.records import CONTROL_FLAG_MASK, H_ATTRIBUTES, decode_batches
-from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
 from tidelog.server.handlers import write_txn_markers
 
 
 @pytest.fixture
 async def broker(tmp_path):
-    b = Broker(load_config(None, [f"log.dirs={tmp_path / 'data'}", "listeners=PLAINTEXT://127.0.0.1:0",
-                                  "offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1"]))
-    b.partitions.start()
-    b.groups.start()
-    b.txn.start()
-    b.admin.create("t", 2, {})
-    yield b
-    b.txn.stop()
-    b.groups.stop()
-    b.partitions.stop()
+    async with started_broker(tmp_path) as b:
+        yield b
 
 TRANSACTION_COORDINATOR_FENCED = 52
 
