@@ -179,3 +179,15 @@ async def test_transaction_moves_the_lso_and_commits(broker):
         "transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch, "committed": True}))
     assert done["error_code"] == 0
     assert plog.last_stable_offset == plog.log_end_offset == 4  # 3 records + the COMMIT marker
+
+
+async def test_no_log_is_opened_again_once_the_partitions_stopped(tmp_path):
+    """A long poll woken by the shutdown looks its partition up after the logs closed: it must
+    find none, not a fresh unreplicated copy that answers a follower with its log end as the high
+    watermark (simulation seed 1801 of issue 26: a follower's high watermark went back)."""
+    b = Broker(load_config(None, [f"log.dirs={tmp_path / 'data'}", "listeners=PLAINTEXT://127.0.0.1:0"]))
+    b.partitions.start()
+    b.admin.create("t", 1, {})
+    assert b.partitions.get("t", 0) is not None
+    b.partitions.stop()
+    assert b.partitions.get("t", 0) is None and b.partitions.manager.get("t", 0) is None

@@ -29,6 +29,15 @@ def test_random_seeds_keep_every_promise():
     assert f"{SEEDS} passed, 0 failed" in done.stdout, done.stdout[-2000:]
 
 
+# seeds past the first 200 that found a defect (a 10,000-seed run): run in every suite
+FOUND = (342, 1801)
+
+
+def test_the_seeds_that_found_defects_keep_every_promise():
+    done = run("--seeds", ",".join(map(str, FOUND)), "--jobs", str(min(2, os.cpu_count() or 1)))
+    assert done.returncode == 0 and f"{len(FOUND)} passed, 0 failed" in done.stdout, done.stdout[-20000:]
+
+
 def test_a_seed_replays_exactly():
     """The same seed gives the same run: the same faults at the same virtual instants, the same
     acknowledgements at the same offsets (the run's fingerprint)."""

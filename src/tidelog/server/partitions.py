@@ -39,6 +39,7 @@ class Partitions:
         admin.listeners.append(self._on_topic_event)
         # Whether this broker holds a replica of a partition (cluster mode: the assignment says).
         self.hosts: Callable[[str, int], bool] = lambda topic, partition: True
+        self._closed = False  # stop() ran: no log is opened again (a late request finds none)
 
     # ---- lookup --------------------------------------------------------------------------
     def _topic_config(self, name: str) -> LogConfig | None:
@@ -49,9 +50,12 @@ class Partitions:
         return log_config(self.topic_defaults, topic.configs)
 
     def get(self, topic_name: str, partition: int):
-        """The partition's log, or None when the topic or partition does not exist."""
+        """The partition's log, or None when the topic or partition does not exist, or once the
+        logs are closed: a long poll woken by the shutdown must not open a log again (it would
+        be a fresh, unreplicated copy answering a follower with its log end as the high
+        watermark - simulation seed 1801 of issue 26)."""
         topic = self.registry.get(topic_name)
-        if topic is None or not 0 <= partition < topic.partitions or not self.hosts(topic_name, partition):
+        if self._closed or topic is None or not 0 <= partition < topic.partitions or not self.hosts(topic_name, partition):
             return None
         plog = self.manager.get(topic_name, partition)
         if plog is None:
@@ -118,6 +122,7 @@ class Partitions:
         return deleted
 
     def stop(self) -> None:
+        self._closed = True
         for t in self._tasks:
             t.cancel()
         self.waiters.shutdown()
