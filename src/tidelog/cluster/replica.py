@@ -270,12 +270,14 @@ class ReplicaManager:
             self.maybe_advance_hw(p)
 
     def maybe_advance_hw(self, p: Partition) -> None:
-        """The HW moves to the smallest log end of the maximal ISR - only while that ISR has
-        min.insync.replicas members (KIP-966): the eligible leader replicas, which left it when it
-        fell below, then hold every record under the HW."""
+        """The HW moves to the smallest log end of the maximal ISR (KIP-497: the committed ISR and
+        a pending addition) - only while the *committed* ISR has min.insync.replicas members
+        (KIP-966, Kafka's `isUnderMinIsr`): the eligible leader replicas, which left it when it
+        fell below, then hold every record under the HW. A follower whose addition is not written
+        is neither in the ISR nor eligible, so what only it and the leader hold stays above."""
         if p.role != LEADER:
             return
-        if len(set(p.isr) | set(p.pending_isr)) < self.min_isr(p.topic):
+        if len(p.isr) < self.min_isr(p.topic):
             p.complete(False)
             return
         hw = min(p.counted(self.node_id))
