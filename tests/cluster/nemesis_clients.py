@@ -107,8 +107,10 @@ class Clients:
         if i % 50 == 0:
             time.sleep(0.1)
 
-    def confluent(self) -> None:
-        h, name = self.h, "confluent"
+    def _confluent_loop(self, name: str, prefix: str, keys: int, conf: dict, flush_s: float, logger=None) -> None:
+        """One confluent-kafka producer of `self.topic`: `<prefix>-<i>` keyed by i % keys, paced,
+        each delivery report recorded, until stopped; then every record must be reported."""
+        h = self.h
 
         def cb(err, msg):
             v = msg.value().decode()
@@ -116,56 +118,36 @@ class Clients:
                 self.errors[name][err.name()] += 1
                 h.fail(name, v)
                 if err.fatal():
-                    self.fatal.append(f"confluent: {err}")
+                    self.fatal.append(f"{name}: {err}")
             else:
                 h.ack(name, v, msg.partition(), msg.offset())
 
-        p = Producer({"bootstrap.servers": self.c.bootstrap, "acks": "all", "enable.idempotence": True,
-                      "linger.ms": 5, "message.timeout.ms": 180000, "topic.metadata.refresh.interval.ms": 2000})
+        p = Producer({"bootstrap.servers": self.c.bootstrap, "acks": "all", "linger.ms": 5,
+                      "topic.metadata.refresh.interval.ms": 2000, **conf}, **({"logger": logger} if logger else {}))
         i = 0
         try:
             while not self.stop.is_set():
-                v = f"ck-{i}"
+                v = f"{prefix}-{i}"
                 h.send(name, v)
-                p.produce(self.topic, v.encode(), key=str(i % 31).encode(), on_delivery=cb)
+                p.produce(self.topic, v.encode(), key=str(i % keys).encode(), on_delivery=cb)
                 p.poll(0)
                 i += 1
                 self._pace(i)
         finally:
             self.counts[name] = i
-            assert p.flush(180) == 0, "confluent: records still queued"
+            assert p.flush(flush_s) == 0, f"{name}: records still queued"
+
+    def confluent(self) -> None:
+        self._confluent_loop("confluent", "ck", 31, {"enable.idempotence": True, "message.timeout.ms": 180000}, 180)
 
     def non_idempotent(self) -> None:
         """acks=all, no idempotence, no retries: a failover fails its writes (counted), it never
         writes one twice but for librdkafka's own re-sends (`ResentBatches`, with its debug lines)."""
-        h, name = self.h, "non-idempotent"
-
-        def cb(err, msg):
-            v = msg.value().decode()
-            if err:
-                self.errors[name][err.name()] += 1
-                h.fail(name, v)
-            else:
-                h.ack(name, v, msg.partition(), msg.offset())
-
-        log = logging.getLogger(f"nemesis.rdkafka.{name}")
+        log = logging.getLogger("nemesis.rdkafka.non-idempotent")
         log.propagate, log.level = False, logging.DEBUG
         log.addHandler(self.resent)
-        p = Producer({"bootstrap.servers": self.c.bootstrap, "acks": "all", "enable.idempotence": False,
-                      "message.send.max.retries": 0, "linger.ms": 5, "message.timeout.ms": 30000,
-                      "topic.metadata.refresh.interval.ms": 2000, "debug": "msg"}, logger=log)
-        i = 0
-        try:
-            while not self.stop.is_set():
-                v = f"nr-{i}"
-                h.send(name, v)
-                p.produce(self.topic, v.encode(), key=str(i % 37).encode(), on_delivery=cb)
-                p.poll(0)
-                i += 1
-                self._pace(i)
-        finally:
-            self.counts[name] = i
-            assert p.flush(60) == 0, "non-idempotent: records still queued"
+        self._confluent_loop("non-idempotent", "nr", 37, {"enable.idempotence": False, "message.send.max.retries": 0,
+                                                         "message.timeout.ms": 30000, "debug": "msg"}, 60, log)
 
     def kafka_python(self) -> None:
         from kafka import KafkaProducer
