@@ -203,6 +203,9 @@ def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path
         root.setLevel(old_level)
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
+        else:
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.move(base, keep)
     result.violations += sim.violations
     result.events = sim.events
     result.log_tail = stream.getvalue()[-20000:]

@@ -433,3 +433,61 @@ def test_a_coordinator_partition_led_right_after_an_etcd_outage_is_coordinated()
             raise AssertionError(f"{tid} not coordinated by {pref}: {e!r}") from None
 
     simulate(body, overrides={"auto.leader.rebalance.enable": "false"})
+
+
+# ---- defect 13: a deposed coordinator answered a retried EndTxn from memory ---------------------
+def test_a_deposed_transaction_coordinator_does_not_answer_from_memory():
+    """Coordinator L commits a transaction T1, then is cut off from etcd and from the other
+    brokers (not from clients): still believing it leads `__transaction_state`, it serves what it
+    remembers, while the new coordinator N begins T2 under the same producer epoch. The producer's
+    EndTxn(commit) of T2 times out at N and its retry reaches L, which remembers T1 committed: it
+    must not answer "committed" (a retried EndTxn) without proving it still coordinates. Before the
+    fix it did, at once; N aborted T2 on its timeout (simulation seed 4676)."""
+    from tidelog.txn.records import partition_for
+
+    from .clients import ClientError, History, TxnProducer, _first_error
+
+    seen: dict[str, object] = {}
+
+    async def body(sim):
+        c = client(sim, "c")
+        await ready_topic(sim, c, "d13")
+        tc = client(sim, "txn-client", timeout_s=5)
+        tid = "d13-txn"
+        tp = TxnProducer(tc, History(), "d13", tid)
+        await as_client(tc, tp.init_metadata())
+        await as_client(tc, tp.init())
+        sp = partition_for(tid, 2)
+        st = lambda: state(sim, "__transaction_state", sp)
+        L = st().leader
+        await as_client(tc, tp.one_transaction(commit=True))
+        assert tp.h.txns[-1].outcome == "committed", tp.h.txns
+        stale = tc.brokers[L]
+        sim.etcd.set_reachable(sim.brokers[L].name, False)
+        for n in sim.brokers:
+            if n != L:
+                sim.net.sever(sim.brokers[L].name, sim.brokers[n].name)
+        assert await sim.until(lambda: st().leader not in (L, -1) and state(sim, "d13").leader != L, 30), st()
+        tc.bootstrap = [a for a in tc.bootstrap if a != stale]
+        tc.brokers.pop(L)
+        tp.coordinator = None
+        add = {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": tp.pid,
+               "v3_and_below_producer_epoch": tp.epoch, "v3_and_below_topics": [{"name": "d13", "partitions": [0]}]}
+        assert _first_error(await as_client(tc, tp._coord_call(24, 3, add))) == 0
+        await as_client(tc, tc.refresh(["d13"]))
+        assert await as_client(tc, tp.deliver(0, ["t2"], tid)) == 0
+        assert sim.brokers[L].broker.txn.coordinator.status(tid) == 0, "L knows it was deposed"
+        try:
+            end = await as_client(tc, tc.call(stale, 26, 3, {"transactional_id": tid, "producer_id": tp.pid,
+                                                             "producer_epoch": tp.epoch, "committed": True}))
+            seen["end"] = _first_error(end)
+        except ClientError as e:
+            seen["end"] = repr(e)
+        sim.heal_network()
+        sim.etcd.set_reachable(sim.brokers[L].name, True)
+        # T2's timeout (15 s) and more: it has ended, one way or the other
+        assert await sim.until(lambda: not open_transactions(sim, "d13"), 60), seen
+        seen["log"] = committed_values(sim, state(sim, "d13").leader, "d13")
+
+    simulate(body)
+    assert seen["end"] != 0 or "t2" in seen["log"], f"told committed, but not: {seen}"

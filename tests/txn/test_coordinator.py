@@ -107,6 +107,45 @@ def test_a_new_instance_fences_and_aborts_the_old_ones_transaction(tmp_path):
     run(go())
 
 
+def test_answers_from_memory_are_confirmed_by_a_write_in_cluster_mode(tmp_path):
+    """A retried EndTxn, partitions already added and an epoch bump already made are answered
+    from memory; in cluster mode each first writes the state again, so that a deposed coordinator
+    (whose writes cannot be replicated) answers NOT_COORDINATOR, not success (seed 4676)."""
+    from tidelog.log.errors import LogError
+
+    class Deposable(StateLog):
+        deposed = False
+
+        async def write(self, txn_id, value):
+            if self.deposed:
+                raise LogError(C.NOT_COORDINATOR, "__transaction_state-0 is led elsewhere now")
+            await super().write(txn_id, value)
+
+    store = Deposable()
+    c = make(tmp_path, log=store)
+    c.owned = {p: 0 for p in range(c.num_partitions)}
+
+    async def go():
+        _, pid, epoch = await c.init_producer_id("tx", 10_000)
+        _, pid, epoch = await c.init_producer_id("tx", 10_000, pid, epoch)  # KIP-360 bump
+        assert await c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): 0}
+        n = len(store.records)
+        assert await c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): 0}
+        assert len(store.records) == n + 1 and store.records[-1][1] == store.records[-2][1]  # unchanged
+        store.deposed = True
+        assert await c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): C.NOT_COORDINATOR}
+        store.deposed = False
+        assert await c.end_txn("tx", pid, epoch, True) == 0
+        store.deposed = True
+        assert await c.end_txn("tx", pid, epoch, True) == C.NOT_COORDINATOR
+        assert await c.init_producer_id("tx", 10_000, pid, epoch - 1) == (C.NOT_COORDINATOR, -1, -1)
+        store.deposed = False
+        assert await c.end_txn("tx", pid, epoch, True) == 0  # the retry, where it is coordinated
+        assert await c.init_producer_id("tx", 10_000, pid, epoch - 1) == (0, pid, epoch)
+
+    run(go())
+
+
 def test_timeout_aborts_with_a_bumped_epoch_and_expiry_forgets_the_id(tmp_path):
     clock = Clock()
     c = make(tmp_path, clock=clock)

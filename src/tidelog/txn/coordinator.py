@@ -227,6 +227,25 @@ class TxnCoordinator:
         await self._persist(meta, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, partitions=set())
         log.debug("transactional id %s: %s", meta.transactional_id, meta.state.kafka_name)
 
+    async def _confirm(self, meta: TxnMetadata) -> None:
+        """Cluster mode: write the id's state again, unchanged, before a success answered from
+        memory (a retried EndTxn, partitions already added, an epoch bump already made).
+
+        Memory may be a deposed coordinator's: cut off from etcd, it still believes it leads the
+        id's `__transaction_state` partition while the new coordinator has moved the id on (a new
+        transaction under the same producer epoch). A write counts only once replicated to the
+        whole ISR under this leader epoch, which a deposed leader cannot get (the new leader was
+        in that ISR and no longer follows it): it raises NOT_COORDINATOR or
+        COORDINATOR_NOT_AVAILABLE instead, and the client asks again elsewhere. Raft's leader
+        does the same before it answers a read. A single node has no other coordinator."""
+        if self.owned is None:
+            return
+        meta.busy = True
+        try:
+            await self.store.write(meta.transactional_id, meta.value())
+        finally:
+            meta.busy = False
+
     async def _fence_and_abort(self, meta: TxnMetadata, why: str) -> None:
         check_transition(meta.state, S.PREPARE_EPOCH_FENCE)
         meta.state = S.PREPARE_EPOCH_FENCE
@@ -286,6 +305,7 @@ class TxnCoordinator:
             if producer_id != meta.producer_id or epoch not in (meta.producer_epoch, meta.last_producer_epoch):
                 return PRODUCER_FENCED, -1, -1
             if epoch == meta.last_producer_epoch and meta.state in COMPLETED:
+                await self._confirm(meta)
                 return NONE, meta.producer_id, meta.producer_epoch  # the bump already happened
         if meta.state == S.ONGOING:
             await self._fence_and_abort(meta, "a new producer initialised")
@@ -311,13 +331,14 @@ class TxnCoordinator:
         unknown = {tp for tp in tps if not self.partition_exists(*tp)}
         if unknown:
             return {tp: UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else OPERATION_NOT_ATTEMPTED for tp in tps}
-        if meta.state == S.ONGOING and set(tps) <= meta.partitions:
-            return all_(NONE)
         if meta.state != S.ONGOING and meta.state not in COMPLETED:
             return all_(INVALID_TXN_STATE)
         start = meta.start_ms if meta.state == S.ONGOING else self.clock()
         try:
-            await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
+            if meta.state == S.ONGOING and set(tps) <= meta.partitions:
+                await self._confirm(meta)  # already added
+            else:
+                await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
         except LogError as e:
             if e.error_code in MOVED:
                 return all_(e.error_code)
@@ -350,6 +371,7 @@ class TxnCoordinator:
         if st in PREPARING:
             return CONCURRENT_TRANSACTIONS if (st == S.PREPARE_COMMIT) == commit else INVALID_TXN_STATE
         if st == S.COMPLETE_COMMIT and commit or st == S.COMPLETE_ABORT and not commit:
+            await self._confirm(meta)
             return NONE  # a retried EndTxn
         return INVALID_TXN_STATE
 
