@@ -219,7 +219,23 @@ class ReplicaManager:
             return E.not_enough_replicas_after_append.value
         if p.plog.high_watermark > last_offset:
             return 0
-        w = Waiting(lease.epoch, last_offset, asyncio.get_running_loop().create_future())
+        return await self._wait_past(p, lease.epoch, last_offset, timeout_s)
+
+    async def wait_committed(self, topic: str, partition: int, epoch: int, end: int) -> bool:
+        """True once the high watermark reaches `end` while this broker leads the partition at
+        `epoch`; False as soon as it no longer does. No time limit: every role change ends it."""
+        p = self.replicas.get((topic, partition))
+        while p is not None and p.leads_at(epoch):
+            if p.plog.high_watermark >= end:
+                return True
+            await self._wait_past(p, epoch, end - 1)  # answered when the HW passes it, or on any change
+        return False
+
+    async def _wait_past(self, p: Partition, epoch: int, offset: int, timeout_s: float | None = None) -> int:
+        """Park until the high watermark passes `offset` while `p` is led at `epoch`: the code
+        the wait is answered with (0; NOT_ENOUGH_REPLICAS_AFTER_APPEND or UNKNOWN_OUTCOME on an
+        ISR or role change, see `Partition.complete`), REQUEST_TIMED_OUT after `timeout_s`."""
+        w = Waiting(epoch, offset, asyncio.get_running_loop().create_future())
         p.waiting.append(w)
         self.maybe_advance_hw(p)
         try:
@@ -229,27 +245,8 @@ class ReplicaManager:
         finally:
             if not w.future.done():
                 w.future.cancel()
-                if w in p.waiting:
-                    p.waiting.remove(w)
-
-    async def wait_committed(self, topic: str, partition: int, epoch: int, end: int) -> bool:
-        """True once the high watermark reaches `end` while this broker leads the partition at
-        `epoch`; False as soon as it no longer does. No time limit: every role change ends it."""
-        p = self.replicas.get((topic, partition))
-        while p is not None and p.leads_at(epoch):
-            if p.plog.high_watermark >= end:
-                return True
-            w = Waiting(epoch, end - 1, asyncio.get_running_loop().create_future())
-            p.waiting.append(w)
-            self.maybe_advance_hw(p)
-            try:
-                await w.future  # answered when the HW passes it, or failed on any change
-            finally:
-                if not w.future.done():
-                    w.future.cancel()
-                if w in p.waiting:
-                    p.waiting.remove(w)
-        return False
+            if w in p.waiting:
+                p.waiting.remove(w)
 
     # ---- the leader's bookkeeping ------------------------------------------------------------
     def on_follower_fetch(self, p: Partition, follower: int, fetch_offset: int) -> None:

@@ -87,11 +87,12 @@ class GroupCoordinator:
         """NONE when this broker coordinates `group_id` now, else the error a client retries on."""
         if not self.loaded or self.store is None:
             return E.coordinator_load_in_progress.value
-        if self.owned is not None and self.store.partition_for(group_id) not in self.owned:
-            if self.store.partition_for(group_id) in self.loading:
-                return E.coordinator_load_in_progress.value
-            return E.not_coordinator.value
-        return NONE
+        if self.owned is None:
+            return NONE
+        partition = self.store.partition_for(group_id)
+        if partition in self.owned:
+            return NONE
+        return E.coordinator_load_in_progress.value if partition in self.loading else E.not_coordinator.value
 
     def begin_load(self, partition: int) -> None:
         """Cluster mode: this broker leads `partition` but is still waiting for its log to be

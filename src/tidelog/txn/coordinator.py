@@ -128,11 +128,12 @@ class TxnCoordinator:
         """NONE when this broker coordinates `txn_id` now, else the error a client retries on."""
         if not self.loaded:
             return COORDINATOR_NOT_AVAILABLE
-        if self.owned is not None and partition_for(txn_id, self.num_partitions) not in self.owned:
-            if partition_for(txn_id, self.num_partitions) in self.loading:
-                return COORDINATOR_LOAD_IN_PROGRESS
-            return NOT_COORDINATOR
-        return NONE
+        if self.owned is None:
+            return NONE
+        partition = partition_for(txn_id, self.num_partitions)
+        if partition in self.owned:
+            return NONE
+        return COORDINATOR_LOAD_IN_PROGRESS if partition in self.loading else NOT_COORDINATOR
 
     def partition_of(self, txn_id: str) -> int:
         """The id's partition of `__transaction_state`."""
