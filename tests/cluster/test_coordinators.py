@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 import test_groups_consume as groups_consume
 import test_transactions_eos as eos
 
-pytestmark = pytest.mark.timeout(600)
+# method="thread": a client blocked in C (librdkafka) never returns to take a signal; the thread
+# method dumps every thread's stack and ends the run instead of hanging it
+pytestmark = pytest.mark.timeout(600, method="thread")
 
 
 class Bootstrap:

@@ -16,10 +16,12 @@ import os
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 3
+COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                      KafkaError.COORDINATOR_NOT_AVAILABLE)
 ABORT_EVERY = 7
 # records the kafka-python and aiokafka loops copy (TIDELOG_EOS_PY_RECORDS=10000 for a quicker run)
 PY_RECORDS = int(os.environ.get("TIDELOG_EOS_PY_RECORDS", "100000"))
@@ -115,7 +117,18 @@ def copy_confluent(broker, src: str, dst: str, total: int, per_txn: int, killer:
     positions: dict[int, int] = {}
 
     def rewind() -> None:
-        tps = consumer.committed([TopicPartition(src, p) for p in range(PARTITIONS)], timeout=60)
+        # librdkafka retries OffsetFetch on the broker it asked; when the group coordinator moved
+        # it gives up with NOT_COORDINATOR (a retriable error): an application asks again
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                tps = consumer.committed([TopicPartition(src, p) for p in range(PARTITIONS)], timeout=60)
+                break
+            except KafkaException as e:
+                if not e.args[0].retriable() and e.args[0].code() not in COORDINATOR_MOVING \
+                        or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         positions.clear()
         positions.update({tp.partition: max(tp.offset, 0) for tp in tps})
         consumer.assign([TopicPartition(src, p, o) for p, o in positions.items()])
