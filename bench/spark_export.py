@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tidelog.log import LogConfig, PartitionLog
 from tidelog.log.records import Record, build_batch
-from tidelog.server.topics import TopicRegistry
+from tidelog.core.topics import TopicRegistry
 
 DAY_MS = 86_400_000
 T0 = 1_735_689_600_000

@@ -75,9 +75,9 @@ import atheris
 with atheris.instrument_imports(include=["tidelog", "kio"]):
     import pkgutil
 
-    from tidelog.server.admin import raise_open_file_limit
+    from tidelog.core.admin import raise_open_file_limit
     from tidelog.server.broker import Broker
-    from tidelog.server.config import load_config
+    from tidelog.core.config import load_config
     from tidelog.server.connection import API_VERSIONS, FETCH, KafkaConnection, RequestContext
     from tidelog.server.router import NO_RESPONSE
     from tidelog.server.sendfile import has_file_chunks, materialize

@@ -17,7 +17,7 @@ import atheris
 
 with atheris.instrument_imports():
     from tidelog.server.broker import Broker
-    from tidelog.server.config import load_config
+    from tidelog.core.config import load_config
     from tidelog.wire.frame import FrameDecoder, FrameError
     from tidelog.wire.header import parse_request_header, peek_key_version
 

@@ -8,7 +8,7 @@ import logging
 import threading
 
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 
 
 class Collector(logging.Handler):

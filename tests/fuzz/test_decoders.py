@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from corpus import all_seeds, frame, mutate
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 from tidelog.wire.frame import FrameDecoder, FrameError
 from tidelog.wire.header import parse_request_header, peek_key_version
 

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from broker_process import free_port
-from tidelog.server.config import BROKER_KEYS, BrokerConfig
-from tidelog.server.envconfig import env_overrides, env_to_property
+from tidelog.core.config import BROKER_KEYS, BrokerConfig
+from tidelog.core.envconfig import env_overrides, env_to_property
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"

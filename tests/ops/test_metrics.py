@@ -118,7 +118,7 @@ def test_json_log_lines_and_env_prefix(tmp_path):
 
 
 def test_env_names_map_to_properties():
-    from tidelog.server.envconfig import env_overrides, env_to_property
+    from tidelog.core.envconfig import env_overrides, env_to_property
 
     assert env_to_property("LOG_DIRS") == "log.dirs"
     assert env_to_property("CONFLUENT__SUPPORT___X") == "confluent_support-x"

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 from tidelog.server.router import NO_RESPONSE
 from tidelog.server.security.acls import AclBinding, Operation as Op, PatternType as P, Permission, ResourceType as R
 from tidelog.server.security.rules import RULES, Partial, Reply

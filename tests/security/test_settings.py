@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tidelog.server.config import ConfigError, load_config
+from tidelog.core.config import ConfigError, load_config
 from tidelog.server.security import Security
-from tidelog.server.security.settings import jaas_options, lookup, plain_users
+from tidelog.core.security_settings import jaas_options, lookup, plain_users
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pki import make_pki

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from tidelog.server.config import ConfigError, load_config
+from tidelog.core.config import ConfigError, load_config
 
 
 def test_defaults_and_overrides(tmp_path):

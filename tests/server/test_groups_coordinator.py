@@ -9,7 +9,7 @@ import pytest
 
 
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 from tidelog.groups import GroupCoordinator
 from tidelog.groups.records import OffsetValue
 from tidelog.groups.state import GroupState as S

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from tidelog.log.records import Record, build_batch
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 from tidelog.server.connection import RequestContext
 from tidelog.server.handlers import (
     add_partitions_to_txn, end_txn, fetch, heartbeat, init_producer_id, join_group, list_offsets, produce,

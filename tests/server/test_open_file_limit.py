@@ -7,7 +7,7 @@ import resource
 import sys
 
 from broker_process import BrokerProcess
-from tidelog.server.admin import partition_limit
+from tidelog.core.admin import partition_limit
 from tidelog.cli.client import KafkaClient
 
 

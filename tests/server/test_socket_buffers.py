@@ -5,7 +5,7 @@ import socket
 from pathlib import Path
 
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 
 
 def _rcvbuf_of_accepted(tmp_path, overrides):

@@ -26,7 +26,7 @@ from typing import Any
 
 from tidelog.log.records import iter_batches
 from tidelog.server.broker import Broker
-from tidelog.server.config import load_config
+from tidelog.core.config import load_config
 from tidelog.server.connection import KafkaConnection
 
 from .etcd import EtcdServer

@@ -17,7 +17,7 @@ from tidelog.log.config import LogConfig
 from tidelog.log.log import PartitionLog
 from tidelog.log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch
 from tidelog.log.txnindex import AbortedTxn
-from tidelog.server.topics import TopicRegistry
+from tidelog.core.topics import TopicRegistry
 
 DAY_MS = 86_400_000
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z

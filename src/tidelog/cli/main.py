@@ -26,14 +26,14 @@ def _setup_logging(level: str = "INFO", fmt: str = "text") -> None:
 
 
 def cmd_serve(args) -> int:
-    from ..server.config import ConfigError, load_config
+    from ..core.config import ConfigError, load_config
 
     try:
         env = []
         if args.env_prefix:
             import os
 
-            from ..server.envconfig import env_overrides
+            from ..core.envconfig import env_overrides
 
             env = env_overrides(os.environ, args.env_prefix)
         config = load_config(args.config, env + args.override)
@@ -49,7 +49,7 @@ def cmd_serve(args) -> int:
         uvloop.install()
     except ImportError:  # pragma: no cover - uvloop is a dependency; the fallback keeps asyncio
         pass
-    from ..server.admin import raise_open_file_limit
+    from ..core.admin import raise_open_file_limit
     from ..server.broker import Broker
 
     before, after = raise_open_file_limit()

@@ -189,7 +189,7 @@ def client_properties(args) -> dict[str, str]:
     for secured listeners (`security.protocol`, `sasl.mechanism`, `sasl.username`, ...)."""
     out: dict[str, str] = {}
     if getattr(args, "command_config", None):
-        from ..server.config import read_properties
+        from ..core.config import read_properties
 
         out.update(read_properties(args.command_config))
     for item in getattr(args, "property", None) or []:

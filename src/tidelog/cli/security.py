@@ -19,7 +19,7 @@ MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 def _client_config(args) -> dict:
     conf = {"bootstrap.servers": args.bootstrap_server}
     if args.command_config:
-        from ..server.config import read_properties
+        from ..core.config import read_properties
 
         conf.update(read_properties(args.command_config))
     return conf

@@ -28,8 +28,8 @@ from .state import Event, GroupState as S
 from .store import GroupLog, OffsetStore
 
 if TYPE_CHECKING:
-    from ..server.admin import TopicAdmin
-    from ..server.config import BrokerConfig
+    from ..core.admin import TopicAdmin
+    from ..core.config import BrokerConfig
 
 log = logging.getLogger("tidelog.groups")
 

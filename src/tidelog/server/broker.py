@@ -27,14 +27,14 @@ from ..groups import OFFSETS_TOPIC, GroupCoordinator
 from ..groups.store import EngineGroupLog
 from ..txn.service import TxnService
 from . import handlers
-from .admin import TopicAdmin
-from .config import BrokerConfig
-from .dynamic_config import DynamicBrokerConfigs
+from ..core.admin import TopicAdmin
+from ..core.config import BrokerConfig
+from ..core.dynamic_config import DynamicBrokerConfigs
 from .metrics import Metrics
-from .partitions import Partitions
+from ..core.partitions import Partitions
 from .router import Router
 from .security import Security
-from .topics import TopicRegistry
+from ..core.topics import TopicRegistry
 from ..cluster.view import SingleNode
 
 log = logging.getLogger("tidelog.server")

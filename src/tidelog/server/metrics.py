@@ -38,9 +38,9 @@ from .router import NO_RESPONSE
 if TYPE_CHECKING:
     from ..groups import GroupCoordinator
     from ..txn.service import TxnService
-    from .config import BrokerConfig
-    from .partitions import Partitions
-    from .topics import TopicRegistry
+    from ..core.config import BrokerConfig
+    from ..core.partitions import Partitions
+    from ..core.topics import TopicRegistry
 
 log = logging.getLogger("tidelog.metrics")
 

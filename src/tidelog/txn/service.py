@@ -36,9 +36,9 @@ from .snapshots import load_state, replay, write_snapshot
 
 if TYPE_CHECKING:
     from ..groups import GroupCoordinator
-    from ..server.admin import TopicAdmin
-    from ..server.config import BrokerConfig
-    from ..server.partitions import Partitions
+    from ..core.admin import TopicAdmin
+    from ..core.config import BrokerConfig
+    from ..core.partitions import Partitions
 
 log = logging.getLogger("tidelog.txn")
 

@@ -9,7 +9,7 @@ from ...wire.apis import ApiKey
 
 from kio.schema.errors import ErrorCode as E
 
-from ..admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
+from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
 from ..router import control_route
 
 if TYPE_CHECKING:

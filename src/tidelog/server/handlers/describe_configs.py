@@ -17,10 +17,10 @@ from kio.schema.errors import ErrorCode as E
 
 import functools
 
-from ..config import BROKER_KEYS
-from ..dynamic_config import DYNAMIC_BROKER, DYNAMIC_DEFAULT
-from ..topic_config import effective
-from ..config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
+from ...core.config import BROKER_KEYS
+from ...core.dynamic_config import DYNAMIC_BROKER, DYNAMIC_DEFAULT
+from ...core.topic_config import effective
+from ...core.config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ..router import control_route
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode as E
 from ..router import control_route
 from ..security.acls import Operation as Op, ResourceType as R
 from ..security.rules import TOPIC_OPS, authorized_operations
-from ..topics import topic_name_error
+from ...core.topics import topic_name_error
 
 if TYPE_CHECKING:
     from ..broker import Broker

@@ -1,6 +1,6 @@
 """IncrementalAlterConfigs (key 44, v0-1): SET / DELETE / APPEND / SUBTRACT on topic overrides,
 and on dynamic broker configs (a BROKER resource: "" for every broker, or a broker id;
-server/dynamic_config.py)."""
+core/dynamic_config.py)."""
 
 from __future__ import annotations
 

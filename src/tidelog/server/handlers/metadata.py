@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
 from ..security.rules import CLUSTER_OPS
-from ..topics import topic_name_error
+from ...core.topics import topic_name_error
 
 if TYPE_CHECKING:
     from ..broker import Broker

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from .acls import AclStore
 from .authorizer import Authorizer, parse_super_users
 from .scram import CredentialStore
-from .settings import enabled_mechanisms, listener_protocol, lookup, plain_users
+from ...core.security_settings import enabled_mechanisms, listener_protocol, lookup, plain_users
 
 log = logging.getLogger("tidelog.security")
 

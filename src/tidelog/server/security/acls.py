@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from .files import narrow_mode, write_private_json
+from ...core.private_files import narrow_mode, write_private_json
 
 FILE_NAME = "tidelog-acls.json"
 WILDCARD = "*"

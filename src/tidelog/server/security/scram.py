@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import narrow_mode, write_private_json
+from ...core.private_files import narrow_mode, write_private_json
 
 FILE_NAME = "tidelog-scram.json"
 # Kafka's wire numbering of the mechanisms in Describe/AlterUserScramCredentials.

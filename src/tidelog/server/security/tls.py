@@ -13,7 +13,7 @@ import os
 import ssl
 import tempfile
 
-from .settings import lookup
+from ...core.security_settings import lookup
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 

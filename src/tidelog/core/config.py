@@ -178,7 +178,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
 }
 
 
-from .security.settings import SECURITY_KEYS, is_listener_key, validate as _validate_security  # noqa: E402
+from .security_settings import SECURITY_KEYS, is_listener_key, validate as _validate_security  # noqa: E402
 
 BROKER_KEYS.update(SECURITY_KEYS)
 

@@ -125,6 +125,6 @@ class DynamicBrokerConfigs:
     def _save(self) -> None:
         if self.path is None:
             return
-        from .security.files import write_private_json
+        from .private_files import write_private_json
 
         write_private_json(self.path, self.entities)
