@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import resource
-from typing import TYPE_CHECKING, Any
+import uuid
+from typing import TYPE_CHECKING, Any, Callable
 
 from kio.schema.errors import ErrorCode as E
 
@@ -62,13 +63,13 @@ class TopicAdmin:
         self.config = config
         self.registry = registry
         self.topic_defaults = config.topic_defaults()
-        self.listeners: list = []  # callables(event, topic) for logs/coordinators
+        self.listeners: list[Callable[[str, Topic], None]] = []  # (event, topic) for logs/coordinators
         self.cluster: Any = None  # cluster mode: the ClusterNode (topic changes go through etcd)
 
     def topic_configs(self, topic: Topic) -> dict[str, str]:
         return effective(self.topic_defaults, topic.configs)
 
-    def check_create(self, name: str, partitions: int, replication_factor: int, configs: dict) -> Result:
+    def check_create(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> Result:
         err = topic_name_error(name)
         if err:
             return E.invalid_topic_exception.value, err
@@ -103,7 +104,7 @@ class TopicAdmin:
         self._notify("created", topic)
         return topic
 
-    def create_local(self, name: str, topic_id, partitions: int, configs: dict[str, str]) -> Topic:
+    def create_local(self, name: str, topic_id: uuid.UUID, partitions: int, configs: dict[str, str]) -> Topic:
         """Cluster mode: a topic etcd holds, mirrored into this broker's registry."""
         topic = self.registry.create(name, partitions, configs, topic_id)
         log.info("topic %s (%d partitions) from the cluster state", name, partitions)

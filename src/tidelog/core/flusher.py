@@ -14,8 +14,8 @@ from typing import Any
 
 class GroupCommit:
     def __init__(self) -> None:
-        self._pending: dict[int, tuple[Any, asyncio.Future]] = {}
-        self._running: dict[int, asyncio.Task] = {}
+        self._pending: dict[int, tuple[Any, asyncio.Future[None]]] = {}
+        self._running: dict[int, asyncio.Task[None]] = {}
 
     async def flush(self, log: Any) -> None:
         key = id(log)

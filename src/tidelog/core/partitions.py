@@ -20,7 +20,9 @@ from .topic_config import log_config
 from .waiters import Waiters
 
 if TYPE_CHECKING:
+    from ..log.log import PartitionLog
     from .admin import TopicAdmin
+    from .topics import Topic
     from .config import BrokerConfig
 
 log = logging.getLogger("tidelog.server")
@@ -35,7 +37,7 @@ class Partitions:
         self.group_commit = GroupCommit()
         self.manager = LogManager(config.log_dirs[:1], LogConfig(), topic_config=self._topic_config)
         self.manager.set_append_listener(self.notify)
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
         admin.listeners.append(self._on_topic_event)
         # Whether this broker holds a replica of a partition (cluster mode: the assignment says).
         self.hosts: Callable[[str, int], bool] = lambda topic, partition: True
@@ -46,10 +48,10 @@ class Partitions:
         topic = self.registry.get(name)
         return None if topic is None else self.config_for(topic)
 
-    def config_for(self, topic) -> LogConfig:
+    def config_for(self, topic: Topic) -> LogConfig:
         return log_config(self.topic_defaults, topic.configs)
 
-    def get(self, topic_name: str, partition: int):
+    def get(self, topic_name: str, partition: int) -> PartitionLog | None:
         """The partition's log, or None when the topic or partition does not exist, or once the
         logs are closed: a long poll woken by the shutdown must not open a log again (it would
         be a fresh, unreplicated copy answering a follower with its log end as the high
@@ -66,7 +68,7 @@ class Partitions:
         self.waiters.notify((topic_name, partition))
 
     # ---- registry events -----------------------------------------------------------------
-    def _on_topic_event(self, event: str, topic) -> None:
+    def _on_topic_event(self, event: str, topic: Topic) -> None:
         if event in ("created", "partitions"):
             cfg = self.config_for(topic)
             for p in range(topic.partitions):

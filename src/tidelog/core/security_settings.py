@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .config import BrokerConfig
 
 log = logging.getLogger("tidelog.server")
 
@@ -105,7 +108,7 @@ def is_listener_key(key: str) -> bool:
     return key.startswith(PREFIX)
 
 
-def lookup(config, listener: str, key: str, mechanism: str | None = None):
+def lookup(config: BrokerConfig, listener: str, key: str, mechanism: str | None = None) -> Any:
     """The value of `key` for this listener (and mechanism): prefixed raw value, else the global one."""
     base = f"{PREFIX}{listener.lower()}."
     candidates = ([f"{base}{mechanism.lower()}.{key}"] if mechanism else []) + [f"{base}{key}"]
@@ -116,7 +119,7 @@ def lookup(config, listener: str, key: str, mechanism: str | None = None):
     return config[key] if key in SECURITY_KEYS else None
 
 
-def listener_protocol(config, name: str) -> str:
+def listener_protocol(config: BrokerConfig, name: str) -> str:
     mapping = parse_protocol_map(config["listener.security.protocol.map"])
     proto = mapping.get(name.upper())
     if proto is None:
@@ -133,17 +136,17 @@ def jaas_options(text: str | None) -> dict[str, str]:
     return {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _JAAS_OPTION.findall(text)}
 
 
-def plain_users(config, listener: str) -> dict[str, str]:
+def plain_users(config: BrokerConfig, listener: str) -> dict[str, str]:
     opts = jaas_options(lookup(config, listener, "sasl.jaas.config", "PLAIN"))
     return {k[len("user_"):]: v for k, v in opts.items() if k.startswith("user_")}
 
 
-def enabled_mechanisms(config, listener: str) -> list[str]:
+def enabled_mechanisms(config: BrokerConfig, listener: str) -> list[str]:
     value = lookup(config, listener, "sasl.enabled.mechanisms") or ""
     return [m.strip() for m in value.split(",") if m.strip()]
 
 
-def validate(config) -> None:
+def validate(config: BrokerConfig) -> None:
     """Check every listener's protocol and settings; raises ValueError naming the key."""
     for key, value in config.raw.items():
         if not is_listener_key(key):

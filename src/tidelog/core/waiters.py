@@ -17,7 +17,7 @@ from typing import Hashable, Iterable
 
 class Waiters:
     def __init__(self) -> None:
-        self._by_key: dict[Hashable, dict[asyncio.Future, None]] = defaultdict(dict)
+        self._by_key: dict[Hashable, dict[asyncio.Future[object], None]] = defaultdict(dict)
         self._closed = False
 
     def notify(self, key: Hashable) -> None:
@@ -40,7 +40,7 @@ class Waiters:
         if self._closed or timeout <= 0:
             return self._closed
         loop = asyncio.get_running_loop()
-        fut = loop.create_future()
+        fut: asyncio.Future[object] = loop.create_future()
         keys = list(keys)
         for k in keys:
             self._by_key[k][fut] = None
@@ -57,6 +57,6 @@ class Waiters:
                         del self._by_key[k]
 
 
-def _expire(fut: "asyncio.Future[bool]") -> None:
+def _expire(fut: "asyncio.Future[object]") -> None:
     if not fut.done():
         fut.set_result(False)

@@ -109,7 +109,7 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
                 # v4+: the FileSlice itself; the connection sends it with sendfile (or reads it
                 # into bytes when it cannot), so record bytes never pass through Python here.
                 data = chunk if version > 3 else downconvert(chunk.tobytes(), 0 if version <= 1 else 1)
-                out.records = [data]
+                out.records = [data]  # type: ignore[list-item]  # a FileSlice passes the codec as an opaque chunk
                 out.records_size = len(data)
                 total += len(data)
                 remaining -= len(data)
