@@ -262,7 +262,7 @@ def diagnose_transactions(sim: SimCluster, topics: list[str]) -> list[str]:
             plog = leader.plog(topic, p) if leader is not None and leader.broker is not None else None
             if plog is None or plog.last_stable_offset >= plog.high_watermark:
                 continue
-            state = leader.broker.txn.states.get((topic, p))
+            state = leader.broker.producers.states.get((topic, p))
             for pid, e in sorted((state.producers if state is not None else {}).items()):
                 if e.txn_first_offset is None:
                     continue

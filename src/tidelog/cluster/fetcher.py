@@ -17,13 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
 from ..log.errors import LogError
 from ..wire import fetch as codec
 from .peer import Connector, Peer, PeerError, tcp_connect
+
+if TYPE_CHECKING:
+    from ..core.config import BrokerConfig
+    from ..core.partitions import Partitions
+    from ..log.log import PartitionLog
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -211,14 +216,25 @@ class ReplicaFetcher:
             self.m.truncate(key[0], key[1], plog, pr.high_watermark)
 
 
+class FollowerProducerState(Protocol):
+    """What a follower needs of the producer state's owner (txn.producer_states.ProducerStates):
+    fetched batches replayed into it, rebuilt after a truncation, forgotten with the replica."""
+
+    def append_as_follower(self, topic: str, partition: int, plog: PartitionLog, data: bytes) -> None: ...
+
+    def rebuild_after_truncate(self, topic: str, partition: int, plog: PartitionLog) -> None: ...
+
+    def forget(self, topic: str, partition: int) -> None: ...
+
+
 class FetcherManager:
-    def __init__(self, node_id: int, cache: Any, partitions: Any, txn: Any, config: Any, listener: str,
-                 connect: Connector = tcp_connect) -> None:
+    def __init__(self, node_id: int, cache: Any, partitions: Partitions, producers: FollowerProducerState,
+                 config: BrokerConfig, listener: str, connect: Connector = tcp_connect) -> None:
         self.node_id = node_id
         self.connect = connect
         self.cache = cache
         self.partitions = partitions
-        self.txn = txn
+        self.producers = producers
         self.listener = listener
         self.max_wait_ms = config["replica.fetch.wait.max.ms"]
         self.max_partition_bytes = config["replica.fetch.max.bytes"]
@@ -244,16 +260,16 @@ class FetcherManager:
             self.fetchers[leader].parts.pop((topic, partition), None)
 
     def append(self, topic: str, partition: int, plog: Any, data: bytes) -> None:
-        self.txn.append_as_follower(topic, partition, plog, data)
+        self.producers.append_as_follower(topic, partition, plog, data)
         self.partitions.notify(topic, partition)
 
     def truncate(self, topic: str, partition: int, plog: Any, offset: int) -> None:
         plog.truncate_to(offset)
-        self.txn.rebuild_after_truncate(topic, partition, plog)
+        self.producers.rebuild_after_truncate(topic, partition, plog)
 
     def truncate_fully(self, topic: str, partition: int, plog: Any, offset: int) -> None:
         plog.truncate_fully_and_start_at(offset)
-        self.txn.rebuild_after_truncate(topic, partition, plog)
+        self.producers.rebuild_after_truncate(topic, partition, plog)
 
     def stop(self) -> None:
         self.stopped = True

@@ -91,7 +91,7 @@ class MarkerSender:
                     done.add((topic, p))
                 continue
             try:
-                written = self.txn.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
+                written = self.txn.producers.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
             except LogError as e:  # fenced: a newer coordinator owns this transaction now
                 log.info("%s-%d: marker of producer %d refused: %s", topic, p, pid, e)
                 raise MarkersFenced(str(e)) from None

@@ -110,8 +110,8 @@ class ClusterNode:
         security.shared = self.shared_security
         self._bound = bound_port
         listener = self.config["inter.broker.listener.name"] or self.config.listeners[0].name
-        self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn, self.config, listener,
-                                       self.connect)
+        self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn.producers, self.config,
+                                       listener, self.connect)
         self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
                                        self.config, self.lease_valid, self._min_isr, self._broker_epoch, self.fetchers)
         txn.pids = self.pids

@@ -120,7 +120,7 @@ class ReplicaManager:
             # reassigned away (now, or while this broker was down): its copy goes, as Kafka's
             # StopReplica with deletion
             self.partitions.manager.delete(topic, partition)
-            self.fetchers.txn.forget(topic, partition)
+            self.fetchers.producers.forget(topic, partition)
             log.info("%s-%d: no longer a replica here: local copy deleted", topic, partition)
 
     def _become_leader(self, p: Partition, state: PartitionState) -> None:

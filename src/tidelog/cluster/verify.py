@@ -51,7 +51,7 @@ class TxnVerifier:
         tp = transactional_producer(records)
         if tp is None or self.txn.verify_here(tp[0]):
             return None
-        state = self.txn.states.get((topic, partition))
+        state = self.txn.producers.states.get((topic, partition))
         if state is not None and state.has_open_txn(tp[0]):
             entry = state.producers.get(tp[0])
             if entry is not None and entry.epoch == tp[1]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..groups import OFFSETS_TOPIC, GroupCoordinator
 from ..groups.store import EngineGroupLog
+from ..txn.producer_states import ProducerStates
 from ..txn.service import TxnService
 from . import handlers
 from ..core.admin import TopicAdmin
@@ -67,7 +68,8 @@ class Broker:
             self.cluster = SingleNode(self.node_id, self._endpoint)
         self.admin.cluster = self.cluster
         self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
-        self.txn = TxnService(config, self.admin, self.partitions, self.groups)
+        self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
+        self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
         if self.cluster.clustered:
             self.cluster.bind(self.txn, self.bound_port, self.security, self.dynamic)
         self.connections: dict[Any, None] = {}  # in order of opening

@@ -1,19 +1,15 @@
-"""The broker's `txn` service: producer state of every partition, the transaction coordinator,
-and the glue between them and the rest of the broker.
+"""The broker's `txn` service: the transaction coordinator and its glue to the rest of the broker.
 
-- Produce calls `append(...)`: the batch headers are checked against the partition's producer
-  state (`producers.PartitionProducers`) between validation and the write; a retried batch gets
-  its original offsets back; transactional batches must belong to an Ongoing transaction that
-  includes the partition (asked of the coordinator: KIP-890 verification).
-- `write_marker(...)` appends a COMMIT/ABORT control batch (always: a retry, or a newer
-  coordinator's marker where nothing is open, is written too), closes the producer's open
-  transaction on the partition, records aborted transactions in `.txnindex`, and moves the LSO.
-- `__transaction_state` (compacted, `transaction.state.log.num.partitions` partitions) holds the
-  coordinator's records; it is replayed at start.
+- The coordinator (`coordinator.TxnCoordinator`) keeps its records in `__transaction_state`
+  (compacted, `transaction.state.log.num.partitions` partitions), replayed at start (single
+  node) or per partition as this broker comes to lead it (cluster mode: cluster/coordinators.py).
+- Its markers go to the partitions' producer state (`producer_states.ProducerStates`, the one
+  owner of it), or in a cluster to each partition's leader (the `marker_sender`).
+- Produce's `append` goes through here only to attach the coordinator's KIP-890 verification and
+  the producer-id check to the producer state's append.
 - Timers: abort transactions past their timeout (and retry unfinished completions) every
   `transaction.abort.timed.out.transaction.cleanup.interval.ms`; expire transactional ids and
   idle producer ids every `transaction.remove.expired.transaction.cleanup.interval.ms`.
-- Producer state snapshots at segment roll and at clean shutdown (`snapshots`).
 """
 
 from __future__ import annotations
@@ -23,16 +19,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator
 
-from ..wire.errors import INVALID_PRODUCER_EPOCH, INVALID_TOPIC_EXCEPTION, TRANSACTION_COORDINATOR_FENCED
 from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
-from ..log.errors import LogAppendError, LogError
+from ..log.errors import LogError
 from ..log.log import AppendInfo, PartitionLog
-from ..log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, decode_batches
+from ..log.records import Record, decode_batches
 from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator
-from .producers import DuplicateBatch, PartitionProducers
-from .snapshots import load_state, replay, write_snapshot
+from .producer_states import OFFSETS_TOPIC, STATE_TOPIC, UNTRACKED, ProducerStates
 
 if TYPE_CHECKING:
     from ..groups import GroupCoordinator
@@ -42,9 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.txn")
 
-STATE_TOPIC = "__transaction_state"
-OFFSETS_TOPIC = "__consumer_offsets"
-UNTRACKED = (STATE_TOPIC, OFFSETS_TOPIC)  # written by coordinators, never through Produce
+__all__ = ["OFFSETS_TOPIC", "STATE_TOPIC", "UNTRACKED", "TxnService"]
 
 
 def _now() -> int:
@@ -136,7 +128,7 @@ class _Markers:
                 continue
             data.append((topic, partition))
         for topic, partition in data:
-            written = s.write_marker(topic, partition, producer_id, producer_epoch, commit)
+            written = s.producers.write_marker(topic, partition, producer_id, producer_epoch, commit)
             if written is not None:
                 to_flush.append(written[0])
         if to_flush:
@@ -147,17 +139,18 @@ class TxnService:
     """Built by the broker's composition root after the group coordinator (which it completes
     transactional offset commits on, so that one starts and loads first), with its narrow
     collaborators: the broker configuration (transaction.* keys), the topic admin (creates
-    `__transaction_state`, tells of topic changes, knows which partitions exist), the
-    partitions (the log engine) and the group coordinator."""
+    `__transaction_state`, knows which partitions exist), the partitions (the log engine), the
+    group coordinator and the producer state of every partition."""
 
     def __init__(self, config: "BrokerConfig", admin: "TopicAdmin", partitions: "Partitions",
-                 groups: "GroupCoordinator") -> None:
+                 groups: "GroupCoordinator", producers: ProducerStates) -> None:
         cfg = config
         self.config = config
         self.admin = admin
         self.registry = admin.registry
         self.partitions = partitions
         self.groups = groups
+        self.producers = producers
         self.num_partitions = cfg["transaction.state.log.num.partitions"]
         self.abort_interval_s = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
         self.expire_interval_s = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
@@ -170,14 +163,12 @@ class TxnService:
             expiration_ms=cfg["transactional.id.expiration.ms"],
             partition_exists=self._partition_exists,
         )
-        self.states: dict[tuple[str, int], PartitionProducers] = {}
         # Cluster mode (set by the cluster node): markers are written by each partition's leader
         # (a WriteTxnMarkers call when that is another broker), and KIP-890 verification is only
         # done where the coordinator's state is (elsewhere the pre-KIP-890 checks apply).
         self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool]],
                                      Awaitable[None]] | None = None
         self.verify_here: Callable[[int], bool] = lambda producer_id: True
-        self._active_base: dict[tuple[str, int], int] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
     def _partition_exists(self, topic: str, partition: int) -> bool:
@@ -200,15 +191,11 @@ class TxnService:
             })
             self.num_partitions = topic.partitions
         self.coordinator.num_partitions = self.num_partitions
-        for plog in list(self.partitions.manager.logs()):
-            if plog.topic not in UNTRACKED:
-                self._load(plog)
+        open_txns = self.producers.load_all()
         if not clustered:
             self.coordinator.load(self.state_log.read_all())
-        self.admin.listeners.append(self._topic_event)
-        open_txns = sum(s.open_txn_count() for s in self.states.values())
         log.info("producer state of %d partitions loaded in %.0f ms (%d open transactions)",
-                 len(self.states), (time.monotonic() - t0) * 1000, open_txns)
+                 len(self.producers.states), (time.monotonic() - t0) * 1000, open_txns)
         self._tasks.append(asyncio.ensure_future(self._abort_loop()))
         self._tasks.append(asyncio.ensure_future(self._expire_loop()))
 
@@ -216,36 +203,7 @@ class TxnService:
         for t in self._tasks:
             t.cancel()
         self.coordinator.loaded = False
-        for (topic, partition), state in list(self.states.items()):
-            plog = self.partitions.manager.get(topic, partition)
-            if plog is not None:
-                try:
-                    write_snapshot(plog, state)
-                except OSError as e:
-                    log.warning("%s-%d: producer snapshot not written: %s", topic, partition, e)
-
-    def _load(self, plog: PartitionLog) -> PartitionProducers:
-        state = load_state(plog)
-        key = (plog.topic, plog.partition)
-        self.states[key] = state
-        self._active_base[key] = plog.segments[-1].base_offset
-        plog.set_first_unstable_offset(state.first_unstable_offset())
-        return state
-
-    def state_for(self, topic: str, partition: int, plog: PartitionLog) -> PartitionProducers:
-        state = self.states.get((topic, partition))
-        return state if state is not None else self._load(plog)
-
-    def forget(self, topic: str, partition: int) -> None:
-        """The partition's local copy is gone (reassigned away): so is its producer state."""
-        self.states.pop((topic, partition), None)
-        self._active_base.pop((topic, partition), None)
-
-    def _topic_event(self, event: str, topic: Any) -> None:
-        if event == "deleted":
-            for key in [k for k in self.states if k[0] == topic.name]:
-                self.states.pop(key, None)
-                self._active_base.pop(key, None)
+        self.producers.stop()
 
     async def _abort_loop(self) -> None:
         await self.coordinator.resume()
@@ -265,7 +223,7 @@ class TxnService:
             try:
                 await self.coordinator.expire_ids()
                 now = _now()
-                n = sum(s.expire(now, self.producer_expiration_ms) for s in self.states.values())
+                n = self.producers.expire(now, self.producer_expiration_ms)
                 if n:
                     log.info("expired %d idle producer ids", n)
             except asyncio.CancelledError:
@@ -275,102 +233,16 @@ class TxnService:
 
     # ---- produce path --------------------------------------------------------------------------
     def append(self, topic: str, partition: int, plog: "PartitionLog", records: bytes | memoryview, now_ms: int) -> AppendInfo:
-        """Produce's append with producer-state checks; same AppendInfo as `plog.append`."""
-        if topic in UNTRACKED:  # as Kafka: clients never write the coordinators' topics
-            raise LogAppendError(INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {topic}")
-        state = self.state_for(topic, partition, plog)
+        """Produce's append: the producer state's, with this coordinator's KIP-890 verification
+        (where it holds the producer's transactional id) and its producer-id check."""
         key = (topic, partition)
         coordinator = self.coordinator
-        staged = None
 
-        def check(v: Any) -> None:
-            nonlocal staged
-            def verify(pid: int, epoch: int) -> int:
-                return coordinator.verify(pid, epoch, key) if self.verify_here(pid) else 0
-            staged = state.check(v.batches, verify, self.pids.issued)
+        def verify(pid: int, epoch: int) -> int:
+            return coordinator.verify(pid, epoch, key) if self.verify_here(pid) else 0
 
-        try:
-            info = plog.append(records, now_ms=now_ms, before_write=check)
-        except DuplicateBatch as d:
-            log.debug("%s-%d: duplicate batch answered with offset %d", topic, partition, d.first_offset)
-            return AppendInfo(d.first_offset, d.last_offset, -1, plog.log_start_offset, -1, -1, 0, 0)
-        if staged:
-            state.apply(staged)
-            if any(e.txn_first_offset is not None for e in staged.values()):
-                plog.set_first_unstable_offset(state.first_unstable_offset())
-            self._after_append(plog, state)
-        return info
-
-    def _after_append(self, plog: PartitionLog, state: PartitionProducers) -> None:
-        key = (plog.topic, plog.partition)
-        base = plog.segments[-1].base_offset
-        if self._active_base.get(key) != base:
-            self._active_base[key] = base
-            try:
-                write_snapshot(plog, state)
-            except OSError as e:
-                log.warning("%s-%d: producer snapshot not written: %s", plog.topic, plog.partition, e)
-
-    # ---- replication (cluster mode: this broker follows the partition's leader) -------------------
-    def append_as_follower(self, topic: str, partition: int, plog: "PartitionLog", data: bytes) -> None:
-        """Append batches fetched from the leader and replay their headers into the producer
-        state (sequences, open transactions, markers and the .txnindex, the LSO), so this
-        replica can lead with the same state."""
-        state = self.state_for(topic, partition, plog)
-        start = plog.log_end_offset
-        v = plog.append_as_follower(data)
-        if not v.batches:
-            return
-        replay(plog, state, start)
-        plog.set_first_unstable_offset(state.first_unstable_offset())
-        self._after_append(plog, state)
-
-    def rebuild_after_truncate(self, topic: str, partition: int, plog: "PartitionLog") -> None:
-        """The log was truncated: producer state is rebuilt from the newest snapshot still valid
-        (`load_state` drops the snapshots past the new log end)."""
-        self.states.pop((topic, partition), None)
-        self._load(plog)
-
-    # ---- markers ----------------------------------------------------------------------------------
-    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int = 0) -> tuple[PartitionLog, int] | None:
-        """Append a COMMIT/ABORT marker for the producer, closing its open transaction on the
-        partition if it has one: (the log written to, to flush; the marker's offset, to wait
-        for its replication), or None when the partition does not exist here.
-
-        The marker is appended even when nothing is open (as Kafka): a retried marker - the
-        first one's replication wait failed, or its answer was lost - is then waited on like the
-        first, and the coordinator epoch of a newer coordinator is recorded where its
-        transaction left nothing, so that a deposed coordinator's late marker is refused there
-        (TRANSACTION_COORDINATOR_FENCED) instead of ending the producer's next transaction. A
-        marker of an older producer epoch is refused (INVALID_PRODUCER_EPOCH)."""
-        plog: PartitionLog | None = self.partitions.get(topic, partition)
-        if plog is None:
-            return None
-        state = self.state_for(topic, partition, plog)
-        known = state.producers.get(producer_id)
-        if known is not None and coordinator_epoch < known.coordinator_epoch:
-            # a deposed coordinator (its partition has a newer leader epoch) must not end the
-            # transaction the new one owns (Kafka's TRANSACTION_COORDINATOR_FENCED)
-            raise LogError(TRANSACTION_COORDINATOR_FENCED,
-                           f"{topic}-{partition}: marker of coordinator epoch {coordinator_epoch} for producer "
-                           f"{producer_id}, which saw epoch {known.coordinator_epoch}")
-        if known is not None and producer_epoch < known.epoch:
-            raise LogError(INVALID_PRODUCER_EPOCH, f"{topic}-{partition}: marker of producer {producer_id} epoch "
-                                                   f"{producer_epoch}, which is at epoch {known.epoch}")
-        info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch,
-                                   coordinator_epoch)
-        aborted = state.complete_txn(producer_id, producer_epoch, info.first_offset, commit, coordinator_epoch,
-                                     _now())
-        if aborted is not None:
-            plog.append_aborted_txn(aborted)
-        plog.set_first_unstable_offset(state.first_unstable_offset())
-        self._after_append(plog, state)
-        return plog, info.first_offset
+        return self.producers.append(topic, partition, plog, records, now_ms, verify, self.pids.issued)
 
     # ---- observability -------------------------------------------------------------------------------
     def metrics_counts(self) -> tuple[int, int]:
-        pids: set[int] = set()
-        for s in self.states.values():
-            pids.update(s.producers)
-        return len(pids), self.coordinator.active_count()
+        return self.producers.producer_count(), self.coordinator.active_count()

@@ -32,7 +32,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersReques
         if plog is None:
             return {"partition_index": index, "error_code": E.unknown_topic_or_partition.value,
                     "error_message": None, "active_producers": []}
-        producers = [] if topic in UNTRACKED else txn.state_for(topic, index, plog).producers.values()
+        producers = [] if topic in UNTRACKED else broker.producers.state_for(topic, index, plog).producers.values()
         return {"partition_index": index, "error_code": 0, "error_message": None, "active_producers": [
             {"producer_id": e.producer_id, "producer_epoch": e.epoch, "last_sequence": e.last_seq,
              "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,

@@ -52,7 +52,7 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                     code = await _on_leader(broker, cluster, t.name, p, m, commit)
                 else:
                     try:
-                        written = txn.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
+                        written = broker.producers.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
                                                    m.coordinator_epoch)
                     except LogError as e:
                         written, code = None, e.error_code
@@ -76,7 +76,7 @@ async def _on_leader(broker: Broker, cluster: Any, topic: str, p: int, m: Any, c
     if code:
         return int(code)
     try:
-        written = broker.txn.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+        written = broker.producers.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
     except LogError as e:  # TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH
         return e.error_code
     if written is None:
