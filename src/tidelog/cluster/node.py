@@ -22,65 +22,52 @@ broker registers again, in a new incarnation, and takes the roles etcd then give
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
-from kio.schema.errors import ErrorCode as E
 
 from .controller import Controller
 from .security_state import SharedSecurity
 from .verify import TxnVerifier
 from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement, CoordinatorWrites
-from .etcd import EtcdStore
 from .fetcher import FetcherManager
-from .metadata import MetadataCache
-from .model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, assign_replicas, root
+from .model import BrokerInfo, Endpoint
 from .markers import MarkerSender
-from .pids import ClusterProducerIds
 from .replica import ReplicaManager
 from .peer import Connector, tcp_connect
 from .store import Compare, LeaseExpired, LeaseKeeper, Op, OutcomeUnknown, Store, StoreUnavailable
+from .state import ClusterState
 from .view import PartitionView
 
 log = logging.getLogger("tidelog.cluster")
 
 
-def parse_connect(s: str) -> tuple[list[str], str]:
-    """`host:port[,host:port][/name]` -> (endpoints, cluster name)."""
-    hosts, _, name = s.strip().partition("/")
-    return [h.strip() for h in hosts.split(",") if h.strip()], name
-
-
 class ClusterNode:
     clustered = True
 
-    def __init__(self, config: Any, registry: Any, admin: Any, partitions: Any, store: Store | None = None,
+    def __init__(self, config: Any, state: ClusterState, admin: Any, partitions: Any,
                  connect: Connector = tcp_connect) -> None:
-        """`store`: the coordination store (default: etcd at `etcd.connect`); `connect`: how
-        to reach other brokers (default: TCP). The simulation (tests/sim) passes its own."""
+        """`state`: the cluster's state in etcd (store, keys, metadata cache); `connect`: how to
+        reach other brokers (default: TCP). The simulation (tests/sim) passes its own."""
         self.config = config
         self.node_id = config.node_id
-        self.registry = registry
+        self.state = state
+        self.registry = state.registry
         self.admin = admin
         self.partitions = partitions
-        endpoints, name = parse_connect(config["etcd.connect"])
-        self.store: Store = store if store is not None else EtcdStore(
-            endpoints, timeout_s=config["etcd.connection.timeout.ms"] / 1000)
+        self.store: Store = state.store
         self.connect = connect
-        self.keys = Keys(root(name))
-        self.cache = MetadataCache(self.store, self.keys)
+        self.keys = state.keys
+        self.cache = state.cache
         ttl = max(2, round(config["broker.session.timeout.ms"] / 1000))
         self.lease = LeaseKeeper(self.store, ttl, on_lost=self._lease_lost, on_restored=self._lease_restored)
         self.controller = Controller(self.store, self.keys, self.cache, self.node_id, lambda: self.lease.lease,
-                                     self._unclean, (bool(config["auto.leader.rebalance.enable"]),
+                                     state.unclean, (bool(config["auto.leader.rebalance.enable"]),
                                                      float(config["leader.imbalance.check.interval.seconds"]),
                                                      int(config["leader.imbalance.per.broker.percentage"])),
-                                     self._min_isr)
+                                     state.min_isr)
         self.elections = self.controller.elections  # ElectLeaders asks the same
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
@@ -90,14 +77,13 @@ class ClusterNode:
         self.shared_security: SharedSecurity | None = None
         self.verifier: TxnVerifier | None = None
         self.markers: MarkerSender | None = None
-        self.pids = ClusterProducerIds(self.store, self.keys.producer_ids, self.cache)
+        self.pids = state.pids
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False  # set first thing in stop(): no re-registration, no new fetchers
         self._registered = asyncio.Event()
         self.broker_epoch = -1  # the create revision of this incarnation's registration
         self._security_pending = False
         self._bound: Any = None
-        partitions.hosts = self.hosts
         self.cache.listeners.append(self._changed)
 
     def bind(self, txn: Any, bound_port: Any, security: Any, dynamic: Any) -> None:
@@ -105,7 +91,6 @@ class ClusterNode:
         configs) and the listeners."""
         self.txn = txn
         self.dynamic = dynamic
-        dynamic.publisher = self._put_broker_configs
         self.shared_security = SharedSecurity(self.store, self.keys.security, self.cache, security)
         security.shared = self.shared_security
         self._bound = bound_port
@@ -113,7 +98,7 @@ class ClusterNode:
         self.fetchers = FetcherManager(self.node_id, self.cache, self.partitions, txn.producers, self.config,
                                        listener, self.connect)
         self.replicas = ReplicaManager(self.node_id, self.store, self.keys, self.cache, self.partitions,
-                                       self.config, self.lease_valid, self._min_isr, self._broker_epoch, self.fetchers)
+                                       self.config, self.lease_valid, self.state.min_isr, self._broker_epoch, self.fetchers)
         txn.pids = self.pids
         if hasattr(txn, "coordinator"):
             txn.coordinator.pids = self.pids
@@ -129,7 +114,7 @@ class ClusterNode:
         groups._group_log.guard = writes
         txn.state_log.guard = writes
         self.placement = CoordinatorPlacement(self.config, self.cache, self.replicas, groups, txn, self.lease_valid,
-                                              self.create_topic)
+                                              self.state.create_topic)
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -312,13 +297,6 @@ class ClusterNode:
                 self.replicas.check_isr_lag()
 
     # ---- following etcd -------------------------------------------------------------------
-    async def _put_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
-        """Dynamic broker configs of `entity` into etcd; returns once this broker applied them."""
-        key = self.keys.broker_config(entity)
-        op = Op.put(key, json.dumps(configs, sort_keys=True).encode()) if configs else Op.delete(key)
-        res = await self.store.txn([], [op])
-        await self.cache.caught_up(res.revision)
-
     def _changed(self, kind: str, detail: object) -> None:
         if kind == "broker-configs" and self.dynamic is not None:
             self.dynamic.replace_all(self.cache.broker_configs)
@@ -333,7 +311,8 @@ class ClusterNode:
         elif kind == "topic":
             assert isinstance(detail, str)
             self._sync_topic(detail)
-            for p in range(self.registry.get(detail).partitions if self.registry.get(detail) else 0):
+            topic = self.registry.get(detail)
+            for p in range(topic.partitions if topic is not None else 0):
                 self._apply(detail, p)
         elif kind == "partition":
             assert isinstance(detail, tuple)
@@ -406,162 +385,15 @@ class ClusterNode:
         if a.configs != local.configs:
             self.admin.set_configs(name, a.configs)
 
-    def hosts(self, topic: str, partition: int) -> bool:
-        a = self.cache.topics.get(topic)
-        if a is None:
-            return False
-        return 0 <= partition < a.partitions and self.node_id in a.replicas[partition]
-
-    def _topic_override(self, topic: str, key: str) -> str | None:
-        """The topic's own value of `key` (None: the broker's applies)."""
-        t = self.registry.get(topic)
-        return t.configs.get(key) if t is not None else None
-
-    def _unclean(self, topic: str) -> bool:
-        v = self._topic_override(topic, "unclean.leader.election.enable")
-        return (v == "true") if v is not None else bool(self.config["unclean.leader.election.enable"])
-
-    def _min_isr(self, topic: str) -> int:
-        v = self._topic_override(topic, "min.insync.replicas")
-        return int(v) if v is not None else int(self.config["min.insync.replicas"])
-
-    # ---- topic administration through etcd ---------------------------------------------------
-    def live_brokers(self) -> list[int]:
-        return sorted(self.cache.brokers)
-
-    def check_replication_factor(self, rf: int) -> tuple[int, str | None]:
-        n = len(self.cache.brokers)
-        if rf == -1:
-            rf = self.config["default.replication.factor"]
-        if rf <= 0 or rf > n:
-            return (E.invalid_replication_factor.value,
-                    f"Replication factor: {rf} larger than available brokers: {n}.")
-        return 0, None
-
-    async def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str],
-                           replicas: list[tuple[int, ...]] | None = None) -> tuple[int, str | None, Any]:
-        if rf == -1:
-            rf = self.config["default.replication.factor"]
-        if replicas is None:
-            brokers = [(b, i.rack) for b, i in self.cache.brokers.items()]
-            replicas = assign_replicas(partitions, rf, brokers, start=hash(name) % max(len(brokers), 1))
-        a = TopicAssignment(name, uuid.uuid4(), tuple(replicas), {k: v for k, v in configs.items() if v is not None})
-        key = self.keys.topic(name)
-        res = await self.store.txn([Compare.create(key, 0)], [Op.put(key, a.encode())])
-        if not res.succeeded:
-            return E.topic_already_exists.value, f"Topic '{name}' already exists.", None
-        topic = await self._wait_local(name, a.topic_id)
-        return 0, None, topic
-
-    async def _wait_local(self, name: str, topic_id: uuid.UUID, timeout_s: float = 10.0) -> Any:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while loop.time() < deadline:
-            t = self.registry.get(name)
-            if t is not None and t.topic_id == topic_id:
-                return t
-            await asyncio.sleep(0.01)
-        return self.registry.get(name)
-
-    async def delete_topic(self, name: str) -> tuple[int, str | None]:
-        key = self.keys.topic(name)
-        await self.store.txn([], [Op.delete(key), Op.delete_prefix(key + "/")])
-        deadline = asyncio.get_running_loop().time() + 10
-        while self.registry.get(name) is not None and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)
-        return 0, None
-
-    async def set_partitions(self, name: str, count: int) -> tuple[int, str | None]:
-        a = self.cache.topics.get(name)
-        if a is None:
-            return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
-        brokers = [(b, i.rack) for b, i in self.cache.brokers.items()]
-        rf = len(a.replicas[0]) if a.replicas else 1
-        more = assign_replicas(count - a.partitions, rf, brokers, start=a.partitions)
-        new = replace(a, replicas=a.replicas + tuple(more))
-        key = self.keys.topic(name)
-        kv = await self.store.get(key)
-        if kv is None:
-            return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
-        res = await self.store.txn([Compare.mod(key, kv.mod_revision)], [Op.put(key, new.encode())])
-        if not res.succeeded:
-            return E.reassignment_in_progress.value, "Topic changed meanwhile; retry."
-        deadline = asyncio.get_running_loop().time() + 10
-        while (t := self.registry.get(name)) is not None and t.partitions < count \
-                and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)
-        return 0, None
-
-    async def reassign(self, name: str, partition: int, target: tuple[int, ...] | None) -> tuple[int, str | None]:
-        """AlterPartitionReassignments for one partition: start (or change) moving it to `target`,
-        or cancel (None). The new replicas fetch; the controller completes it (controller.py)."""
-        key = self.keys.topic(name)
-        for _ in range(10):
-            a = self.cache.topics.get(name)
-            if a is None or not 0 <= partition < a.partitions:
-                return E.unknown_topic_or_partition.value, "The partition does not exist."
-            moving = partition in a.adding or partition in a.removing
-            if target is None and not moving:
-                return E.no_reassignment_in_progress.value, "No reassignment is in progress for this partition."
-            if target is not None:
-                if not target or len(set(target)) != len(target):
-                    return E.invalid_replica_assignment.value, "The target replicas must be distinct and not empty."
-                unknown = [b for b in target if b not in self.cache.brokers and b not in a.replicas[partition]]
-                if unknown:
-                    return E.invalid_replica_assignment.value, f"Unknown brokers {unknown}."
-            new = a.reassigned(partition, target)
-            if new.replicas == a.replicas and new.adding == a.adding and new.removing == a.removing:
-                return 0, None  # already so
-            res = await self.store.txn([Compare.mod(key, a.version)], [Op.put(key, new.encode())])
-            if res.succeeded:
-                log.info("%s-%d: reassignment %s: replicas %s", name, partition,
-                         "cancelled" if target is None else f"to {list(target)}", list(new.replicas[partition]))
-                await self.cache.caught_up(res.revision)
-                return 0, None
-            await asyncio.sleep(0.05)  # the topic changed meanwhile (another partition's move)
-        return E.reassignment_in_progress.value, "The topic kept changing; retry."
-
-    def reassignments(self) -> dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]]:
-        """topic -> partition -> (replicas, adding, removing) of the reassignments in progress."""
-        out: dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]] = {}
-        for name, a in self.cache.topics.items():
-            for p in sorted(set(a.adding) | set(a.removing)):
-                out.setdefault(name, {})[p] = (a.replicas[p], a.adding.get(p, ()), a.removing.get(p, ()))
-        return out
-
-    async def set_configs(self, name: str, configs: dict[str, str]) -> tuple[int, str | None]:
-        key = self.keys.topic(name)
-        for _ in range(10):
-            kv = await self.store.get(key)
-            if kv is None:
-                return E.unknown_topic_or_partition.value, f"Topic '{name}' does not exist."
-            a = TopicAssignment.decode(name, kv.value)
-            new = replace(a, configs=dict(configs))
-            res = await self.store.txn([Compare.mod(key, kv.mod_revision)], [Op.put(key, new.encode())])
-            if res.succeeded:
-                return 0, None
-        return E.reassignment_in_progress.value, "Topic changed meanwhile; retry."
-
     # ---- the view the handlers ask -------------------------------------------------------------
     def controller_id(self) -> int:
-        return self.cache.controller_id
+        return self.state.controller_id()
 
     def brokers(self, listener: str) -> list[dict[str, Any]]:
-        out = []
-        for b in sorted(self.cache.brokers):
-            ep = self.cache.brokers[b].endpoint(listener)
-            if ep is not None:
-                out.append({"node_id": b, "host": ep.host, "port": ep.port, "rack": self.cache.brokers[b].rack})
-        return out
+        return self.state.brokers(listener)
 
     def partition(self, topic: str, partition: int) -> PartitionView:
-        replicas = self.cache.replicas(topic, partition)
-        st: PartitionState | None = self.cache.state(topic, partition)
-        live = self.cache.brokers
-        if st is None:
-            return PartitionView(-1, -1, replicas, (), tuple(b for b in replicas if b not in live))
-        leader = st.leader if st.leader in live else -1
-        return PartitionView(leader, st.leader_epoch, replicas, st.isr, tuple(b for b in replicas if b not in live))
+        return self.state.partition(topic, partition)
 
     def leader_replica(self, topic: str, partition: int) -> Any:
         return self.replicas.leader(topic, partition) if self.replicas is not None else None

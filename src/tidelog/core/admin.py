@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import resource
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
@@ -55,16 +55,30 @@ def raise_open_file_limit() -> tuple[int, int]:
     return soft, soft
 
 
+class ClusterTopics(Protocol):
+    """Cluster mode: where topics are changed (etcd, cluster/state.py); the registry follows."""
+
+    def live_brokers(self) -> list[int]: ...
+
+    def check_replication_factor(self, rf: int) -> Result: ...
+
+    async def create_topic(self, name: str, partitions: int, rf: int,
+                           configs: dict[str, str]) -> tuple[int, str | None, Topic | None]: ...
+
+    async def set_configs(self, name: str, configs: dict[str, str]) -> Result: ...
+
+
 class TopicAdmin:
     """Topic creation, deletion and configuration over the registry; tells its listeners (the
-    partitions, the coordinators) of every change."""
+    partitions, the coordinators) of every change. In a cluster (`cluster` given) topics are
+    created and configured through etcd, and the registry follows what etcd holds."""
 
-    def __init__(self, config: "BrokerConfig", registry: TopicRegistry) -> None:
+    def __init__(self, config: "BrokerConfig", registry: TopicRegistry, cluster: ClusterTopics | None = None) -> None:
         self.config = config
         self.registry = registry
         self.topic_defaults = config.topic_defaults()
         self.listeners: list[Callable[[str, Topic], None]] = []  # (event, topic) for logs/coordinators
-        self.cluster: Any = None  # cluster mode: the ClusterNode (topic changes go through etcd)
+        self.cluster = cluster
 
     def topic_configs(self, topic: Topic) -> dict[str, str]:
         return effective(self.topic_defaults, topic.configs)
@@ -82,7 +96,7 @@ class TopicAdmin:
         room = self.check_room(partitions)
         if room[0]:
             return room
-        if self.cluster is not None and self.cluster.clustered:
+        if self.cluster is not None:
             code, msg = self.cluster.check_replication_factor(replication_factor)
             if code:
                 return code, msg
@@ -128,7 +142,7 @@ class TopicAdmin:
         if code:
             log.warning("not auto-creating topic %s: %s", name, msg)
             return None
-        if self.cluster is not None and self.cluster.clustered:
+        if self.cluster is not None:
             # Through etcd, in the background: Metadata answers LEADER_NOT_AVAILABLE meanwhile, as Kafka.
             import asyncio
 
@@ -155,7 +169,7 @@ class TopicAdmin:
 
     @property
     def clustered(self) -> bool:
-        return self.cluster is not None and self.cluster.clustered
+        return self.cluster is not None
 
     def delete(self, name: str) -> Result:
         checked = self.check_delete(name)
@@ -205,7 +219,7 @@ class TopicAdmin:
         return OK
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
-        if self.clustered and not self.registry.topics[name].internal:
+        if self.cluster is not None and not self.registry.topics[name].internal:
             # etcd holds every topic's configs: written there, applied here at once, and on the
             # other brokers when their watch brings the change
             import asyncio

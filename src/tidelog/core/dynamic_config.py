@@ -41,14 +41,16 @@ DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3  # Kafka's config sources (DYNAMIC_TOPIC 
 
 
 class DynamicBrokerConfigs:
-    def __init__(self, config: Any, admin: Any, data_dir: Path | None) -> None:
+    def __init__(self, config: Any, admin: Any, data_dir: Path | None,
+                 publisher: Callable[[str, dict[str, str]], Awaitable[None]] | None = None) -> None:
+        """`publisher` (cluster mode): writes (entity, configs) to etcd; they are applied when the
+        watch brings them back, on every broker alike."""
         self.config = config
         self.admin = admin
         self.static = {k: config.values.get(k) for k in DYNAMIC_KEYS}
         self.path = Path(data_dir) / FILE_NAME if data_dir is not None else None
         self.entities: dict[str, dict[str, str]] = {}
-        # cluster mode: (entity, configs) -> written to etcd; applied when the watch brings it back
-        self.publisher: Callable[[str, dict[str, str]], Awaitable[None]] | None = None
+        self.publisher = publisher
         if self.path is not None and self.path.exists():
             try:
                 self.entities = {str(k): {str(a): str(b) for a, b in v.items()}

@@ -29,7 +29,10 @@ log = logging.getLogger("tidelog.server")
 
 
 class Partitions:
-    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin") -> None:
+    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin",
+                 hosts: Callable[[str, int], bool] = lambda topic, partition: True) -> None:
+        """`hosts(topic, partition)`: whether this broker holds a replica of the partition (a
+        single node holds every one; in a cluster the assignment in etcd says)."""
         self.config = config
         self.registry = admin.registry
         self.topic_defaults = admin.topic_defaults
@@ -39,8 +42,7 @@ class Partitions:
         self.manager.set_append_listener(self.notify)
         self._tasks: list[asyncio.Task[None]] = []
         admin.listeners.append(self._on_topic_event)
-        # Whether this broker holds a replica of a partition (cluster mode: the assignment says).
-        self.hosts: Callable[[str, int], bool] = lambda topic, partition: True
+        self.hosts = hosts
         self._closed = False  # stop() ran: no log is opened again (a late request finds none)
 
     # ---- lookup --------------------------------------------------------------------------

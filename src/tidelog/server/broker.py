@@ -36,6 +36,7 @@ from ..core.partitions import Partitions
 from .router import Router
 from .security import Security
 from ..core.topics import TopicRegistry
+from ..cluster.state import ClusterState
 from ..cluster.view import SingleNode
 
 log = logging.getLogger("tidelog.server")
@@ -49,24 +50,27 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.registry = TopicRegistry(config.log_dirs[0], self.node_id, config["cluster.id"])
-        self.admin = TopicAdmin(config, self.registry)
+        # a member of a cluster coordinated by etcd (`etcd.connect`): its state there comes first
+        state = ClusterState(config, self.registry, store) if config["etcd.connect"] else None
+        self.admin = TopicAdmin(config, self.registry, state)
         self.topic_defaults = self.admin.topic_defaults
         self.security = Security(config)  # TLS contexts, SASL, credentials, ACLs
         # dynamic broker configs (kafka-configs --entity-type brokers): a file here, etcd in a cluster
-        self.dynamic = DynamicBrokerConfigs(config, self.admin, config.log_dirs[0])
-        self.partitions = Partitions(config, self.admin)
-        # One node (the default) or a member of a cluster coordinated by etcd (`etcd.connect`).
+        self.dynamic = DynamicBrokerConfigs(config, self.admin, config.log_dirs[0],
+                                            state.put_broker_configs if state is not None else None)
+        self.partitions = Partitions(config, self.admin, state.hosts) if state is not None \
+            else Partitions(config, self.admin)
+        # One node (the default) or a member of a cluster.
         self.cluster: Any
-        if config["etcd.connect"]:
+        if state is not None:
             from ..cluster.node import ClusterNode
 
             from ..cluster.peer import tcp_connect
 
-            self.cluster = ClusterNode(config, self.registry, self.admin, self.partitions, store,
+            self.cluster = ClusterNode(config, state, self.admin, self.partitions,
                                        connect if connect is not None else tcp_connect)
         else:
             self.cluster = SingleNode(self.node_id, self._endpoint)
-        self.admin.cluster = self.cluster
         self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
         self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
         self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)

@@ -54,7 +54,7 @@ async def _clustered(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     and 0 <= p.partition_index < a.partitions and len(target) != len(a.original(p.partition_index))):
                 code, msg = E.invalid_replication_factor.value, "The replication factor would change."
             else:
-                code, msg = await cluster.reassign(t.name, p.partition_index, target)
+                code, msg = await cluster.state.reassign(t.name, p.partition_index, target)
             parts.append({"partition_index": p.partition_index, "error_code": code, "error_message": msg})
         out.append({"name": t.name, "partitions": parts})
     return _response(out)

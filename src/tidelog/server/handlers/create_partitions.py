@@ -49,7 +49,7 @@ def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
 
 
 async def _set_partitions(broker: Broker, name: str, count: int, entry: dict[str, Any]) -> None:
-    code, msg = await broker.cluster.set_partitions(name, count)
+    code, msg = await broker.cluster.state.set_partitions(name, count)
     entry.update(error_code=code, error_message=msg)
 
 

@@ -50,7 +50,7 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
                 results.append(entry)
                 continue
             if admin.clustered:
-                live = set(broker.cluster.live_brokers())
+                live = set(broker.cluster.state.live_brokers())
                 bad = [a for a in t.assignments if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids)
                        or not set(a.broker_ids) <= live
                        or len(a.broker_ids) != len(t.assignments[0].broker_ids)]
@@ -109,7 +109,7 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
 async def _create(broker: Broker, entry: dict[str, Any], name: str, partitions: int, rf: int,
                   configs: dict[str, str], replicas: list[tuple[int, ...]] | None) -> None:
     """Cluster mode: the topic is written to etcd; answered once this broker has it."""
-    code, msg, topic = await broker.cluster.create_topic(name, partitions, rf, configs, replicas)
+    code, msg, topic = await broker.cluster.state.create_topic(name, partitions, rf, configs, replicas)
     if code:
         entry.update(error_code=code, error_message=msg, num_partitions=-1, replication_factor=-1, configs=[])
     elif topic is not None:

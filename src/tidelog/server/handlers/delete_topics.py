@@ -38,7 +38,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
         if admin.clustered:
             code, msg = admin.check_delete(name)
             if not code:
-                pending.append(broker.cluster.delete_topic(name))
+                pending.append(broker.cluster.state.delete_topic(name))
         else:
             code, msg = admin.delete(name)
         responses.append({"name": name, "topic_id": topic.topic_id if topic else None,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
-    moving = broker.cluster.reassignments() if broker.cluster.clustered else {}
+    moving = broker.cluster.state.reassignments() if broker.cluster.clustered else {}
     wanted = None if request.topics is None else {t.name: set(t.partition_indexes) for t in request.topics}
     topics = []
     for name in sorted(moving):
