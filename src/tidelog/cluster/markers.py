@@ -45,13 +45,13 @@ class MarkersFenced(LogError):
 
 
 class MarkerSender:
-    def __init__(self, node_id: int, cache: Any, replicas: Any, txn: Any, partitions: Any, listener: str,
+    def __init__(self, node_id: int, cache: Any, replicas: Any, producers: Any, partitions: Any, listener: str,
                  groups: Any, connect: Connector = tcp_connect) -> None:
         self.node_id = node_id
         self.groups = groups
         self.cache = cache
         self.replicas = replicas
-        self.txn = txn
+        self.producers = producers
         self.partitions = partitions
         self.listener = listener
         self._pool = PeerPool(cache, listener, f"tidelog-markers-{node_id}", REPLICATED_TIMEOUT_S + 5, connect)
@@ -91,7 +91,7 @@ class MarkerSender:
                     done.add((topic, p))
                 continue
             try:
-                written = self.txn.producers.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
+                written = self.producers.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
             except LogError as e:  # fenced: a newer coordinator owns this transaction now
                 log.info("%s-%d: marker of producer %d refused: %s", topic, p, pid, e)
                 raise MarkersFenced(str(e)) from None

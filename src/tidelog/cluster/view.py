@@ -22,18 +22,33 @@ class PartitionView:
 
 class ClusterView(Protocol):
     clustered: bool
+    shared_security: Any  # cluster: ACL and credential changes go through etcd (security_state.py)
 
+    async def start(self) -> None: ...
+    async def controlled_shutdown(self) -> None: ...
+    async def stop(self) -> None: ...
     def controller_id(self) -> int: ...
     def brokers(self, listener: str) -> list[dict[str, Any]]: ...
     def partition(self, topic: str, partition: int) -> PartitionView: ...
+    def under_replicated(self) -> int: ...
 
 
 class SingleNode:
     clustered = False
+    shared_security = None  # ACLs and credentials are this broker's files
 
     def __init__(self, node_id: int, endpoint: Any) -> None:
         self.node_id = node_id
         self._endpoint = endpoint  # (listener name) -> {"node_id", "host", "port", "rack"}
+
+    async def start(self) -> None:
+        """Nothing to join."""
+
+    async def controlled_shutdown(self) -> None:
+        """No leadership to hand over."""
+
+    async def stop(self) -> None:
+        """Nothing to leave."""
 
     def controller_id(self) -> int:
         return self.node_id

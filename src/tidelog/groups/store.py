@@ -250,10 +250,10 @@ class EngineGroupLog:
 
     READ_BYTES = 1 << 20
 
-    def __init__(self, partitions: Any, topic: str) -> None:
+    def __init__(self, partitions: Any, topic: str, guard: WriteGuard | None = None) -> None:
         self.partitions = partitions  # the broker's Partitions service
         self.topic = topic
-        self.guard: WriteGuard | None = None
+        self.guard = guard
 
     def _log(self, partition: int, writing: bool = True) -> tuple[PartitionLog, object]:
         """The partition's log, and the guard's lease when writing (None on a single node)."""

@@ -37,7 +37,7 @@ from .router import Router
 from .security import Security
 from ..core.topics import TopicRegistry
 from ..cluster.state import ClusterState
-from ..cluster.view import SingleNode
+from ..cluster.view import ClusterView, SingleNode
 
 log = logging.getLogger("tidelog.server")
 
@@ -60,25 +60,17 @@ class Broker:
                                             state.put_broker_configs if state is not None else None)
         self.partitions = Partitions(config, self.admin, state.hosts) if state is not None \
             else Partitions(config, self.admin)
-        # One node (the default) or a member of a cluster.
-        self.cluster: Any
-        if state is not None:
-            from ..cluster.node import ClusterNode
-
-            from ..cluster.peer import tcp_connect
-
-            self.cluster = ClusterNode(config, state, self.admin, self.partitions,
-                                       connect if connect is not None else tcp_connect)
-        else:
-            self.cluster = SingleNode(self.node_id, self._endpoint)
-        self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
         self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
-        self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
-        if self.cluster.clustered:
-            self.cluster.bind(self.txn, self.bound_port, self.security, self.dynamic)
+        self.cluster: ClusterView
+        if state is not None:
+            self.groups, self.txn, self.cluster = self._cluster(state, connect)
+        else:
+            self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
+            self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
+            self.cluster = SingleNode(self.node_id, self._endpoint)
         self.connections: dict[Any, None] = {}  # in order of opening
-        self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections)
-        self.metrics.cluster = self.cluster
+        self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections,
+                               self.cluster)
         self.router = Router()
         handlers.register_all(self)
         self.router.seal(self.metrics.stage)
@@ -86,6 +78,43 @@ class Broker:
         self.stopping = asyncio.Event()
         self.serving = asyncio.Event()  # set once requests are served (after the cluster join)
         self.bound_ports: dict[str, int] = {}
+
+    def _cluster(self, state: ClusterState, connect: Any) -> tuple[GroupCoordinator, TxnService, ClusterView]:
+        """The coordinators and the cluster node of a cluster member, in dependency order: this
+        broker's incarnation (lease, registration), the replica fetcher and manager, the guard
+        that makes coordinator writes count once replicated, the group coordinator, the marker
+        sender, the transaction coordinator, KIP-890 verification at other coordinators, the
+        coordinators' placement (they follow the leaderships of their topics' partitions), the
+        ACLs and credentials shared through etcd, and the node that runs them."""
+        from ..cluster.coordinators import CoordinatorPlacement, CoordinatorWrites
+        from ..cluster.fetcher import FetcherManager
+        from ..cluster.markers import MarkerSender
+        from ..cluster.membership import Membership
+        from ..cluster.node import ClusterNode
+        from ..cluster.peer import tcp_connect
+        from ..cluster.replica import ReplicaManager
+        from ..cluster.security_state import SharedSecurity
+        from ..cluster.verify import TxnVerifier
+
+        config, node_id, connect = self.config, self.node_id, connect if connect is not None else tcp_connect
+        listener = config["inter.broker.listener.name"] or config.listeners[0].name
+        membership = Membership(config, state, self.partitions, self.bound_port)
+        fetchers = FetcherManager(node_id, state.cache, self.partitions, self.producers, config, listener, connect)
+        replicas = ReplicaManager(node_id, state.store, state.keys, state.cache, self.partitions, config,
+                                  membership.lease_valid, state.min_isr, membership.broker_epoch, fetchers)
+        writes = CoordinatorWrites(replicas, membership.lease_valid, config["offsets.commit.timeout.ms"] / 1000)
+        groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes))
+        markers = MarkerSender(node_id, state.cache, replicas, self.producers, self.partitions, listener, groups,
+                               connect)
+        txn = TxnService(config, self.admin, self.partitions, groups, self.producers, pids=state.pids,
+                         marker_sender=markers, state_guard=writes)
+        verifier = TxnVerifier(node_id, state.cache, txn, listener, connect)
+        placement = CoordinatorPlacement(config, state.cache, replicas, groups, txn, membership.lease_valid,
+                                         state.create_topic)
+        shared = SharedSecurity(state.store, state.keys.security, state.cache, self.security)
+        node = ClusterNode(config, state, membership, self.admin, self.dynamic, replicas, fetchers, placement,
+                           markers, verifier, shared)
+        return groups, txn, node
 
     # ---- connections ---------------------------------------------------------------------
     def connection_opened(self, conn) -> bool:
@@ -107,7 +136,7 @@ class Broker:
         self.partitions.start()
         if self.cluster.clustered:  # the coordinators load what this broker comes to lead
             self.groups.start_clustered(self.config["offsets.topic.num.partitions"])
-            self.txn.start(clustered=True)
+            self.txn.start()
         else:
             self.groups.start()
             self.txn.start()
@@ -125,8 +154,7 @@ class Broker:
             self.servers.append(server)
             bound = server.sockets[0].getsockname()
             self.bound_ports[lst.name] = bound[1]
-        if self.cluster.clustered:
-            await self.cluster.start()
+        await self.cluster.start()  # a cluster member joins (serving nothing before)
         for server, lst in zip(self.servers, self.config.listeners):
             await server.start_serving()
             bound = server.sockets[0].getsockname()
@@ -148,8 +176,8 @@ class Broker:
         return self.servers[0].sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        await self.cluster.controlled_shutdown()  # listeners still open: followers catch up
         if self.cluster.clustered:
-            await self.cluster.controlled_shutdown()  # listeners still open: followers catch up
             # the writes the handover failed are answered before their connections close (an
             # unanswered one is a lost answer to its client, as the crash of a broker is)
             await asyncio.sleep(0.01)
@@ -164,8 +192,7 @@ class Broker:
                 await asyncio.wait_for(server.wait_closed(), 2)
             except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - a listener that will not close must not block shutdown
                 pass
-        if self.cluster.clustered:
-            await self.cluster.stop()
+        await self.cluster.stop()
         await self.metrics.stop()
         self.txn.stop()
         self.groups.stop()

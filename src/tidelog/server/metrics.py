@@ -123,13 +123,14 @@ class Metrics:
     composition root gives it."""
 
     def __init__(self, config: "BrokerConfig", topics: "TopicRegistry", partitions: "Partitions",
-                 groups: "GroupCoordinator", txn: "TxnService", connections: Sized) -> None:
+                 groups: "GroupCoordinator", txn: "TxnService", connections: Sized, cluster: Any) -> None:
+        """`cluster`: the cluster view (replication gauges when it is a cluster member)."""
         self.topic_registry = topics
         self.partitions = partitions
         self.groups = groups
         self.txn = txn
         self.connections = connections
-        self.cluster: Any = None  # cluster mode: the ClusterNode (replication gauges)
+        self.cluster = cluster
         self.listener: str | None = config["metrics.listener"]
         self.requests = RequestStats()
         self.topics = TopicStats()
@@ -329,7 +330,7 @@ class BrokerCollector:
         """Cluster mode: Kafka's replica manager gauges (UnderReplicatedPartitions, OfflinePartitionsCount,
         IsrShrinksPerSec/IsrExpandsPerSec as counters) and each follower's lag on the leader."""
         cluster = self.metrics.cluster
-        if cluster is None or not cluster.clustered or cluster.replicas is None:
+        if not cluster.clustered:
             return
         manager = cluster.replicas
         under = GaugeMetricFamily("tidelog_under_replicated_partitions",

@@ -54,7 +54,7 @@ from ..wire.errors import (
     PRODUCER_FENCED,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from .pids import ProducerIdAllocator
+from .pids import ProducerIds
 from .records import TxnLogValue, partition_for
 from .state import COMPLETED, PREPARING, TxnState as S, check_transition
 
@@ -104,7 +104,7 @@ class TxnMetadata:
 
 
 class TxnCoordinator:
-    def __init__(self, store: StateStore, markers: MarkerWriter, pids: ProducerIdAllocator, *,
+    def __init__(self, store: StateStore, markers: MarkerWriter, pids: ProducerIds, *,
                  max_timeout_ms: int = 900_000, expiration_ms: int = 604_800_000,
                  partition_exists: Callable[[str, int], bool] | None = None,
                  clock: Callable[[], int] = now_ms) -> None:

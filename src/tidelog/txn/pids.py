@@ -11,9 +11,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 BLOCK = 1000
 FILE = "producer-id-block"
+
+
+class ProducerIds(Protocol):
+    """Where producer ids come from: this allocator on a single node, blocks reserved in etcd in
+    a cluster (cluster/pids.py)."""
+
+    def next_id(self) -> int: ...
+
+    def issued(self, producer_id: int) -> bool: ...
 
 
 class ProducerIdAllocator:

@@ -25,7 +25,7 @@ from ..log.log import AppendInfo, PartitionLog
 from ..log.records import Record, decode_batches
 from . import records as TR
 from .coordinator import TxnCoordinator
-from .pids import ProducerIdAllocator
+from .pids import ProducerIdAllocator, ProducerIds
 from .producer_states import OFFSETS_TOPIC, STATE_TOPIC, UNTRACKED, ProducerStates
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidelog.txn")
 
 __all__ = ["OFFSETS_TOPIC", "STATE_TOPIC", "UNTRACKED", "TxnService"]
+
+# (producer id, epoch, commit, partitions, coordinator epoch, still owned?) -> markers written
+MarkerSend = Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool]], Awaitable[None]]
 
 
 def _now() -> int:
@@ -50,9 +53,9 @@ class _StateLog:
 
     READ_BYTES = 1 << 20
 
-    def __init__(self, service: "TxnService") -> None:
+    def __init__(self, service: "TxnService", guard: Any = None) -> None:
         self.service = service
-        self.guard: Any = None
+        self.guard = guard
 
     async def write(self, transactional_id: str, value: TR.TxnLogValue | None) -> None:
         s = self.service
@@ -143,7 +146,14 @@ class TxnService:
     group coordinator and the producer state of every partition."""
 
     def __init__(self, config: "BrokerConfig", admin: "TopicAdmin", partitions: "Partitions",
-                 groups: "GroupCoordinator", producers: ProducerStates) -> None:
+                 groups: "GroupCoordinator", producers: ProducerStates, *, pids: ProducerIds | None = None,
+                 marker_sender: MarkerSend | None = None, state_guard: Any = None) -> None:
+        """Cluster mode: `pids` hands out producer ids from blocks reserved in etcd (else a local
+        allocator); `marker_sender` sends every marker to its partition's leader (a
+        WriteTxnMarkers call when that is another broker); `state_guard` (a
+        `groups.store.WriteGuard`) makes `__transaction_state` writes count only on its leader,
+        once replicated. KIP-890 verification is then done only where the coordinator's state is
+        (elsewhere the Produce handler asks the coordinator: cluster/verify.py)."""
         cfg = config
         self.config = config
         self.admin = admin
@@ -155,33 +165,34 @@ class TxnService:
         self.abort_interval_s = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
         self.expire_interval_s = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
         self.producer_expiration_ms = cfg["producer.id.expiration.ms"]
-        self.pids = ProducerIdAllocator(cfg.log_dirs[0])
-        self.state_log = _StateLog(self)
+        self.pids: ProducerIds = pids if pids is not None else ProducerIdAllocator(cfg.log_dirs[0])
+        self.state_log = _StateLog(self, state_guard)
         self.coordinator = TxnCoordinator(
             self.state_log, _Markers(self), self.pids,
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             expiration_ms=cfg["transactional.id.expiration.ms"],
             partition_exists=self._partition_exists,
         )
-        # Cluster mode (set by the cluster node): markers are written by each partition's leader
-        # (a WriteTxnMarkers call when that is another broker), and KIP-890 verification is only
-        # done where the coordinator's state is (elsewhere the pre-KIP-890 checks apply).
-        self.marker_sender: Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool]],
-                                     Awaitable[None]] | None = None
-        self.verify_here: Callable[[int], bool] = lambda producer_id: True
+        self.marker_sender = marker_sender
+        self.clustered = marker_sender is not None
         self._tasks: list[asyncio.Task[None]] = []
+
+    def verify_here(self, producer_id: int) -> bool:
+        """Whether KIP-890 verification of this producer's batches is done here: always on a
+        single node; in a cluster where this broker coordinates its transactional id."""
+        return not self.clustered or producer_id in self.coordinator.by_pid
 
     def _partition_exists(self, topic: str, partition: int) -> bool:
         t = self.registry.get(topic)
         return t is not None and 0 <= partition < t.partitions
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self, clustered: bool = False) -> None:
+    def start(self) -> None:
         """Single node: `__transaction_state` is created and every transactional id loaded. In a
         cluster the coordinator starts empty and loads the partitions this broker leads
         (cluster/coordinators.py)."""
         t0 = time.monotonic()
-        if clustered:
+        if self.clustered:
             self.coordinator.owned = {}
             self.coordinator.loaded = True
         else:
@@ -192,7 +203,7 @@ class TxnService:
             self.num_partitions = topic.partitions
         self.coordinator.num_partitions = self.num_partitions
         open_txns = self.producers.load_all()
-        if not clustered:
+        if not self.clustered:
             self.coordinator.load(self.state_log.read_all())
         log.info("producer state of %d partitions loaded in %.0f ms (%d open transactions)",
                  len(self.producers.states), (time.monotonic() - t0) * 1000, open_txns)

@@ -58,7 +58,7 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentia
                    ScramCredential.from_salted(BY_NUMBER[op.mechanism], bytes(op.salt), op.iterations,
                                                bytes(op.salted_password)))
                   for op in request.upsertions if op.name not in results]
-    shared = broker.security.shared
+    shared = broker.cluster.shared_security
     if shared is not None and (deletions or upsertions):  # cluster: through etcd, to every broker
         return _published(shared, deletions, upsertions, response)
     changed = False

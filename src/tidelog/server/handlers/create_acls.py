@@ -35,8 +35,9 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateAclsRequest) -> A
             valid.append(b)
             results.append({"error_code": E.none, "error_message": None})
     response = {"throttle_time": 0, "results": results}
-    if valid and security.shared is not None:  # cluster: through etcd, to every broker
-        return _published(security.shared.add_acls(valid), response)
+    shared = broker.cluster.shared_security
+    if valid and shared is not None:  # cluster: through etcd, to every broker
+        return _published(shared.add_acls(valid), response)
     if valid:
         security.acls.add(valid)
     return response

@@ -32,7 +32,8 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> A
             results.append({"error_code": E.invalid_request, "error_message": filter_error(flt),
                             "matching_acls": []})
             continue
-        if security.shared is not None:  # cluster: removed through etcd, from every broker
+        shared = broker.cluster.shared_security
+        if shared is not None:  # cluster: removed through etcd, from every broker
             gone = [b for b in security.acls.find(flt) if b not in removed]
             removed.extend(gone)
         else:
@@ -43,7 +44,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> A
              "host": b.host, "operation": b.operation, "permission_type": b.permission} for b in gone]})
     response = {"throttle_time": 0, "filter_results": results}
     if removed:
-        return _published(security.shared.remove_acls(removed), response)
+        return _published(shared.remove_acls(removed), response)
     return response
 
 

@@ -13,8 +13,6 @@ Modules: `settings` (config keys), `tls`, `sasl` and `scram` (mechanisms and cre
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
 from dataclasses import dataclass, field
 
@@ -53,8 +51,6 @@ class Security:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.credentials = CredentialStore(data_dir)
         self.acls = AclStore(data_dir)
-        # cluster mode: the SharedSecurity (cluster/security_state.py) changes go through
-        self.shared: Any = None
         self.authorizer: Authorizer | None = None
         if config["authorizer.class.name"]:
             self.authorizer = Authorizer(self.acls, parse_super_users(config["super.users"]),
