@@ -1,18 +1,22 @@
 """The cleaner never loses a committed value (KIP-98's cleaner rules), with real clients.
 
-A compacted topic: K = committed-v1, then a transactional producer writes K = ABORTED and aborts
-(or leaves the transaction open while the cleaner runs, then aborts). A read_committed consumer
-must see committed-v1 after the cleaner as before it. The same for `__consumer_offsets`: an
-aborted send_offsets_to_transaction never shadows the group's committed offset, also after a
-restart replays the cleaned log."""
+A compacted topic: K = committed-v0, K = committed-v1, then a transactional producer writes
+K = ABORTED and aborts (or leaves the transaction open while the cleaner runs, then aborts). A
+read_committed consumer must see committed-v1 after the cleaner as before it. The same for
+`__consumer_offsets`: an aborted send_offsets_to_transaction never shadows the group's committed
+offset, also after a restart replays the cleaned log.
+
+Each check follows a cleaner pass that is seen to have run: the broker's "cleaned <partition>:"
+log line, written after the check's records, with the number of records the pass removed."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 BROKER_OVERRIDES = {
     "log.retention.check.interval.ms": "200",
@@ -29,12 +33,23 @@ TOPIC_CONFIG = {
 }
 
 
-def _topic(broker) -> str:
+# min.compaction.lag.ms that keeps the cleaner off a topic until a test lifts it (_set_config)
+HELD_LAG_MS = "3600000"
+
+
+def _topic(broker, **config: str) -> str:
     name = f"cmp-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for f in admin.create_topics([NewTopic(name, 1, 1, config=TOPIC_CONFIG)]).values():
+    for f in admin.create_topics([NewTopic(name, 1, 1, config={**TOPIC_CONFIG, **config})]).values():
         f.result(30)
     return name
+
+
+def _set_config(broker, topic: str, key: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic,
+                         incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(20)
 
 
 def _values(broker, topic: str, key: bytes, isolation: str) -> list[bytes]:
@@ -65,14 +80,17 @@ def _filler(broker, topic: str, n: int = 40) -> None:
         p.flush(10)  # one batch each: segments roll on the size limit
 
 
-def _cleaned(broker, partition: str, since: int, timeout: float = 20.0) -> None:
-    """Waits for the broker's log line saying the cleaner rewrote `partition` (after `since`)."""
+def _cleaned(broker, partition: str, since: int, timeout: float = 20.0) -> int:
+    """Waits for the broker's log line saying the cleaner rewrote `partition` (after offset
+    `since` of the broker's log file); the number of records that pass removed."""
+    line = re.compile(rf"cleaned {re.escape(partition)}: \d+ segments rewritten, (\d+) records")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if f"cleaned {partition}:" in _full_log(broker)[since:]:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"the cleaner did not clean {partition}:\n{broker.log()[-3000:]}")
+        m = line.search(_full_log(broker), since)
+        if m:
+            return int(m.group(1))
+        time.sleep(0.2)  # the poll interval of this wait
+    raise AssertionError(f"the cleaner did not clean {partition} within {timeout} s:\n{broker.log()[-3000:]}")
 
 
 def _full_log(broker) -> str:
@@ -81,25 +99,31 @@ def _full_log(broker) -> str:
 
 def _committed_then_aborted(broker, topic: str, close_txn_before_cleaning: bool) -> None:
     p = Producer({"bootstrap.servers": broker.bootstrap})
+    p.produce(topic, key=b"K", value=b"committed-v0")
     p.produce(topic, key=b"K", value=b"committed-v1")
     p.flush(10)
+    if not close_txn_before_cleaning:
+        _filler(broker, topic)  # committed-v0 and -v1 in closed segments, ahead of the transaction
     tp = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}"})
     tp.init_transactions(20)
     tp.begin_transaction()
     tp.produce(topic, key=b"K", value=b"ABORTED")
     tp.flush(10)
-    if close_txn_before_cleaning:
-        tp.abort_transaction(20)
-    mark = len(_full_log(broker))
-    _filler(broker, topic)
     if not close_txn_before_cleaning:
-        time.sleep(2)  # several cleaner passes while the transaction is open
-        assert _values(broker, topic, b"K", "read_committed") == [b"committed-v1"]
-        tp.abort_transaction(20)
-        mark = len(_full_log(broker))
+        # The topic's cleaner was held off (HELD_LAG_MS) until the transaction's segment is closed
+        # too: a cleaner that ignored the open transaction would now count ABORTED as K's latest
+        # value and remove committed-v1. Lifting the lag lets the next pass run; it must clean
+        # the prefix ahead of the transaction (removing committed-v0) and leave committed-v1 alone.
         _filler(broker, topic)
-    _cleaned(broker, f"{topic}-0", mark)
-    # the cleaner ran: the aborted value is gone from the log, the committed one stays
+        mark = len(_full_log(broker))
+        _set_config(broker, topic, "min.compaction.lag.ms", "0")
+        assert _cleaned(broker, f"{topic}-0", mark) >= 1  # a pass ran, and removed committed-v0
+        assert _values(broker, topic, b"K", "read_committed") == [b"committed-v1"]
+    mark = len(_full_log(broker))
+    tp.abort_transaction(20)
+    _filler(broker, topic)
+    # the cleaner ran: the aborted value (and committed-v0) are gone from the log, committed-v1 stays
+    assert _cleaned(broker, f"{topic}-0", mark) >= 1
     assert _values(broker, topic, b"K", "read_uncommitted") == [b"committed-v1"]
     assert _values(broker, topic, b"K", "read_committed") == [b"committed-v1"]
 
@@ -109,7 +133,8 @@ def test_aborted_value_does_not_shadow_committed(module_broker):
 
 
 def test_open_transaction_is_not_cleaned(module_broker):
-    _committed_then_aborted(module_broker, _topic(module_broker), close_txn_before_cleaning=False)
+    topic = _topic(module_broker, **{"min.compaction.lag.ms": HELD_LAG_MS})
+    _committed_then_aborted(module_broker, topic, close_txn_before_cleaning=False)
 
 
 def test_aborted_txn_offset_commit_does_not_shadow_committed_offset(module_broker):
@@ -131,7 +156,7 @@ def test_aborted_txn_offset_commit_does_not_shadow_committed_offset(module_broke
         o = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{group}-f{i % 3}", "enable.auto.commit": False})
         o.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False)
         o.close()
-    _cleaned(broker, "__consumer_offsets-0", mark)
+    assert _cleaned(broker, "__consumer_offsets-0", mark) >= 1  # the other groups' older commits
     assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 5
     c.close()
     broker.restart()  # the group store replays the cleaned __consumer_offsets
