@@ -15,7 +15,7 @@ class StateLog:
         self.records = []  # (transactional id, value or None) in write order
 
     async def write(self, txn_id, value):
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # not a wait: a real write suspends its caller, so this one yields too
         self.records.append((txn_id, value))
 
 
@@ -23,10 +23,12 @@ class Markers:
     def __init__(self):
         self.written = []
         self.fail = 0
-        self.gate: asyncio.Event | None = None
+        self.gate: asyncio.Event | None = None  # when set: writes wait for it
+        self.at_gate = asyncio.Event()  # a write is waiting for the gate
 
     async def write(self, pid, epoch, commit, partitions):
         if self.gate is not None:
+            self.at_gate.set()
             await self.gate.wait()
         if self.fail:
             self.fail -= 1
@@ -176,7 +178,7 @@ def test_concurrent_requests_while_markers_are_written(tmp_path):
         await c.add_partitions("tx", pid, epoch, [("t", 0)])
         markers.gate = asyncio.Event()
         end = asyncio.ensure_future(c.end_txn("tx", pid, epoch, True))
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(markers.at_gate.wait(), 5)  # the commit is writing its markers
         assert c.txns["tx"].state == S.PREPARE_COMMIT
         assert await c.add_partitions("tx", pid, epoch, [("t", 1)]) == {("t", 1): C.CONCURRENT_TRANSACTIONS}
         assert (await c.init_producer_id("tx", 10_000))[0] == C.CONCURRENT_TRANSACTIONS
