@@ -4,6 +4,7 @@ retried, writes raise OutcomeUnknown and are never sent twice."""
 
 import asyncio
 import json
+import logging
 import re
 import time
 
@@ -15,6 +16,14 @@ from tidelog.cluster.store import Compare, LeaseExpired, LeaseKeeper, Op, Outcom
 
 # the store's timeout behind the proxy: each lost answer costs one of these
 LOST_ANSWER_TIMEOUT_S = 1.0
+
+
+async def until(cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)  # the poll interval of this wait
 
 
 @pytest.fixture
@@ -83,7 +92,7 @@ async def test_watch_from_an_old_revision_and_across_an_etcd_restart(store, etcd
                 return
 
     w = asyncio.ensure_future(watch())
-    await asyncio.sleep(0.3)
+    await until(lambda: len(got) == 2, 10, "the watch to replay the two puts")  # it runs: restart under it
     etcd.stop()
     etcd.start()
     await store.put("/t/w/3", b"c")
@@ -93,7 +102,8 @@ async def test_watch_from_an_old_revision_and_across_an_etcd_restart(store, etcd
                    ("DELETE", "/t/w/1", b"")]
 
 
-async def test_unavailable_is_bounded_and_lease_keeper_reports_loss(store, etcd):
+async def test_unavailable_is_bounded_and_lease_keeper_reports_loss(store, etcd, caplog):
+    caplog.set_level(logging.WARNING, logger="tidelog.cluster")
     keeper = LeaseKeeper(store, 2)
     lost = asyncio.Event()
     keeper.on_lost = lost.set
@@ -105,7 +115,10 @@ async def test_unavailable_is_bounded_and_lease_keeper_reports_loss(store, etcd)
         with pytest.raises(StoreUnavailable):
             await store.get("/t/x")
         assert time.monotonic() - t0 < 10
-        await asyncio.sleep(2.5)
+        # the keeper had its chance: a keepalive failed a whole TTL after the last one that
+        # succeeded (it says so in the log)
+        await until(lambda: lost.is_set() or any("etcd unreachable for a whole session" in m for m in caplog.messages),
+                    20, "the lease keeper to find etcd unreachable for a whole TTL")
         # etcd away: no longer sure the lease lives, but not lost either (the last known state
         # is kept; only etcd saying the lease is gone ends it)
         assert not keeper.valid() and not lost.is_set()
