@@ -59,7 +59,7 @@ def wait_for(cond, timeout: float, what: str) -> None:
                 return
         except Exception as e:  # noqa: BLE001 - a broker restarting meanwhile
             last = e
-        time.sleep(0.1)
+        time.sleep(0.1)  # the poll interval of this wait
     raise AssertionError(f"timed out waiting for {what} (last error {last!r})")
 
 
@@ -135,12 +135,17 @@ def leader_of(c: Cluster, topic: str, p: int) -> int:
 def test_leader_failover_under_load_loses_nothing(cluster):
     topic = create_topic(cluster, partitions=2)
     acked: list[bytes] = []
+    acked_p0 = [0]  # how many of them went to partition 0 (the one whose leader is killed)
     errors: list = []
     stop = threading.Event()
 
     def run():
         def cb(err, msg):
-            (errors.append(err) if err else acked.append(msg.value()))
+            if err:
+                errors.append(err)
+                return
+            acked.append(msg.value())
+            acked_p0[0] += msg.partition() == 0
         p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
                       "linger.ms": 2, "message.timeout.ms": 60000})
         i = 0
@@ -149,18 +154,22 @@ def test_leader_failover_under_load_loses_nothing(cluster):
             p.poll(0)
             i += 1
             if i % 200 == 0:
-                time.sleep(0.02)
+                time.sleep(0.02)  # pacing of the load (not a wait): the loop would outrun the cluster
         p.flush(90)
+
+    def more_acked(n: int, what: str) -> None:
+        start = acked_p0[0]
+        wait_for(lambda: acked_p0[0] >= start + n, 60, f"{n} more records of partition 0 acknowledged {what}")
 
     th = threading.Thread(target=run)
     th.start()
     try:
         for _ in range(3):
-            time.sleep(1.5)
+            more_acked(1000, "before the leader is killed")  # under load: records flow through it
             victim = leader_of(cluster, topic, 0)
             cluster.brokers[victim].kill()
             wait_for(lambda v=victim: leader_of(cluster, topic, 0) not in (v, -1), 20, "a new leader")
-            time.sleep(1.0)
+            more_acked(500, "by the new leader")  # the log moves on without the old leader
             cluster.brokers[victim].start()
             wait_for(lambda: all(len(p["isr"]) == 3 for p in describe(cluster, topic)), 40, "the ISR full again")
     finally:
