@@ -24,10 +24,11 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
     started_broker,
 )
 from tidelog.server.connection import RequestContext
+from tidelog.server.handlers import join_group, sync_group
 from tidelog.wire import control
 from tidelog.wire.schemas import response_schema
 
-__all__ = ["T0", "ADVERTISED", "batch", "call", "connection", "produce_records", "started_broker"]
+__all__ = ["T0", "ADVERTISED", "batch", "call", "connection", "join", "produce_records", "started_broker"]
 
 # Metadata, FindCoordinator and DescribeCluster name the advertised endpoint; with an explicit port
 # nothing asks for a bound socket (the listener on port 0 is never opened in these tests).
@@ -114,3 +115,25 @@ async def produce_records(broker, n: int, partition: int = 0, topic: str = "t", 
     part = resp.responses[0].partition_responses[0]
     assert part.error_code == 0, part
     return part.base_offset
+
+
+# ConsumerProtocolSubscription v0: topics ["t"], no user data
+SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
+ASSIGNMENT = b"assignment"
+
+
+async def join(broker, group: str = "g") -> tuple[str, int]:
+    """One consumer joins `group` and syncs (the group is Stable); (its member id, the generation)."""
+    def request(member_id: str) -> dict:
+        return {"group_id": group, "session_timeout": 30_000, "rebalance_timeout": 30_000, "member_id": member_id,
+                "group_instance_id": None, "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": SUBSCRIPTION}]}
+
+    first = await call(join_group, broker, 5, request(""))  # MEMBER_ID_REQUIRED: join again with it
+    joined = await call(join_group, broker, 5, request(first["member_id"]))
+    member, generation = joined["member_id"], joined["generation_id"]
+    synced = await call(sync_group, broker, 4, {"group_id": group, "generation_id": generation, "member_id": member,
+                                                "group_instance_id": None,
+                                                "assignments": [{"member_id": member, "assignment": ASSIGNMENT}]})
+    assert synced["error_code"] == 0
+    return member, generation

@@ -8,36 +8,16 @@ import pytest
 from tidelog.core.config import load_config
 from tidelog.server.broker import Broker
 from tidelog.server.handlers import (
-    delete_groups, describe_groups, find_coordinator, join_group, leave_group, list_groups, offset_commit,
-    offset_delete, offset_fetch, sync_group,
+    delete_groups, describe_groups, find_coordinator, leave_group, list_groups, offset_commit, offset_delete,
+    offset_fetch,
 )
 
 from .kit import (
-    ADVERTISED, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND,
+    ADVERTISED, ASSIGNMENT, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND,
     GROUP_SUBSCRIBED_TO_TOPIC, HOST, ILLEGAL_GENERATION, INVALID_GROUP_ID, INVALID_REQUEST,
-    NO_AUTHORIZED_OPERATIONS, NON_EMPTY_GROUP, PORT, UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION, call,
+    NO_AUTHORIZED_OPERATIONS, NON_EMPTY_GROUP, PORT, SUBSCRIPTION, UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION,
+    call, join,
 )
-
-# ConsumerProtocolSubscription v0: topics ["t"], no user data
-SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
-ASSIGNMENT = b"assignment"
-
-
-async def join(broker, group: str = "g") -> tuple[str, int]:
-    """One consumer joins `group` and syncs (the group is Stable); (its member id, the generation)."""
-    def request(member_id: str) -> dict:
-        return {"group_id": group, "session_timeout": 30_000, "rebalance_timeout": 30_000, "member_id": member_id,
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": SUBSCRIPTION}]}
-
-    first = await call(join_group, broker, 5, request(""))  # MEMBER_ID_REQUIRED: join again with it
-    joined = await call(join_group, broker, 5, request(first["member_id"]))
-    member, generation = joined["member_id"], joined["generation_id"]
-    synced = await call(sync_group, broker, 4, {"group_id": group, "generation_id": generation, "member_id": member,
-                                                "group_instance_id": None,
-                                                "assignments": [{"member_id": member, "assignment": ASSIGNMENT}]})
-    assert synced["error_code"] == 0
-    return member, generation
 
 
 def commit(broker, group: str, offsets: dict[tuple[str, int], int], generation: int = -1, member: str = "",
