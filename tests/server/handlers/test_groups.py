@@ -110,6 +110,7 @@ async def test_coordinator_still_loading(unloaded):
     dropped = await call(offset_delete, unloaded, 0, {"group_id": "g", "topics": [
         {"name": "t", "partitions": [{"partition_index": 0}]}]})
     assert (dropped["error_code"], dropped["topics"]) == (COORDINATOR_LOAD_IN_PROGRESS, [])
+    # not named coordinator before it has loaded: COORDINATOR_NOT_AVAILABLE, which clients retry
     found = await call(find_coordinator, unloaded, 4, {"key_type": 0, "coordinator_keys": ["g"]})
     assert [(c["key"], c["error_code"], c["node_id"]) for c in found["coordinators"]] == [
         ("g", COORDINATOR_NOT_AVAILABLE, -1)]
