@@ -22,7 +22,7 @@ class _Notified:
 def leading(tmp_path, isr: tuple[int, ...], records: int) -> tuple[ReplicaManager, Partition]:
     """Broker 1 leads t-0 with `isr` (committed), `records` appended; min.insync.replicas=2."""
     plog = LogManager([tmp_path], LogConfig()).get_or_create("t", 0)
-    plog.replicated = True
+    plog.start_replication()
     plog.append(build_batch([Record(b"k", b"v%d" % i, 1_767_225_600_000 + i) for i in range(records)]))
     rm = ReplicaManager(1, None, None, None, _Notified(), {"replica.lag.time.max.ms": 5000}, lambda: True,
                         lambda topic: 2, lambda: 101, None)

@@ -128,9 +128,8 @@ def test_lost_or_corrupt_indexes_are_rebuilt(tmp_path, damage):
 
 
 def test_manager_clean_shutdown_and_checkpoints(tmp_path, monkeypatch):
-    m = LogManager([tmp_path], CFG, clock_ms=lambda: T0)
     woken = []
-    m.set_append_listener(lambda t, p: woken.append((t, p)))
+    m = LogManager([tmp_path], CFG, clock_ms=lambda: T0, on_append=lambda t, p: woken.append((t, p)))
     a = m.get_or_create("orders", 0)
     b = m.get_or_create("my-topic", 3)
     for _ in range(10):

@@ -89,7 +89,7 @@ def test_leader_stamps_epoch_outside_the_crc(tmp_path, clock):
 def test_follower_copy_is_byte_identical_across_segments(tmp_path, clock):
     leader = open_at(tmp_path / "a", clock)
     follower = open_at(tmp_path / "b", clock)
-    follower.replicated = True
+    follower.start_replication()
     leader.set_leader_epoch(1)
     for i in range(12):
         leader.append(batch_of(3, T0 + i))
@@ -116,7 +116,7 @@ def test_follower_copy_is_byte_identical_across_segments(tmp_path, clock):
 def test_truncate_rolls_back_segments_indexes_and_epochs(tmp_path, clock):
     ref = open_at(tmp_path / "ref", clock)
     log = open_at(tmp_path / "x", clock)
-    log.replicated = True
+    log.start_replication()
     for lg in (ref, log):
         lg.set_leader_epoch(1)
         for i in range(6):
@@ -169,7 +169,7 @@ def test_divergent_logs_converge_by_leader_epoch(tmp_path, clock):
     old = open_at(tmp_path / "old", clock)
     new = open_at(tmp_path / "new", clock)
     for lg in (old, new):
-        lg.replicated = True
+        lg.start_replication()
     old.set_leader_epoch(1)
     for i in range(4):
         old.append(batch_of(2, T0 + i))
@@ -194,7 +194,7 @@ def test_divergent_logs_converge_by_leader_epoch(tmp_path, clock):
 
 def test_truncate_fully_restarts_the_log(tmp_path, clock):
     log = open_at(tmp_path, clock)
-    log.replicated = True
+    log.start_replication()
     log.set_leader_epoch(1)
     for i in range(5):
         log.append(batch_of(3, T0 + i))

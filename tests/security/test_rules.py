@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tidelog.wire.frame import FrameDecoder
 from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
 from tidelog.server.router import NO_RESPONSE
@@ -27,7 +28,7 @@ def broker(tmp_path):
 
 def session_for(broker, principal: str) -> Session:
     conn = SimpleNamespace(peer=("10.1.1.1", 5555), transport=None, listener_name="SASL_PLAINTEXT",
-                           close_with=lambda reason: None, decoder=SimpleNamespace(max_frame_bytes=10**8))
+                           close_with=lambda reason: None, decoder=FrameDecoder(10**8))
     s = broker.security.session(conn)
     s._principal, s.authenticated = principal, True
     return s

@@ -184,12 +184,9 @@ class CoordinatorPlacement:
 
     def _set_partitions(self, topic: str, n: int) -> None:
         if topic == OFFSETS_TOPIC:
-            self.groups.num_partitions = n
-            if self.groups.store is not None:
-                self.groups.store.num_partitions = n
+            self.groups.set_num_partitions(n)
         else:
-            self.txn.num_partitions = n
-            self.txn.coordinator.num_partitions = n
+            self.txn.set_num_partitions(n)
 
     def _load(self, topic: str, p: int, epoch: int) -> None:
         try:

@@ -87,7 +87,7 @@ class ReplicaManager:
         p = self.replicas.get(key)
         if p is None:
             p = self.replicas[key] = Partition(topic, partition, plog)
-        plog.replicated = True
+        plog.start_replication()
         p.plog = plog
         old = p.state
         if state.leader == self.node_id:

@@ -38,8 +38,8 @@ class Partitions:
         self.topic_defaults = admin.topic_defaults
         self.waiters = Waiters()
         self.group_commit = GroupCommit()
-        self.manager = LogManager(config.log_dirs[:1], LogConfig(), topic_config=self._topic_config)
-        self.manager.set_append_listener(self.notify)
+        self.manager = LogManager(config.log_dirs[:1], LogConfig(), topic_config=self._topic_config,
+                                  on_append=self.notify)
         self._tasks: list[asyncio.Task[None]] = []
         admin.listeners.append(self._on_topic_event)
         self.hosts = hosts

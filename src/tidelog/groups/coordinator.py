@@ -83,6 +83,12 @@ class GroupCoordinator:
         self.loaded = True
         self.offsets.schedule_expiry()
 
+    def set_num_partitions(self, n: int) -> None:
+        """`__consumer_offsets` has `n` partitions (cluster mode: known once the topic exists)."""
+        self.num_partitions = n
+        if self.store is not None:
+            self.store.set_num_partitions(n)
+
     def status(self, group_id: str) -> int:
         """NONE when this broker coordinates `group_id` now, else the error a client retries on."""
         if not self.loaded or self.store is None:

@@ -85,6 +85,10 @@ class OffsetStore:
         # producer id -> group -> partition -> offset, not yet visible
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
 
+    def set_num_partitions(self, n: int) -> None:
+        """`__consumer_offsets` has `n` partitions (cluster mode: known once the topic exists)."""
+        self.num_partitions = n
+
     def partition_for(self, group: str) -> int:
         return R.partition_for(group, self.num_partitions)
 

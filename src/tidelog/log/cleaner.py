@@ -261,7 +261,7 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
         stats.bytes_before += seg.size
         stats.bytes_after += len(data)
         log._replace_segment(seg, _swap(log, seg, data, now), now)
-    log.first_dirty_offset = segs[-1].next_offset
+    log.cleaned_to(segs[-1].next_offset)
     if stats.segments_rewritten:
         logger.info(
             "cleaned %s-%d: %d segments rewritten, %d records and %d markers removed, %d -> %d bytes",

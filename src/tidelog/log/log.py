@@ -93,7 +93,13 @@ class FetchInfo:
 
 
 class PartitionLog(ReplicaLogMixin):
-    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, clock_ms: Callable[[], int]):
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, clock_ms: Callable[[], int],
+                 *, on_append: Callable[["PartitionLog"], None] | None = None,
+                 on_log_start_offset_change: Callable[["PartitionLog"], None] | None = None,
+                 hw_checkpoint: int | None = None):
+        """`on_append(log)` after every append; `on_log_start_offset_change(log)` when the log
+        start moves (retention, DeleteRecords); `hw_checkpoint`: the high watermark this log had
+        when last checkpointed (a replicated log starts from it, `start_replication`)."""
         self.dir = directory
         self.topic = topic
         self.partition = partition
@@ -113,12 +119,11 @@ class PartitionLog(ReplicaLogMixin):
         self._closed = False
         self._replicated = False  # replication.py: the cluster's view of this log
         self._hw = 0
-        self.hw_checkpoint: int | None = None
+        self.hw_checkpoint = hw_checkpoint
         self._leader_epoch: int | None = None
         self._epochs: LeaderEpochCache | None = None
-        # Hooks (set by LogManager or the server):
-        self.on_append: Callable[["PartitionLog"], None] | None = None
-        self.on_log_start_offset_change: Callable[["PartitionLog"], None] | None = None
+        self.on_append = on_append
+        self.on_log_start_offset_change = on_log_start_offset_change
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -134,12 +139,17 @@ class PartitionLog(ReplicaLogMixin):
         recovery_point: int | None = None,
         clean_shutdown: bool = False,
         log_start_offset: int = 0,
+        on_append: Callable[["PartitionLog"], None] | None = None,
+        on_log_start_offset_change: Callable[["PartitionLog"], None] | None = None,
+        hw_checkpoint: int | None = None,
     ) -> "PartitionLog":
-        """Open (creating when missing) `<log_dir>/<topic>-<partition>` and recover it."""
+        """Open (creating when missing) `<log_dir>/<topic>-<partition>` and recover it; the hooks
+        and `hw_checkpoint` as in the constructor."""
         clock = clock_ms or wall_clock_ms
         directory = Path(log_dir) / f"{topic}-{partition}"
         directory.mkdir(parents=True, exist_ok=True)
-        log = cls(directory, topic, partition, config or LogConfig(), clock)
+        log = cls(directory, topic, partition, config or LogConfig(), clock, on_append=on_append,
+                  on_log_start_offset_change=on_log_start_offset_change, hw_checkpoint=hw_checkpoint)
         log._load(recovery_point, clean_shutdown, log_start_offset)
         return log
 
@@ -567,11 +577,16 @@ class PartitionLog(ReplicaLogMixin):
         now = self.clock_ms() if now_ms is None else now_ms
         return self._next_offset > self._recovery_point and now - self._last_flush_ms >= self.config.flush_ms
 
+    def cleaned_to(self, offset: int) -> None:
+        """The cleaner's progress: everything below `offset` is clean (in memory only: a restart
+        cleans again, which is idempotent)."""
+        self.first_dirty_offset = offset
+
     def update_config(self, config: LogConfig) -> None:
         """New topic config; applies to future appends, rolls and retention."""
         self.config = config
         for seg in self._segments:
-            seg.config = config
+            seg.update_config(config)
 
     def close(self) -> None:
         """Flush, write final index entries, trim indexes, close files."""

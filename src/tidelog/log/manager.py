@@ -17,7 +17,7 @@ marker is then removed, so a crash before the next clean close is detected). Wit
 recovers from its checkpointed recovery point (0 when absent: everything is checked).
 Close: every log is flushed and closed, checkpoints are written, then the marker.
 
-Hooks: `set_append_listener(fn)` calls `fn(topic, partition)` after every append to any
+Hooks: `on_append` (a constructor argument) is called as `fn(topic, partition)` after every append to any
 partition (the server wakes long-polling fetches there).
 """
 
@@ -27,7 +27,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .atomic import replace_file
 from .config import LogConfig
@@ -95,15 +95,17 @@ class LogManager:
         *,
         clock_ms: Callable[[], int] | None = None,
         topic_config: Callable[[str], LogConfig | None] | None = None,
+        on_append: Callable[[str, int], None] | None = None,
     ) -> None:
         """Open every partition found in `log_dirs` (recovering after a crash).
-        `topic_config(topic)` gives a topic's config (None: `default_config`)."""
+        `topic_config(topic)` gives a topic's config (None: `default_config`); `on_append(topic,
+        partition)` is called after every append to any partition."""
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config or LogConfig()
         self.clock_ms = clock_ms or wall_clock_ms
         self._topic_config = topic_config
         self._logs: dict[TopicPartition, PartitionLog] = {}
-        self._listener: Callable[[str, int], None] | None = None
+        self._listener = on_append
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._load_dir(d)
@@ -123,13 +125,8 @@ class LogManager:
             if not m or not (d / name).is_dir():
                 continue
             tp = (m.group(1), int(m.group(2)))
-            log = PartitionLog.open(
-                d, tp[0], tp[1], self._config_for(tp[0]), self.clock_ms,
-                recovery_point=recovery.get(tp, 0), clean_shutdown=clean,
-                log_start_offset=starts.get(tp, 0),
-            )
-            log.hw_checkpoint = hws.get(tp)
-            self._attach(log)
+            log = self._open(d, tp[0], tp[1], self._config_for(tp[0]), recovery_point=recovery.get(tp, 0),
+                             clean_shutdown=clean, log_start_offset=starts.get(tp, 0), hw_checkpoint=hws.get(tp))
             self._logs[tp] = log
         if not clean and self._logs:
             logger.warning("%s: no clean shutdown marker; logs were recovered from their recovery points", d)
@@ -137,10 +134,12 @@ class LogManager:
             marker.unlink()
         self._checkpoint_dir(d)
 
-    def _attach(self, log: PartitionLog) -> None:
+    def _open(self, d: Path, topic: str, partition: int, config: LogConfig, **kw: Any) -> PartitionLog:
+        """A log of this manager: opened with its callbacks (appends, log start changes)."""
         listener = self._listener
-        log.on_append = (lambda lg: listener(lg.topic, lg.partition)) if listener else None
-        log.on_log_start_offset_change = lambda lg: self.checkpoint()
+        return PartitionLog.open(d, topic, partition, config, self.clock_ms,
+                                 on_append=(lambda lg: listener(lg.topic, lg.partition)) if listener else None,
+                                 on_log_start_offset_change=lambda lg: self.checkpoint(), **kw)
 
     # -- partitions ----------------------------------------------------------------------------
 
@@ -154,8 +153,7 @@ class LogManager:
             # log made creating a topic of N partitions quadratic: minutes for thousands).
             d = self.log_dirs[0] if len(self.log_dirs) == 1 else \
                 min(self.log_dirs, key=lambda p: sum(1 for lg in self._logs.values() if lg.dir.parent == p))
-            log = PartitionLog.open(d, topic, partition, config or self._config_for(topic), self.clock_ms)
-            self._attach(log)
+            log = self._open(d, topic, partition, config or self._config_for(topic))
             self._logs[(topic, partition)] = log
         return log
 
@@ -188,12 +186,6 @@ class LogManager:
 
     def __contains__(self, tp: TopicPartition) -> bool:
         return tp in self._logs
-
-    def set_append_listener(self, fn: Callable[[str, int], None] | None) -> None:
-        """`fn(topic, partition)` after every append (all current and future partitions)."""
-        self._listener = fn
-        for log in self._logs.values():
-            self._attach(log)
 
     # -- maintenance ---------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The replica side of a `PartitionLog` (cluster mode): high watermark, leader epochs, follower
 appends and truncation. A mixin of `PartitionLog`, kept apart so that log.py stays the
-single-node engine; everything here is inert until the cluster code sets `replicated`.
+single-node engine; everything here is inert until the cluster code calls `start_replication`.
 
 - High watermark: single node, it is the log end offset. Replicated, it is kept apart, moved only
   forward by `update_high_watermark` (the leader: minimum log end offset of the ISR; a follower:
@@ -74,12 +74,14 @@ class ReplicaLogMixin:
     def replicated(self) -> bool:
         return self._replicated
 
-    @replicated.setter
-    def replicated(self, value: bool) -> None:
-        if value and not self._replicated:
+    def start_replication(self) -> None:
+        """From now on the high watermark is kept apart from the log end: it starts at the
+        checkpointed one (capped at the log end; the log start when none), and moves only by
+        `update_high_watermark`."""
+        if not self._replicated:
             start = self.hw_checkpoint if self.hw_checkpoint is not None else self._log_start_offset
             self._hw = min(max(start, self._log_start_offset), self._next_offset)
-        self._replicated = value
+        self._replicated = True
 
     def update_high_watermark(self, offset: int) -> bool:
         """Move the HW forward to `offset` (capped at the log end offset); True when it moved."""

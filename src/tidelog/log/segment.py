@@ -437,6 +437,10 @@ class LogSegment:
             self.time_index.flush()
         self.txn_index.flush()
 
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's new config: index intervals and roll limits of future appends follow it."""
+        self.config = config
+
     def close(self) -> None:
         if self.active and self._indexes_ready and self._max_ts is not None and self._max_ts >= 0:
             self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)

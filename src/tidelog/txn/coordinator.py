@@ -118,11 +118,25 @@ class TxnCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.by_pid: dict[int, TxnMetadata] = {}
         self.loaded = False
-        self.num_partitions = 50  # of __transaction_state, set by the service
+        self.num_partitions = 50  # of __transaction_state (set_num_partitions)
         # cluster mode: the __transaction_state partitions led (and loaded) here -> leader epoch
         self.owned: dict[int, int] | None = None
         # cluster mode: partitions led here whose log is not all committed yet (not loaded)
         self.loading: set[int] = set()
+
+    def start_clustered(self) -> None:
+        """Cluster mode: coordinate nothing until `load_partition` (this broker comes to lead a
+        partition of `__transaction_state`)."""
+        self.owned = {}
+        self.loaded = True
+
+    def set_num_partitions(self, n: int) -> None:
+        """`__transaction_state` has `n` partitions: an id's partition is its hash modulo `n`."""
+        self.num_partitions = n
+
+    def close(self) -> None:
+        """The broker stops: every id answers COORDINATOR_NOT_AVAILABLE from now on."""
+        self.loaded = False
 
     def status(self, txn_id: str) -> int:
         """NONE when this broker coordinates `txn_id` now, else the error a client retries on."""

@@ -186,6 +186,11 @@ class TxnService:
         t = self.registry.get(topic)
         return t is not None and 0 <= partition < t.partitions
 
+    def set_num_partitions(self, n: int) -> None:
+        """`__transaction_state` has `n` partitions (cluster mode: known once the topic exists)."""
+        self.num_partitions = n
+        self.coordinator.set_num_partitions(n)
+
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         """Single node: `__transaction_state` is created and every transactional id loaded. In a
@@ -193,15 +198,14 @@ class TxnService:
         (cluster/coordinators.py)."""
         t0 = time.monotonic()
         if self.clustered:
-            self.coordinator.owned = {}
-            self.coordinator.loaded = True
+            self.coordinator.start_clustered()
         else:
             topic = self.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
                 "cleanup.policy": "compact",
                 "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
             })
             self.num_partitions = topic.partitions
-        self.coordinator.num_partitions = self.num_partitions
+        self.coordinator.set_num_partitions(self.num_partitions)
         open_txns = self.producers.load_all()
         if not self.clustered:
             self.coordinator.load(self.state_log.read_all())
@@ -213,7 +217,7 @@ class TxnService:
     def stop(self) -> None:
         for t in self._tasks:
             t.cancel()
-        self.coordinator.loaded = False
+        self.coordinator.close()
         self.producers.stop()
 
     async def _abort_loop(self) -> None:

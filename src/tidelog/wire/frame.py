@@ -52,6 +52,11 @@ class FrameDecoder:
         self._fill = 0
         self.max_frame_bytes = max_frame_bytes
 
+    def limit(self, max_frame_bytes: int) -> None:
+        """Frames longer than `max_frame_bytes` are refused from the next one on (SASL: a small
+        limit before authentication, the listener's own after)."""
+        self.max_frame_bytes = max_frame_bytes
+
     def feed(self, data: bytes) -> list[bytearray]:
         frames: list[bytearray] = []
         big = self._big

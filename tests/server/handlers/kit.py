@@ -23,6 +23,7 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
     produce_request,
     started_broker,
 )
+from tidelog.wire.frame import FrameDecoder
 from tidelog.server.connection import RequestContext
 from tidelog.server.handlers import join_group, sync_group
 from tidelog.wire import control
@@ -104,7 +105,7 @@ def connection(broker, listener: str = "PLAINTEXT", close_with=None):
     checked there)."""
     conn = SimpleNamespace(listener_name=listener, peer=("127.0.0.1", 50000), transport=None,
                            close_with=close_with or (lambda reason: None),
-                           decoder=SimpleNamespace(max_frame_bytes=100 * 1024 * 1024))
+                           decoder=FrameDecoder(100 * 1024 * 1024))
     conn.security = broker.security.session(conn)
     return conn
 

@@ -43,7 +43,7 @@ class Session:
         self.expires_at: float | None = None
         self._max_frame = conn.decoder.max_frame_bytes
         if listener.sasl:  # sasl.server.max.receive.size bounds frames until authenticated
-            conn.decoder.max_frame_bytes = min(self._max_frame, listener.max_receive_size)
+            conn.decoder.limit(min(self._max_frame, listener.max_receive_size))
 
     # ---- identity ---------------------------------------------------------------------------
     @property
@@ -143,7 +143,7 @@ class Session:
             return False
         self._principal = principal
         self.authenticated = True
-        self.conn.decoder.max_frame_bytes = self._max_frame
+        self.conn.decoder.limit(self._max_frame)
         reauth = self.listener.reauth_ms
         self.expires_at = time.monotonic() + reauth / 1000 if reauth else None
         log.debug("%s authenticated as %s with %s", self.conn.peer, principal, self.mechanism)
