@@ -54,7 +54,7 @@ def test_epoch_cache_answers_like_kafka(tmp_path):
     c = LeaderEpochCache(tmp_path)
     assert c.end_offset_for(0, 10) == (-1, -1)
     assert c.assign(1, 0) and c.assign(3, 40) and c.assign(4, 70)
-    assert not c.assign(2, 90)  # older than the latest: ignored
+    assert not c.assign(4, 90)  # the latest epoch, later: already covered
     assert c.end_offset_for(4, 100) == (4, 100)  # latest epoch: the log end
     assert c.end_offset_for(3, 100) == (3, 70)
     assert c.end_offset_for(2, 100) == (1, 40)  # unknown epoch: the largest below, ending at the next start
@@ -67,6 +67,11 @@ def test_epoch_cache_answers_like_kafka(tmp_path):
     c.truncate_from_start(45)
     assert c.entries() == [(3, 45)]
     assert c.assign(5, 45) and c.entries() == [(5, 45)]  # same start: replaced
+    assert c.assign(6, 50) and c.assign(7, 50) and c.entries() == [(5, 45), (7, 50)]
+    # an older epoch's batch at 50 (a follower of a leader that never wrote at 6 or 7 there):
+    # the contradicting entries go, as Kafka's maybeTruncateNonMonotonicEntries; epoch 5 covers it
+    assert c.assign(5, 50) and c.entries() == [(5, 45)]
+    assert c.assign(2, 60) and c.entries() == [(2, 60)]  # everything newer, or starting at or past 60
     (tmp_path / EPOCH_FILE).write_text("0\n2\n5 45\n")  # torn
     assert len(LeaderEpochCache(tmp_path)) == 0
 
@@ -190,6 +195,35 @@ def test_divergent_logs_converge_by_leader_epoch(tmp_path, clock):
     assert a == b
     assert old.epochs.entries() == new.epochs.entries() == [(1, 0), (2, 8)]
     assert not any(r.key.startswith(b"lost") for r in records(old))
+
+
+def test_a_follower_forgets_epochs_it_led_without_writing(tmp_path, clock):
+    """Simulation seed 5664 of issue 26. Broker A leads epochs 1 and 2 from offset 4 without
+    writing (its cache: 2 -> 4); B, elected instead (an eligible leader replica), holds
+    offsets 4..7 of epoch 0 and leads epoch 3 from 8. A follows and copies 4..7 (epoch 0): its
+    cache must drop the epochs that wrote nothing there, or its next OffsetForLeaderEpoch (at a
+    new leader epoch 4) finds epoch 0 ending at 4 in its own cache and truncates 4..7 - records
+    committed, below its high watermark."""
+    a = open_at(tmp_path / "a", clock)
+    b = open_at(tmp_path / "b", clock)
+    for lg in (a, b):
+        lg.start_replication()
+    b.set_leader_epoch(0)
+    for i in range(4):
+        b.append(batch_of(2, T0 + i))
+    a.append_as_follower(b.read(0, 1000, max_offset=4).data)  # A has 0..3, B 0..7
+    a.set_leader_epoch(1)
+    a.set_leader_epoch(2)
+    assert a.epochs.entries() == [(0, 0), (2, 4)]  # epoch 2 replaced epoch 1 (same start)
+    b.set_leader_epoch(3)
+    epoch, end = b.epoch_end(a.latest_epoch())
+    assert (epoch, end) == (0, 8)  # nothing to truncate: A's 0..3 are B's
+    copy_all(b, a)
+    assert a.epochs.entries() == [(0, 0)]
+    b.set_leader_epoch(4)
+    epoch, end = b.epoch_end(a.latest_epoch())
+    target = min(end, a.end_offset_for_epoch(epoch), a.log_end_offset)
+    assert target == 8, f"A would truncate to {target}, below records it holds and B has committed"
 
 
 def test_truncate_fully_restarts_the_log(tmp_path, clock):

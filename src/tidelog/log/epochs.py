@@ -8,8 +8,14 @@ last epoch's end is the log end offset).
 
 Contract:
 - `assign(epoch, start)`: a leader assigns its new epoch at its log end offset when it takes over;
-  a follower assigns the `partitionLeaderEpoch` of each appended batch newer than the latest one.
-  Older or equal epochs are ignored; an entry with a start offset at or beyond `start` is replaced.
+  a follower assigns the `partitionLeaderEpoch` of each appended batch that differs from the
+  latest one. Entries that contradict it go first (as Kafka's `maybeTruncateNonMonotonicEntries`):
+  those of a newer epoch, and those starting at or beyond `start`. Such entries hold no record
+  below `start` - a broker that led an epoch without writing in it, then follows a leader that
+  has older records at those offsets - and kept, they would answer OffsetForLeaderEpoch as if
+  those offsets were another epoch's: the follower would truncate committed records below its
+  high watermark (simulation seed 5664 of issue 26). An entry of the same epoch starting at or
+  before `start` already covers it.
 - `end_offset_for(requested, log_end)` answers OffsetForLeaderEpoch: (the largest epoch <=
   requested, the start offset of the first epoch > requested), or (requested, log_end) when
   requested is the latest epoch, or (-1, -1) when no epoch <= requested is known. Cost:
@@ -103,15 +109,21 @@ class LeaderEpochCache:
     # -- changes --------------------------------------------------------------------------------
 
     def assign(self, epoch: int, start: int) -> bool:
-        if epoch < 0 or (self._epochs and epoch <= self._epochs[-1]):
+        """True when the cache changed (and was written)."""
+        if epoch < 0 or (self._epochs and self._epochs[-1] == epoch and self._starts[-1] <= start):
             return False
-        while self._starts and self._starts[-1] >= start:
+        changed = False
+        while self._epochs and (self._epochs[-1] > epoch or self._starts[-1] >= start):
             self._epochs.pop()
             self._starts.pop()
-        self._epochs.append(epoch)
-        self._starts.append(start)
-        self._write()
-        return True
+            changed = True
+        if not self._epochs or self._epochs[-1] != epoch:
+            self._epochs.append(epoch)
+            self._starts.append(start)
+            changed = True
+        if changed:
+            self._write()
+        return changed
 
     def truncate_from_end(self, offset: int) -> None:
         n = bisect.bisect_left(self._starts, offset)

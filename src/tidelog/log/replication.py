@@ -126,7 +126,7 @@ class ReplicaLogMixin:
         cache = self.epochs
         for b in v.batches:
             epoch = BatchHeader(buf, b.position).partition_leader_epoch
-            if epoch > cache.latest_epoch:
+            if epoch != cache.latest_epoch:  # a newer epoch, or an older one that overrides stale entries
                 cache.assign(epoch, b.base_offset)
         if self.on_append is not None:
             self.on_append(self)
