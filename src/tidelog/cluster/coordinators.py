@@ -30,13 +30,12 @@ from typing import Any, Awaitable, Callable
 
 from kio.schema.errors import ErrorCode as E
 
+from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
 
 log = logging.getLogger("tidelog.cluster")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-STATE_TOPIC = "__transaction_state"
 COORDINATOR_TOPICS = (OFFSETS_TOPIC, STATE_TOPIC)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
-from .coordinators import OFFSETS_TOPIC
+from ..core.topics import OFFSETS_TOPIC
 from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")

@@ -19,7 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from ..log.records import H_ATTRIBUTES, H_PRODUCER_EPOCH, H_PRODUCER_ID, HEADER, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_FLAG_MASK
-from .coordinators import STATE_TOPIC
+from ..core.topics import STATE_TOPIC
 from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")

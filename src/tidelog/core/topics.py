@@ -18,7 +18,9 @@ from pathlib import Path
 from ..log.atomic import replace_file
 
 REGISTRY = "tidelog-topics.json"
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+OFFSETS_TOPIC = "__consumer_offsets"  # the group coordinator's log
+STATE_TOPIC = "__transaction_state"  # the transaction coordinator's log
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, STATE_TOPIC})
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 

@@ -19,6 +19,7 @@ from typing import Any, Coroutine, Iterable, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
+from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
 from .group import Group, Member
 from .membership import Membership
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.groups")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 NONE = 0
 
 

@@ -13,15 +13,11 @@ from typing import Any
 
 import asyncio
 import struct
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..log.clock import wall_clock_ms
 from .state import Event, GroupState, next_state
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(eq=False)
@@ -71,14 +67,14 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     pending_members: dict[str, asyncio.TimerHandle | None] = field(default_factory=dict)  # MEMBER_ID_REQUIRED
     static_members: dict[str, str] = field(default_factory=dict)  # group_instance_id -> member_id
-    state_timestamp: int = field(default_factory=now_ms)
+    state_timestamp: int = field(default_factory=wall_clock_ms)
     rebalance_timer: asyncio.TimerHandle | None = None
     initial_delay_deadline: float = 0.0  # for the initial-rebalance delay: latest end of the wait
 
     # ---- state ----------------------------------------------------------------------------
     def transition(self, event: Event) -> GroupState:
         self.state = next_state(self.state, event)
-        self.state_timestamp = now_ms()
+        self.state_timestamp = wall_clock_ms()
         return self.state
 
     def is_(self, *states: GroupState) -> bool:

@@ -29,7 +29,9 @@ from typing import Any, TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
-from .group import Group, now_ms
+from ..log.clock import wall_clock_ms
+
+from .group import Group
 from .records import OffsetValue
 from .state import GroupState as S
 
@@ -230,7 +232,7 @@ class GroupOffsets:
         no protocol (offsets only) `retention` after their commit; those of an active consumer group
         only for topics no member subscribes to, `retention` after their commit.
         """
-        now = now_ms() if now is None else now
+        now = wall_clock_ms() if now is None else now
         removed = 0
         for group_id in list(self.groups):
             g = self.groups[group_id]

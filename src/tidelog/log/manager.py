@@ -29,9 +29,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from .clock import wall_clock_ms
 from .atomic import replace_file
 from .config import LogConfig
-from .log import PartitionLog, wall_clock_ms
+from .log import PartitionLog
 
 logger = logging.getLogger("tidelog.log")
 

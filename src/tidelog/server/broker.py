@@ -23,7 +23,8 @@ import asyncio
 import logging
 from typing import Any
 
-from ..groups import OFFSETS_TOPIC, GroupCoordinator
+from ..core.topics import OFFSETS_TOPIC
+from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
 from ..txn.producer_states import ProducerStates
 from ..txn.service import TxnService

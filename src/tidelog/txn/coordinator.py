@@ -35,10 +35,10 @@ All on the event loop; no locks. Error results are Kafka error codes (ints).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
+from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
 from ..wire.errors import (
     CONCURRENT_TRANSACTIONS,
@@ -64,10 +64,6 @@ MAX_EPOCH = 32767
 MOVED = (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)  # a state write's errors a client retries on
 
 TopicPartition = tuple[str, int]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class StateStore(Protocol):
@@ -107,7 +103,7 @@ class TxnCoordinator:
     def __init__(self, store: StateStore, markers: MarkerWriter, pids: ProducerIds, *,
                  max_timeout_ms: int = 900_000, expiration_ms: int = 604_800_000,
                  partition_exists: Callable[[str, int], bool] | None = None,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = wall_clock_ms) -> None:
         self.store = store
         self.markers = markers
         self.pids = pids

@@ -22,9 +22,10 @@ Produce: they have no producer state here (`UNTRACKED`).
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
+from ..log.clock import wall_clock_ms
 from ..log.errors import LogAppendError, LogError
 from ..log.log import AppendInfo, PartitionLog
 from ..log.records import CONTROL_ABORT, CONTROL_COMMIT
@@ -38,15 +39,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.txn")
 
-STATE_TOPIC = "__transaction_state"
-OFFSETS_TOPIC = "__consumer_offsets"
 UNTRACKED = (STATE_TOPIC, OFFSETS_TOPIC)  # written by coordinators, never through Produce
 
 TopicPartition = tuple[str, int]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ProducerStates:
@@ -196,7 +191,7 @@ class ProducerStates:
         info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch,
                                    coordinator_epoch)
         aborted = state.complete_txn(producer_id, producer_epoch, info.first_offset, commit, coordinator_epoch,
-                                     now_ms())
+                                     wall_clock_ms())
         if aborted is not None:
             plog.append_aborted_txn(aborted)
         plog.set_first_unstable_offset(state.first_unstable_offset())

@@ -20,13 +20,15 @@ import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator
 
 from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
+from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
 from ..log.log import AppendInfo, PartitionLog
 from ..log.records import Record, decode_batches
 from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator, ProducerIds
-from .producer_states import OFFSETS_TOPIC, STATE_TOPIC, UNTRACKED, ProducerStates
+from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
+from .producer_states import ProducerStates
 
 if TYPE_CHECKING:
     from ..groups import GroupCoordinator
@@ -36,14 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.txn")
 
-__all__ = ["OFFSETS_TOPIC", "STATE_TOPIC", "UNTRACKED", "TxnService"]
-
 # (producer id, epoch, commit, partitions, coordinator epoch, still owned?) -> markers written
 MarkerSend = Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool]], Awaitable[None]]
-
-
-def _now() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class _StateLog:
@@ -64,7 +60,7 @@ class _StateLog:
         plog = s.partitions.get(STATE_TOPIC, partition)
         if plog is None:
             raise LogError(15, f"{STATE_TOPIC} is missing")
-        rec = Record(TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), _now())
+        rec = Record(TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), wall_clock_ms())
         info = plog.append_records([rec])
         await s.partitions.group_commit.flush(plog)
         if self.guard is not None:
@@ -237,7 +233,7 @@ class TxnService:
             await asyncio.sleep(self.expire_interval_s)
             try:
                 await self.coordinator.expire_ids()
-                now = _now()
+                now = wall_clock_ms()
                 n = self.producers.expire(now, self.producer_expiration_ms)
                 if n:
                     log.info("expired %d idle producer ids", n)

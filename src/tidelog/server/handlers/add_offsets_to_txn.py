@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ...wire.apis import ApiKey
 
 from ._txn_util import fenced_for, guarded
-from ...txn.service import OFFSETS_TOPIC
+from ...core.topics import OFFSETS_TOPIC
 from ..router import control_route
 
 if TYPE_CHECKING:

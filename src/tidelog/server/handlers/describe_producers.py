@@ -9,7 +9,7 @@ from ...wire.apis import ApiKey
 
 from kio.schema.errors import ErrorCode as E
 
-from ...txn.service import UNTRACKED
+from ...txn.producer_states import UNTRACKED
 from ..router import control_route
 from ._leadership import off_leader
 

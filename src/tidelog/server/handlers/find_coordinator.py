@@ -13,9 +13,8 @@ from ...wire.apis import ApiKey
 
 from kio.schema.errors import ErrorCode as E
 
-from ...groups.coordinator import OFFSETS_TOPIC
+from ...core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ...groups.records import partition_for as group_partition
-from ...txn.service import STATE_TOPIC
 from ...txn.records import partition_for as txn_partition
 from ..router import control_route
 from .metadata import broker_entries

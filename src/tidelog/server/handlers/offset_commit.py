@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
 
-from ...groups.group import now_ms
+from ...log.clock import wall_clock_ms
 from ...groups.records import OffsetValue
 from ..router import control_route
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 async def handle(broker: Broker, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
     coordinator = broker.groups
     version = ctx.api_version
-    now = now_ms()
+    now = wall_clock_ms()
     retention = getattr(request, "retention_time", -1) if 2 <= version <= 4 else -1
     if hasattr(retention, "total_seconds"):  # kio reads it as a timedelta
         retention = int(retention.total_seconds() * 1000)

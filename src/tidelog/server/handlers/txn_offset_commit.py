@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire.errors import NONE
 from ._txn_util import fenced_for
-from ...txn.service import OFFSETS_TOPIC
+from ...core.topics import OFFSETS_TOPIC
 from ...groups.records import OffsetValue
 from ..router import control_route
 

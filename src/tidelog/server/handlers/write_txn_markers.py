@@ -16,7 +16,7 @@ from ...wire.apis import ApiKey
 from kio.schema.errors import ErrorCode as E
 
 from ...log.errors import LogError
-from ...txn.service import OFFSETS_TOPIC
+from ...core.topics import OFFSETS_TOPIC
 from ..router import control_route
 
 if TYPE_CHECKING:
