@@ -107,8 +107,6 @@ async def test_create_topics_validate_only_answers_the_configs_a_creation_would(
     assert dry["configs"] == real["configs"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the first entry of a repeated name is created; Kafka (ControllerApis."
-                                       "createTopics) creates none and answers the name once, INVALID_REQUEST")
 async def test_create_topics_repeated_name_is_refused_and_not_created(broker):
     resp = await create(broker, creatable("dup", 1), creatable("dup", 2), creatable("single", 1))
     assert sorted((t["name"], t["error_code"]) for t in resp["topics"]) == [("dup", INVALID_REQUEST), ("single", 0)]

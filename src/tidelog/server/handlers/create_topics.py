@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -24,23 +25,23 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
     admin = broker.admin
     results = []
     pending: list[Any] = []
-    seen: set[str] = set()
     validate_only = getattr(request, "validate_only", False)
+    # A name given more than once is created from none of its entries and answered once, after the
+    # others, INVALID_REQUEST (Kafka's ControllerApis.createTopics); its partitions do not count.
+    counts = Counter(t.name for t in request.topics)
+    duplicates = [name for name, n in counts.items() if n > 1]
     too_many = sum(max(_requested(t, broker.config["num.partitions"]), 0)
-                   for t in request.topics) > MAX_NEW_PARTITIONS_PER_REQUEST
+                   for t in request.topics if counts[t.name] == 1) > MAX_NEW_PARTITIONS_PER_REQUEST
     for t in request.topics:
         name = t.name
         entry = {"name": name, "topic_id": None, "error_code": 0, "error_message": None,
                  "num_partitions": -1, "replication_factor": -1, "configs": []}
-        if too_many:  # Kafka fails every topic of the request
+        if too_many:  # Kafka fails every entry of the request, repeated names included
             entry.update(error_code=TOO_MANY_PER_REQUEST[0], error_message=TOO_MANY_PER_REQUEST[1])
             results.append(entry)
             continue
-        if name in seen:
-            entry.update(error_code=E.invalid_request.value, error_message=f"Duplicate topic name {name!r}.")
-            results.append(entry)
+        if counts[name] > 1:
             continue
-        seen.add(name)
         partitions = t.num_partitions
         rf = t.replication_factor
         if t.assignments:
@@ -100,6 +101,10 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             ],
         )
         results.append(entry)
+    if not too_many:
+        results.extend({"name": name, "topic_id": None, "error_code": E.invalid_request.value,
+                        "error_message": "Duplicate topic name.", "num_partitions": -1, "replication_factor": -1,
+                        "configs": []} for name in duplicates)
     response = {"throttle_time": 0, "topics": results}
     if pending:
         return _after(pending, response)
