@@ -83,6 +83,11 @@ class TopicAdmin:
     def topic_configs(self, topic: Topic) -> dict[str, str]:
         return effective(self.topic_defaults, topic.configs)
 
+    def new_topic_configs(self, configs: dict[str, str | None]) -> dict[str, str]:
+        """The configs a topic created with `configs` would have (`topic_configs` of it): every
+        topic key, as CreateTopics answers them for validate_only as for a creation."""
+        return effective(self.topic_defaults, {k: v for k, v in configs.items() if v is not None})
+
     def check_create(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> Result:
         err = topic_name_error(name)
         if err:

@@ -99,8 +99,6 @@ async def test_create_topics_validate_only_checks_without_creating(broker):
     assert broker.registry.get("dry") is None and broker.partitions.get("dry", 0) is None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: validate_only answers only the keys of the broker's topic defaults "
-                                       "(15), the real creation all 27 topic configs (create_topics.py)")
 async def test_create_topics_validate_only_answers_the_configs_a_creation_would(broker):
     dry = (await create(broker, creatable("same", 1), validate_only=True))["topics"][0]
     real = (await create(broker, creatable("same", 1)))["topics"][0]

@@ -72,13 +72,13 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             results.append(entry)
             continue
         if validate_only:
-            effective = {**broker.topic_defaults, **{k: v for k, v in configs.items() if v is not None}}
+            effective = admin.new_topic_configs(configs)
             topic_id = None
         elif admin.clustered:
             replicas = ([tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
                         if t.assignments else None)
             pending.append(_create(broker, entry, name, partitions, rf, configs, replicas))
-            effective = {**broker.topic_defaults, **{k: v for k, v in configs.items() if v is not None}}
+            effective = admin.new_topic_configs(configs)
             topic_id = None
         else:
             topic = admin.create(name, partitions, configs)
