@@ -140,12 +140,22 @@ async def test_delete_topics_unknown_name_and_id(broker):
     assert broker.registry.get("t") is not None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the first entry of a repeated name deletes the topic; Kafka "
-                                       "(ControllerApis.deleteTopics) deletes nothing: INVALID_REQUEST")
 async def test_delete_topics_repeated_name_is_refused(broker):
     resp = await call(delete_topics, broker, 5, {"topic_names": ["t", "t"], "timeout": 10_000})
     assert [(r["name"], r["error_code"]) for r in resp["responses"]] == [("t", INVALID_REQUEST)]
     assert broker.registry.get("t") is not None
+
+
+async def test_delete_topics_repeated_id_or_name_and_id_is_refused(broker):
+    broker.admin.create("other", 1, {})
+    t_id, other_id = broker.registry.get("t").topic_id, broker.registry.get("other").topic_id
+    resp = await call(delete_topics, broker, 6, {"topics": [{"name": None, "topic_id": t_id},
+                                                            {"name": None, "topic_id": t_id},
+                                                            {"name": "other", "topic_id": None},
+                                                            {"name": None, "topic_id": other_id}], "timeout": 10_000})
+    assert sorted((r["name"] or "", r["topic_id"], r["error_code"]) for r in resp["responses"]) == [
+        ("", t_id, INVALID_REQUEST), ("other", other_id, INVALID_REQUEST)]
+    assert broker.registry.get("t") is not None and broker.registry.get("other") is not None
 
 
 # ---- CreatePartitions -----------------------------------------------------------------------

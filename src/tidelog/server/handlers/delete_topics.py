@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -26,7 +27,28 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
         wanted = [(n, None) for n in request.topic_names]
     responses = []
     pending: list[Any] = []
+    # A topic given more than once is deleted by none of its entries and answered once,
+    # INVALID_REQUEST (Kafka's ControllerApis.deleteTopics): a name or an id repeated, or a name
+    # whose topic is also given by its id.
+    names = Counter(name for name, _ in wanted if name is not None)
+    ids = Counter(topic_id for name, topic_id in wanted if name is None and topic_id is not None)
+    named_ids = {topic.topic_id for name, n in names.items() if n == 1 and (topic := registry.get(name)) is not None}
+    answered: set[Any] = set()
     for name, topic_id in wanted:
+        if names.get(name, 0) > 1 or (name is None and ids.get(topic_id, 0) > 1):
+            if (name, topic_id) not in answered:
+                answered.add((name, topic_id))
+                responses.append({"name": name, "topic_id": None if name is not None else topic_id,
+                                  "error_code": E.invalid_request.value,
+                                  "error_message": "Duplicate topic name." if name is not None
+                                  else "Duplicate topic id."})
+            continue
+        if name is None and topic_id in named_ids:
+            continue  # answered with the entry naming it
+        if name is not None and (topic := registry.get(name)) is not None and topic.topic_id in ids:
+            responses.append({"name": name, "topic_id": topic.topic_id, "error_code": E.invalid_request.value,
+                              "error_message": "The provided topic name maps to an ID that was already supplied."})
+            continue
         if name is None and topic_id is not None:
             topic = registry.by_id.get(topic_id)
             if topic is None:
