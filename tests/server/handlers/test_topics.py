@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from tidelog.server.handlers import (
     create_partitions, create_topics, delete_topics, describe_topic_partitions, metadata,
 )
@@ -296,8 +295,6 @@ async def test_metadata_auto_creation_disabled_by_the_broker(tmp_path):
         assert b.registry.get("auto") is None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: without an authorizer Kafka answers every topic operation when v8+ "
-                                       "asks for them (AuthHelper.authorizedOperations); tidelog leaves INT32_MIN")
 async def test_metadata_topic_authorized_operations_without_an_authorizer(broker):
     resp = await call(metadata, broker, 10, {"topics": [{"name": "t", "topic_id": None}],
                                              "allow_auto_topic_creation": False,

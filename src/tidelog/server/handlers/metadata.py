@@ -10,7 +10,7 @@ from ...wire.apis import ApiKey
 from kio.schema.errors import ErrorCode as E
 
 from ..router import control_route
-from ..security.rules import CLUSTER_OPS
+from ..security.rules import CLUSTER_OPS, TOPIC_OPS
 from ...core.topics import topic_name_error
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kio.schema.metadata.v12.request import MetadataRequest
 
 ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
+ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
 def broker_entries(broker, listener_name: str) -> list[dict]:
@@ -56,9 +57,11 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
     requested = request.topics
     allow_auto = getattr(request, "allow_auto_topic_creation", True)
     topics = []
+    refused = False
     if requested is None or (version == 0 and not requested):
         topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
-    elif version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None for t in requested):
+    elif refused := version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None
+                                         for t in requested):
         # v10-11 requests carry topic ids and nullable names, but their responses cannot name a
         # topic by id (names are not nullable before v12): Kafka answers INVALID_REQUEST for
         # every topic, a null name as "".
@@ -90,6 +93,13 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
                     topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
                     continue
             topics.append(topic_entry(broker, topic))
+    if getattr(request, "include_topic_authorized_operations", False) and not refused:
+        # v8+: every topic operation on each topic answered by name (not an unknown topic id), as
+        # Kafka answers without an authorizer (the authorizer's rule replaces them with the
+        # principal's own)
+        for entry in topics:
+            if entry.get("name") is not None:
+                entry["topic_authorized_operations"] = ALL_TOPIC_OPERATIONS
     response = {
         "throttle_time": 0,
         "brokers": broker_entries(broker, ctx.connection.listener_name),

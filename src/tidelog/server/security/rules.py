@@ -25,6 +25,8 @@ from .rule_kit import (CLUSTER_DENIED, CLUSTER_OPS, GROUP_DENIED, GROUP_OPS, RUL
                        extend, plain, rule, split, topic_allowed, topic_name)
 from . import rules_coord  # registers the group, transaction and cluster rules
 
+NO_OPERATIONS = -2147483648  # INT32_MIN: an authorized-operations field not answered
+
 __all__ = ["apply", "CLUSTER_DENIED", "CLUSTER_OPS", "GROUP_DENIED", "GROUP_OPS", "RULES", "TOPIC_DENIED",
            "TOPIC_OPS", "TXN_DENIED", "Partial", "Reply", "authorized_operations", "cluster_operations", "rules_coord"]
 
@@ -116,9 +118,10 @@ def metadata(session, ctx, req):
             d["cluster_authorized_operations"] = cluster_operations(session)
         d["topics"] = [t for t in d["topics"] if not t.get("name") or t.get("error_code") not in (0, E.none)
                        or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
-        if with_ops:
+        if with_ops:  # the principal's own operations, wherever the handler answered them too (all)
             for t in d["topics"]:
-                if t.get("name") and t.get("error_code") in (0, E.none):
+                if t.get("name") and (t.get("error_code") in (0, E.none)
+                                      or t.get("topic_authorized_operations", NO_OPERATIONS) != NO_OPERATIONS):
                     t["topic_authorized_operations"] = authorized_operations(session, R.TOPIC, t["name"], TOPIC_OPS)
         return d
 
