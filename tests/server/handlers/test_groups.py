@@ -69,8 +69,6 @@ async def test_describe_groups_stable_and_unknown(broker):
                     "protocol_data": "", "members": [], "authorized_operations": NO_AUTHORIZED_OPERATIONS}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: without an authorizer Kafka answers every group operation when "
-                                       "asked (AuthHelper.authorizedOperations); tidelog leaves INT32_MIN")
 async def test_describe_groups_authorized_operations_without_an_authorizer(broker):
     await join(broker)
     resp = await call(describe_groups, broker, 5, {"groups": ["g"], "include_authorized_operations": True})

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ...wire.apis import ApiKey
 
 from ..router import control_route
+from ..security.rules import GROUP_OPS
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -15,9 +16,19 @@ if TYPE_CHECKING:
 
 
 
+ALL_GROUP_OPERATIONS = sum(1 << int(op) for op in GROUP_OPS)
+
+
 def handle(broker: Broker, ctx: RequestContext, request: DescribeGroupsRequest) -> Any:
     coordinator = broker.groups
-    return {"throttle_time": 0, "groups": [coordinator.describe(g) for g in request.groups]}
+    groups = [coordinator.describe(g) for g in request.groups]
+    if getattr(request, "include_authorized_operations", False):
+        # v3+: every group operation on each group described without error, as Kafka answers
+        # without an authorizer (the authorizer's rule replaces them with the principal's own)
+        for g in groups:
+            if g["error_code"] == 0:
+                g["authorized_operations"] = ALL_GROUP_OPERATIONS
+    return {"throttle_time": 0, "groups": groups}
 
 
 ROUTE = control_route(ApiKey.DESCRIBE_GROUPS, 0, 5, handle)
