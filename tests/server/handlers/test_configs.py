@@ -110,8 +110,6 @@ async def test_describe_configs_errors(broker):
     assert (no_key["error_code"], no_key["configs"]) == (0, [])  # an unknown key is left out, as Kafka
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a broker key's read_only is taken from its source (static -> true); "
-                                       "Kafka's is whether the key is dynamic (ConfigHelper: AllDynamicConfigs)")
 async def test_describe_broker_config_set_statically_but_dynamic_is_not_read_only(tmp_path):
     async with started_broker(tmp_path, ADVERTISED, "message.max.bytes=2000000") as b:
         resp = await describe(b, (BROKER, "1", ["message.max.bytes"]))

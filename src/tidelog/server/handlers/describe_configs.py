@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode as E
 import functools
 
 from ...core.config import BROKER_KEYS
-from ...core.dynamic_config import DYNAMIC_BROKER, DYNAMIC_DEFAULT
+from ...core.dynamic_config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, DYNAMIC_KEYS
 from ...core.topic_config import effective
 from ...core.config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ..router import control_route
@@ -41,12 +41,12 @@ def _built_in_defaults() -> dict[str, str]:
 def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
     admin, registry = broker.admin, broker.registry
     raw = broker.config.raw
-    def entry(version, name, value, source, ctype, synonyms, want_synonyms, want_docs=False):
+    def entry(version, name, value, source, ctype, synonyms, want_synonyms, want_docs=False, read_only=False):
         sensitive = ctype == ConfigType.PASSWORD
         out = {
             "name": name,
             "value": None if sensitive else value,
-            "read_only": source == STATIC_BROKER,
+            "read_only": read_only,
             "is_sensitive": sensitive,
         }
         if version == 0:  # v0 says is_default where later versions give the source
@@ -114,7 +114,9 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
                     if dynamic is not None:  # set with kafka-configs: it wins over the static value
                         syn = _dynamic_synonyms(broker, name) + syn
                         value, source = dynamic
-                    res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms, docs))
+                    # read-only: whether the key can be changed dynamically, wherever its value comes from
+                    res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms,
+                                                docs, read_only=name not in DYNAMIC_KEYS))
         else:
             res.update(error_code=E.invalid_request.value,
                        error_message=f"Unsupported resource type {r.resource_type}.")
