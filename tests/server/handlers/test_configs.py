@@ -117,8 +117,6 @@ async def test_describe_broker_config_set_statically_but_dynamic_is_not_read_onl
         assert (entry["value"], entry["config_source"], entry["read_only"]) == ("2000000", STATIC_BROKER_CONFIG, False)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the DEFAULT_CONFIG synonym of a broker key shows its dynamic value "
-                                       "(BrokerConfig.values is overwritten), not the built-in default")
 async def test_describe_broker_config_default_synonym_after_a_dynamic_change(broker):
     await incremental(broker, (BROKER, "1", [("log.cleanup.policy", SET, "compact")]))
     resp = await describe(broker, (BROKER, "1", ["log.cleanup.policy"]), synonyms=True)

@@ -105,16 +105,21 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
                 for name in sorted(k for k, v in cfg.values.items() if v is not None):
                     if keys is not None and name not in keys:
                         continue
+                    # read-only: whether the key can be changed dynamically, wherever its value
+                    # comes from; synonyms: dynamic, static, built-in default (values of their own)
                     value = raw[name] if name in raw else str(cfg.values[name])
                     if isinstance(cfg.values[name], bool):
                         value = str(cfg.values[name]).lower()
-                    source = STATIC_BROKER if name in raw else DEFAULT
-                    syn = [(name, value, source)]
+                    default = BROKER_KEYS[name][1] if name in BROKER_KEYS else None
+                    syn = _dynamic_synonyms(broker, name)
+                    if name in raw:
+                        syn.append((name, raw[name], STATIC_BROKER))
+                    if default is not None:
+                        syn.append((name, default, DEFAULT))
                     dynamic = broker.dynamic.source(name)
                     if dynamic is not None:  # set with kafka-configs: it wins over the static value
-                        syn = _dynamic_synonyms(broker, name) + syn
-                        value, source = dynamic
-                    # read-only: whether the key can be changed dynamically, wherever its value comes from
+                        value = dynamic[0]
+                    source = syn[0][2] if syn else DEFAULT
                     res["configs"].append(entry(ctx.api_version, name, value, source, broker_type(name), syn, synonyms,
                                                 docs, read_only=name not in DYNAMIC_KEYS))
         else:
