@@ -73,6 +73,9 @@ KAFKA_BROKER_TYPES = {
     "cluster.id": "STRING", "metrics.listener": "STRING", "log.level": "STRING", "log.format": "STRING",
     "security.inter.broker.protocol": "STRING", "sasl.mechanism.inter.broker.protocol": "STRING",
 }
+# the broker's own resource (node.id's default); "" (the cluster-wide default) lists only the
+# dynamic defaults, as Kafka, and none is set here
+BROKER_ID = "1"
 TYPE_NAMES = ["UNKNOWN", "BOOLEAN", "STRING", "INT", "SHORT", "LONG", "DOUBLE", "LIST", "CLASS", "PASSWORD"]
 
 
@@ -122,7 +125,7 @@ def test_topic_synonyms_in_kafkas_order(module_broker, topic):
 
 
 def test_every_broker_key_has_kafkas_type_and_passwords_are_hidden(module_broker):
-    configs = _describe(module_broker, 4, "")
+    configs = _describe(module_broker, 4, BROKER_ID)
     assert configs, "no broker config described"
     for name, c in configs.items():
         assert name in KAFKA_BROKER_TYPES, f"{name}: no Kafka type in this test's table"
@@ -134,8 +137,9 @@ def test_every_broker_key_has_kafkas_type_and_passwords_are_hidden(module_broker
 
 
 def test_documentation_when_asked(module_broker, topic):
-    for resource_type, name in ((2, topic), (4, "")):
+    for resource_type, name in ((2, topic), (4, BROKER_ID)):
         with_docs = _describe(module_broker, resource_type, name)
+        assert with_docs, name
         assert all(c.documentation for c in with_docs.values()), [k for k, c in with_docs.items() if not c.documentation]
         without = _describe(module_broker, resource_type, name, docs=False)
         assert all(c.documentation is None for c in without.values())

@@ -125,8 +125,6 @@ async def test_describe_broker_config_default_synonym_after_a_dynamic_change(bro
                                ("log.cleanup.policy", "delete", DEFAULT_CONFIG)]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the cluster-wide default resource (\"\") lists every config of this "
-                                       "broker; Kafka lists only the dynamic default configs")
 async def test_describe_the_cluster_default_broker_resource(broker):
     await incremental(broker, (BROKER, "", [("log.retention.ms", SET, "3600000")]))
     resp = await describe(broker, (BROKER, "", None))

@@ -100,6 +100,15 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
             if r.resource_name not in ("", str(broker.node_id)):
                 res.update(error_code=E.invalid_request.value,
                            error_message=f"Unexpected broker id {r.resource_name}, this is {broker.node_id}.")
+            elif r.resource_name == "":
+                # the cluster-wide default: only the keys set dynamically for every broker, each
+                # with that synonym alone (Kafka's currentDynamicDefaultConfigs)
+                for name, value in sorted(broker.dynamic.entity("").items()):
+                    if keys is not None and name not in keys:
+                        continue
+                    syn = [(name, value, DYNAMIC_DEFAULT)]
+                    res["configs"].append(entry(ctx.api_version, name, value, DYNAMIC_DEFAULT, broker_type(name), syn,
+                                                synonyms, docs, read_only=name not in DYNAMIC_KEYS))
             else:
                 cfg = broker.config
                 for name in sorted(k for k, v in cfg.values.items() if v is not None):
