@@ -42,8 +42,6 @@ async def test_describe_cluster(broker):
     assert v0["brokers"] == resp["brokers"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the requested endpoint type is echoed back; Kafka (AuthHelper."
-                                       "computeDescribeClusterResponse) refuses a CONTROLLER or unknown one")
 async def test_describe_cluster_refuses_an_endpoint_type_other_than_broker(broker):
     controller = await call(describe_cluster, broker, 1, {"endpoint_type": CONTROLLER_ENDPOINT})
     assert (controller["error_code"], controller["brokers"]) == (MISMATCHED_ENDPOINT_TYPE, [])

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
 
+from kio.schema.errors import ErrorCode as E
+
 from ..router import control_route
 from .metadata import ALL_CLUSTER_OPERATIONS, broker_entries
 
@@ -16,12 +18,26 @@ if TYPE_CHECKING:
 
 
 
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # KIP-919 endpoint types (v1+; v0 asks for brokers)
+
+
 def handle(broker: Broker, ctx: RequestContext, request: DescribeClusterRequest) -> Any:
+    endpoint_type = getattr(request, "endpoint_type", BROKER_ENDPOINT)
+    if endpoint_type != BROKER_ENDPOINT:
+        # a broker answers only for brokers (Kafka's AuthHelper.computeDescribeClusterResponse):
+        # the controllers are asked of a controller; an unknown type is refused
+        if endpoint_type == CONTROLLER_ENDPOINT:
+            code, msg = E.mismatched_endpoint_type.value, (
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
+        else:
+            code, msg = E.unsupported_endpoint_type.value, f"Unsupported endpoint type {endpoint_type}"
+        return {"throttle_time": 0, "error_code": code, "error_message": msg, "endpoint_type": BROKER_ENDPOINT,
+                "cluster_id": "", "controller_id": -1, "brokers": [], "cluster_authorized_operations": -2147483648}
     return {
         "throttle_time": 0,
         "error_code": 0,
         "error_message": None,
-        "endpoint_type": getattr(request, "endpoint_type", 1),
+        "endpoint_type": BROKER_ENDPOINT,
         "cluster_id": broker.registry.cluster_id,
         "controller_id": broker.cluster.controller_id(),
         "brokers": [
