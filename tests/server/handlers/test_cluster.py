@@ -88,8 +88,6 @@ async def test_elect_leaders_refusals(broker):
     assert election_codes(bad_type) == {("t", 0): INVALID_REQUEST}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: electing every partition (null) answers ELECTION_NOT_NEEDED for each; "
-                                       "Kafka (ReplicationControlManager.electLeaders) leaves those out")
 async def test_elect_leaders_for_every_partition_omits_those_already_led(broker):
     resp = await elect(broker, None)
     assert resp["error_code"] == 0

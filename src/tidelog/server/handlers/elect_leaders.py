@@ -31,8 +31,11 @@ def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) ->
     if election not in (PREFERRED, UNCLEAN):
         return _response(ctx, [(t, p, E.invalid_request.value, f"unknown election type {election}")
                                for t, p in wanted], E.invalid_request.value)
+    # every partition (null): those already led by their preferred replica are left out of the
+    # answer, as Kafka's ReplicationControlManager.electLeaders does
+    every = request.topic_partitions is None
     if broker.cluster.clustered:
-        return _elect(broker, ctx, wanted, election)
+        return _elect(broker, ctx, wanted, election, every)
     out = []
     for t, p in wanted:
         topic = broker.registry.get(t)
@@ -40,16 +43,21 @@ def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) ->
             out.append((t, p, E.unknown_topic_or_partition.value, "The partition does not exist."))
         else:
             out.append((t, p, E.election_not_needed.value, "Leader election not needed for topic partition."))
-    return _response(ctx, out)
+    return _response(ctx, _needed(out) if every else out)
 
 
-async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int) -> Any:
+async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int,
+                 every: bool) -> Any:
     timeout_s = 60.0
     out = []
     for t, p in wanted:
         code, msg = await broker.cluster.elections.elect(t, p, unclean=election == UNCLEAN, timeout_s=timeout_s)
         out.append((t, p, code, msg))
-    return _response(ctx, out)
+    return _response(ctx, _needed(out) if every else out)
+
+
+def _needed(results: list[tuple[str, int, int, str | None]]) -> list[tuple[str, int, int, str | None]]:
+    return [r for r in results if r[2] != E.election_not_needed.value]
 
 
 def _response(ctx: RequestContext, results: list[tuple[str, int, int, str | None]], top: int = 0) -> dict[str, Any]:
