@@ -234,8 +234,6 @@ async def test_delete_records_refusals(broker):
     assert broker.partitions.get("t", 0).log_start_offset == 0
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an offset below the log start is refused (OFFSET_OUT_OF_RANGE); Kafka "
-                                       "(Partition.deleteRecordsOnLeader) leaves the log start and answers it")
 async def test_delete_records_below_the_log_start_is_a_no_op(broker):
     await produce_records(broker, 5, partition=0)
     await delete(broker, {("t", 0): 3})

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from ..connection import RequestContext
     from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 
-HIGH_WATERMARK = -1
-
 
 def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
     partitions = broker.partitions
@@ -38,13 +36,8 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -
                 parts.append({"partition_index": p.partition_index, "low_watermark": -1,
                               "error_code": E.unknown_topic_or_partition.value})
                 continue
-            offset = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset
-            if not plog.log_start_offset <= offset <= plog.high_watermark:
-                parts.append({"partition_index": p.partition_index, "low_watermark": -1,
-                              "error_code": E.offset_out_of_range.value})
-                continue
-            try:
-                plog.delete_records(offset)
+            try:  # -1: the high watermark; below the log start: nothing moves; the log's policy may refuse
+                plog.delete_records(p.offset)
             except LogError as e:
                 parts.append({"partition_index": p.partition_index, "low_watermark": -1, "error_code": e.error_code})
                 continue
