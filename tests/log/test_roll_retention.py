@@ -2,7 +2,7 @@
 
 import pytest
 
-from tidelog.log.errors import OffsetOutOfRangeError
+from tidelog.log.errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
 
 from tidelog.log import LogConfig
 from tidelog.log.records import Record, build_batch
@@ -109,6 +109,15 @@ def test_delete_records_moves_log_start(open_log):
     with pytest.raises(OffsetOutOfRangeError):
         log.delete_records(41)
     assert log.delete_records(-1) == 40
+    assert log.delete_records(3) == 40  # below the log start: nothing moves
+
+
+def test_delete_records_refused_without_the_delete_policy(open_log):
+    log = open_log(LogConfig(cleanup_policy="compact"))
+    log.append(batch_of(2, T0))
+    with pytest.raises(LogError) as refused:
+        log.delete_records(1)
+    assert refused.value.error_code == POLICY_VIOLATION and log.log_start_offset == 0
 
 
 def test_deleted_segment_fd_stays_readable_until_delay(open_log, clock):

@@ -43,7 +43,7 @@ from . import cleaner as _cleaner
 from .records import H_LENGTH
 from . import legacy
 from .config import LogConfig
-from .errors import OffsetOutOfRangeError
+from .errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
 from .records import (NO_TIMESTAMP, Record, build_batch, build_control_batch, record_timestamps,
                       set_partition_leader_epoch)
 from .epochs import LeaderEpochCache
@@ -459,7 +459,12 @@ class PartitionLog(ReplicaLogMixin):
 
     def delete_records(self, offset: int, now_ms: int | None = None) -> int:
         """DeleteRecords: move the log start offset to `offset` (-1: the high watermark); drop
-        segments entirely below it. Returns the new log start offset."""
+        segments entirely below it. Returns the new log start offset: an offset below it leaves
+        it as it is. A log whose cleanup.policy has no `delete` is refused (POLICY_VIOLATION),
+        as Kafka's Partition.deleteRecordsOnLeader."""
+        if not self.config.delete:
+            raise LogError(POLICY_VIOLATION, f"Records of partition {self.topic}-{self.partition} can not be "
+                                             f"deleted due to the configured policy")
         hw = self.high_watermark
         if offset == -1:
             offset = hw

@@ -240,8 +240,6 @@ async def test_delete_records_below_the_log_start_is_a_no_op(broker):
     assert low_watermarks(await delete(broker, {("t", 0): 1})) == {("t", 0): (0, 3)}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: records of a compacted topic are deleted; Kafka refuses with "
-                                       "POLICY_VIOLATION when cleanup.policy has no 'delete'")
 async def test_delete_records_refused_on_a_compacted_topic(broker):
     broker.admin.create("compacted", 1, {"cleanup.policy": "compact"})
     await produce_records(broker, 3, topic="compacted")
