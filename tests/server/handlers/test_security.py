@@ -205,8 +205,6 @@ async def test_describe_user_scram_credentials_unknown_user(secure):
     assert (carol["error_code"], carol["credential_infos"]) == (0, [{"mechanism": SCRAM_SHA_256, "iterations": 4096}])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a user named twice is described once and refused once; Kafka "
-                                       "(ScramImage.describe) answers it once, DUPLICATE_RESOURCE only")
 async def test_describe_user_scram_credentials_user_named_twice(secure):
     await alter(secure, [upsertion("carol")])
     resp = await describe_users(secure, ["carol", "carol"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -27,15 +28,16 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeUserScramCreden
         return {"user": user, "error_code": E.none, "error_message": None, "credential_infos": [
             {"mechanism": MECHANISMS[m][0], "iterations": c.iterations} for m, c in sorted(mechs.items())]}
 
-    names = [u.name for u in request.users] if request.users else sorted(store.users)
-    seen, results = set(), []
-    for name in names:
-        if name in seen:
+    # each user answered once, in the order first named; one named more than once is described
+    # not at all but refused, DUPLICATE_RESOURCE (Kafka's ScramImage.describe)
+    names = Counter(u.name for u in request.users) if request.users else Counter(sorted(store.users))
+    results = []
+    for name, n in names.items():
+        if n > 1:
             results.append({"user": name, "error_code": E.duplicate_resource,
                             "error_message": f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}",
                             "credential_infos": []})
             continue
-        seen.add(name)
         results.append(info(name))
     return {"throttle_time": 0, "error_code": E.none, "error_message": None, "results": results}
 
