@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test test-fast simulate setup kcat java etcd clean bench check kafka kafka-jars cluster
+.PHONY: serve test test-fast simulate setup kcat java etcd clean bench check format kafka kafka-jars cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,7 +60,13 @@ kafka: $(STAMP) kafka-jars
 # Lint (ruff) and type check (mypy: strict on wire/, log/, txn/, groups/), then the whole suite.
 check: $(STAMP)
 	$(VENV)/bin/ruff check src tests fuzz bench
+	$(VENV)/bin/ruff format --check src tests fuzz bench
 	$(VENV)/bin/mypy
+
+# ruff's fixes (import order, pyupgrade) and its formatter, in place
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix src tests fuzz bench
+	$(VENV)/bin/ruff format src tests fuzz bench
 
 test: $(STAMP) kcat java etcd kafka-jars check
 	$(PY) -m pytest -q $(PYTEST_ARGS)

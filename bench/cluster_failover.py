@@ -81,8 +81,11 @@ def views(c: Cluster, topic: str) -> dict[int, object]:
             with KafkaClient(b.bootstrap, timeout=5) as client:
                 md = client.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}, version=9)
             t = md.topics[0]
-            out[i] = (f"error {t.error_code.value}" if t.error_code.value or not t.partitions
-                      else f"leader {t.partitions[0].leader_id} isr {list(t.partitions[0].isr_nodes)}")
+            out[i] = (
+                f"error {t.error_code.value}"
+                if t.error_code.value or not t.partitions
+                else f"leader {t.partitions[0].leader_id} isr {list(t.partitions[0].isr_nodes)}"
+            )
         except Exception as e:  # noqa: BLE001 - reported as the view
             out[i] = repr(e)
     return out
@@ -102,8 +105,13 @@ def wait(cond, timeout: float, what: str) -> None:
 
 def whole(c: Cluster, topic: str) -> bool:
     st = partition_state(c, topic)
-    return (st is not None and st["leader"] > 0 and len(st["isr"]) == 3
-            and all(b.running for b in c.brokers.values()) and not c.paused)
+    return (
+        st is not None
+        and st["leader"] > 0
+        and len(st["isr"]) == 3
+        and all(b.running for b in c.brokers.values())
+        and not c.paused
+    )
 
 
 class Load(threading.Thread):
@@ -119,8 +127,15 @@ class Load(threading.Thread):
         self.lock = threading.Lock()
 
     def run(self) -> None:
-        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                      "message.timeout.ms": 300000, **self.conf})
+        p = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "message.timeout.ms": 300000,
+                **self.conf,
+            }
+        )
 
         def cb(err, msg, n):
             now = time.monotonic()
@@ -193,9 +208,10 @@ def one(c: Cluster, topic: str, load: Load, fault: str, session_s: float, cap_s:
         try:
             wait(recovered, cap_s, what)
         except TimeoutError:
-            raise Stuck(f"{fault}: no acknowledgement within {cap_s:.0f} s of the fault (leader was {leader}; "
-                        f"another leader {'named after %.1f s' % (elected[0] - t) if elected else 'never named'})"
-                        ) from None
+            raise Stuck(
+                f"{fault}: no acknowledgement within {cap_s:.0f} s of the fault (leader was {leader}; "
+                f"another leader {'named after %.1f s' % (elected[0] - t) if elected else 'never named'})"
+            ) from None
 
     t = time.monotonic()
     if fault == "leader-kill":
@@ -228,9 +244,15 @@ def one(c: Cluster, topic: str, load: Load, fault: str, session_s: float, cap_s:
     wait(lambda: whole(c, topic), 180, "the cluster whole again")
     healed = time.monotonic()
     wait(lambda: steady(load), 60, "steady acknowledgements")
-    return {"fault": fault, "leader": leader, "recovery_s": first - t, "longest_gap_s": load.longest_gap(t, healed),
-            "elected_s": elected[0] - t if elected else None, "heal_s": healed - t,
-            "errors": [e for _t, e in load.errors[errors_before:]]}
+    return {
+        "fault": fault,
+        "leader": leader,
+        "recovery_s": first - t,
+        "longest_gap_s": load.longest_gap(t, healed),
+        "elected_s": elected[0] - t if elected else None,
+        "heal_s": healed - t,
+        "errors": [e for _t, e in load.errors[errors_before:]],
+    }
 
 
 def measure(session_ms: int, fault: str, runs: int, conf: dict[str, str]) -> list[dict]:
@@ -254,15 +276,23 @@ def measure(session_ms: int, fault: str, runs: int, conf: dict[str, str]) -> lis
                 stuck = True
                 e = f"{e}; each broker's view then: {views(c, topic)}"
                 out.append({"fault": fault, "session_ms": session_ms, "stuck": e, "data": str(base)})
-                print(f"session {session_ms} ms, {fault} #{i + 1}: STUCK: {e}; the remaining runs of this fault "
-                      f"are skipped; logs in {base}", file=sys.stderr, flush=True)
+                print(
+                    f"session {session_ms} ms, {fault} #{i + 1}: STUCK: {e}; the remaining runs of this fault "
+                    f"are skipped; logs in {base}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 break
             r["session_ms"] = session_ms
             out.append(r)
             el = f"{r['elected_s'] * 1000:,.0f} ms" if r["elected_s"] is not None else "-"
-            print(f"session {session_ms} ms, {fault} #{i + 1} (leader {r['leader']}): new leader named after {el}, "
-                  f"first ack after {r['recovery_s'] * 1000:,.0f} ms, longest gap {r['longest_gap_s'] * 1000:,.0f} ms, "
-                  f"whole after {r['heal_s']:.1f} s, errors {len(r['errors'])}", file=sys.stderr, flush=True)
+            print(
+                f"session {session_ms} ms, {fault} #{i + 1} (leader {r['leader']}): new leader named after {el}, "
+                f"first ack after {r['recovery_s'] * 1000:,.0f} ms, longest gap {r['longest_gap_s'] * 1000:,.0f} ms, "
+                f"whole after {r['heal_s']:.1f} s, errors {len(r['errors'])}",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         if load is not None:
             load.stop.set()
@@ -280,9 +310,11 @@ def ms(values: list[float]) -> str:
 
 
 def table(results: list[dict], faults: list[str], sessions: list[int]) -> str:
-    rows = ["| fault | broker.session.timeout.ms | runs | new leader named (median / max) "
-            "| first ack after the fault (median / max) | longest ack gap (median / max) | stuck | producer errors |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| fault | broker.session.timeout.ms | runs | new leader named (median / max) "
+        "| first ack after the fault (median / max) | longest ack gap (median / max) | stuck | producer errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for s in sessions:
         for f in faults:
             rs = [r for r in results if r["fault"] == f and r["session_ms"] == s and "stuck" not in r]
@@ -290,8 +322,10 @@ def table(results: list[dict], faults: list[str], sessions: list[int]) -> str:
             if not rs and not stuck:
                 continue
             elected = [r["elected_s"] for r in rs if r["elected_s"] is not None]
-            rows.append(f"| {f} | {s} | {len(rs)} | {ms(elected)} | {ms([r['recovery_s'] for r in rs])} "
-                        f"| {ms([r['longest_gap_s'] for r in rs])} | {stuck} | {sum(len(r['errors']) for r in rs)} |")
+            rows.append(
+                f"| {f} | {s} | {len(rs)} | {ms(elected)} | {ms([r['recovery_s'] for r in rs])} "
+                f"| {ms([r['longest_gap_s'] for r in rs])} | {stuck} | {sum(len(r['errors']) for r in rs)} |"
+            )
     return "\n".join(rows)
 
 
@@ -300,8 +334,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--session-ms", default="9000", help="comma-separated broker.session.timeout.ms values")
     ap.add_argument("--faults", default=",".join(FAULTS))
-    ap.add_argument("--producer", action="append", default=[], metavar="KEY=VALUE",
-                    help="a confluent-kafka producer setting over the defaults (repeatable)")
+    ap.add_argument(
+        "--producer",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a confluent-kafka producer setting over the defaults (repeatable)",
+    )
     args = ap.parse_args()
     faults = [f for f in args.faults.split(",") if f]
     unknown = set(faults) - set(FAULTS)
@@ -317,11 +356,22 @@ def main() -> None:
     text = table(results, faults, sessions)
     out = ROOT / "bench" / "results" / f"failover-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_at_end": load,
-                               "args": vars(args), "results": results}, indent=1))
-    print(f"acks=all recovery, one record every 10 ms (confluent-kafka, idempotent, "
-          f"{'client defaults' if not conf else conf}), "
-          f"1 partition RF 3 min ISR 2, {args.runs} runs per fault; load {load:.1f} ({out.name})\n")
+    out.write_text(
+        json.dumps(
+            {
+                "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "load_at_end": load,
+                "args": vars(args),
+                "results": results,
+            },
+            indent=1,
+        )
+    )
+    print(
+        f"acks=all recovery, one record every 10 ms (confluent-kafka, idempotent, "
+        f"{'client defaults' if not conf else conf}), "
+        f"1 partition RF 3 min ISR 2, {args.runs} runs per fault; load {load:.1f} ({out.name})\n"
+    )
     print(text)
     for r in results:
         if "stuck" in r:

@@ -47,9 +47,24 @@ def make_topic(c: Cluster, rf: int, partitions: int) -> str:
 
 
 def run_once(c: Cluster, topic: str, args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, str(SHARED), "--bootstrap", c.bootstrap, "--topic", topic,
-           "--messages", str(args.messages), "--size", str(args.size), "--acks", "all",
-           "--compression", args.compression, "--timeout", "600"]
+    cmd = [
+        sys.executable,
+        str(SHARED),
+        "--bootstrap",
+        c.bootstrap,
+        "--topic",
+        topic,
+        "--messages",
+        str(args.messages),
+        "--size",
+        str(args.size),
+        "--acks",
+        "all",
+        "--compression",
+        args.compression,
+        "--timeout",
+        "600",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
@@ -72,15 +87,23 @@ def main() -> None:
             for rf in (1, 3):
                 r = run_once(c, make_topic(c, rf, args.partitions), args)
                 results[rf].append(r)
-                print(f"RF {rf}: produce {r.get('produce_msgs_per_s', 0):,.0f}/s consume "
-                      f"{r.get('consume_msgs_per_s', 0):,.0f}/s", file=sys.stderr, flush=True)
+                print(
+                    f"RF {rf}: produce {r.get('produce_msgs_per_s', 0):,.0f}/s consume "
+                    f"{r.get('consume_msgs_per_s', 0):,.0f}/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         c.stop()
-    med = {rf: {k: statistics.median(x.get(k, 0) for x in rs) for k in ("produce_msgs_per_s", "consume_msgs_per_s")}
-           for rf, rs in results.items()}
+    med = {
+        rf: {k: statistics.median(x.get(k, 0) for x in rs) for k in ("produce_msgs_per_s", "consume_msgs_per_s")}
+        for rf, rs in results.items()
+    }
     load = os.getloadavg()[0]
     summary = {
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_at_end": load, "args": vars(args),
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_at_end": load,
+        "args": vars(args),
         "median": med,
         "rf3_over_rf1": {k: med[3][k] / med[1][k] if med[1][k] else None for k in med[1]},
         "runs": results,
@@ -88,10 +111,14 @@ def main() -> None:
     out = ROOT / "bench" / "results" / f"cluster-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(summary, indent=1))
-    print(f"{args.messages} x {args.size} B acks=all, {args.partitions} partition(s), {args.runs} runs each, "
-          f"alternating; load {load:.1f}")
+    print(
+        f"{args.messages} x {args.size} B acks=all, {args.partitions} partition(s), {args.runs} runs each, "
+        f"alternating; load {load:.1f}"
+    )
     for rf in (1, 3):
-        print(f"  RF {rf}: produce {med[rf]['produce_msgs_per_s']:,.0f}/s, consume {med[rf]['consume_msgs_per_s']:,.0f}/s")
+        print(
+            f"  RF {rf}: produce {med[rf]['produce_msgs_per_s']:,.0f}/s, consume {med[rf]['consume_msgs_per_s']:,.0f}/s"
+        )
     r = summary["rf3_over_rf1"]
     print(f"  RF3/RF1: produce {r['produce_msgs_per_s']:.2f}, consume {r['consume_msgs_per_s']:.2f}  ({out.name})")
 

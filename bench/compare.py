@@ -45,10 +45,32 @@ BROKERS = {"tidelog": Tidelog, "kafka": Kafka, "tansu": Tansu}
 CASES = [(1_000_000, 100, "none"), (1_000_000, 100, "lz4"), (200_000, 1024, "none"), (200_000, 1024, "lz4")]
 
 
-def run_pc(bootstrap: str, messages: int, size: int, compression: str, *, rate: float = 0, consume: bool = True,
-           label: str = "") -> dict:
-    cmd = [sys.executable, str(PRODUCE_CONSUME), "--bootstrap", bootstrap, "--messages", str(messages),
-           "--size", str(size), "--compression", compression, "--timeout", "180", "--label", label]
+def run_pc(
+    bootstrap: str,
+    messages: int,
+    size: int,
+    compression: str,
+    *,
+    rate: float = 0,
+    consume: bool = True,
+    label: str = "",
+) -> dict:
+    cmd = [
+        sys.executable,
+        str(PRODUCE_CONSUME),
+        "--bootstrap",
+        bootstrap,
+        "--messages",
+        str(messages),
+        "--size",
+        str(size),
+        "--compression",
+        compression,
+        "--timeout",
+        "180",
+        "--label",
+        label,
+    ]
     if rate:
         cmd += ["--rate", str(int(rate))]
     if not consume:
@@ -75,8 +97,9 @@ def fmt_rate(v) -> str:
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}k"
 
 
-def run_case(messages: int, size: int, compression: str, runs: int, paced_runs: int, workdir: Path,
-             names: list[str]) -> dict:
+def run_case(
+    messages: int, size: int, compression: str, runs: int, paced_runs: int, workdir: Path, names: list[str]
+) -> dict:
     brokers = {name: BROKERS[name]() for name in names}
     for b in brokers.values():
         b.start(workdir)
@@ -93,10 +116,13 @@ def run_case(messages: int, size: int, compression: str, runs: int, paced_runs: 
                 r = run_pc(b.bootstrap, messages, size, compression, label=name)
                 r["broker_cpu_s"] = round(b.cpu_s() - cpu0, 2)
                 rows[name].append(r)
-                print(f"  [{case}] run {i + 1} {name}: produce {fmt_rate(r.get('produce_msgs_per_s'))}/s "
-                      f"p99 {r.get('ack_p99_ms')} ms, consume {fmt_rate(r.get('consume_msgs_per_s'))}/s "
-                      f"({r.get('consumed_msgs')}/{r.get('produced_ok')}), broker CPU {r['broker_cpu_s']} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  [{case}] run {i + 1} {name}: produce {fmt_rate(r.get('produce_msgs_per_s'))}/s "
+                    f"p99 {r.get('ack_p99_ms')} ms, consume {fmt_rate(r.get('consume_msgs_per_s'))}/s "
+                    f"({r.get('consumed_msgs')}/{r.get('produced_ok')}), broker CPU {r['broker_cpu_s']} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         max_rate = min(med(rows[name], "produce_msgs_per_s") or 0 for name in names)
         rate = 0.5 * max_rate
         n_paced = max(1000, min(messages // 2, int(rate * 3)))  # about 3 s of paced load
@@ -104,15 +130,27 @@ def run_case(messages: int, size: int, compression: str, runs: int, paced_runs: 
             for name, b in brokers.items():
                 r = run_pc(b.bootstrap, n_paced, size, compression, rate=rate, consume=False, label=name)
                 paced[name].append(r)
-                print(f"  [{case}] paced {int(rate)}/s run {i + 1} {name}: p50 {r.get('ack_p50_ms')} ms "
-                      f"p99 {r.get('ack_p99_ms')} ms", file=sys.stderr, flush=True)
+                print(
+                    f"  [{case}] paced {int(rate)}/s run {i + 1} {name}: p50 {r.get('ack_p50_ms')} ms "
+                    f"p99 {r.get('ack_p99_ms')} ms",
+                    file=sys.stderr,
+                    flush=True,
+                )
         rss_peak = {name: b.peak_rss_kb() for name, b in brokers.items()}
     finally:
         for b in brokers.values():
             b.stop()
             b.cleanup()
-    out = {"case": case, "messages": messages, "size": size, "compression": compression, "runs": rows,
-           "paced_runs": paced, "paced_rate": rate, "brokers": names}
+    out = {
+        "case": case,
+        "messages": messages,
+        "size": size,
+        "compression": compression,
+        "runs": rows,
+        "paced_runs": paced,
+        "paced_rate": rate,
+        "brokers": names,
+    }
     for name in names:
         out[f"{name}_produce"] = med(rows[name], "produce_msgs_per_s")
         out[f"{name}_consume"] = med(rows[name], "consume_msgs_per_s")
@@ -142,26 +180,46 @@ def table(results: list[dict], meta: dict) -> str:
         "Ratios are tidelog / other for throughput (higher is better for tidelog) and other / tidelog for "
         "the paced ack p99 (>= 1.0: tidelog no worse).",
         "",
-        "| case | " + " | ".join(f"{n} produce/s" for n in names) + " | "
-        + " | ".join(f"produce vs {o}" for o in others) + " | "
-        + " | ".join(f"{n} consume/s" for n in names) + " | "
-        + " | ".join(f"consume vs {o}" for o in others) + " | paced rate/s | "
-        + " | ".join(f"{n} p99 ms" for n in names) + " | "
-        + " | ".join(f"p99 vs {o}" for o in others) + " | CPU s per run " + " / ".join(names)
-        + " | RSS idle/peak MB " + " / ".join(names) + " |",
+        "| case | "
+        + " | ".join(f"{n} produce/s" for n in names)
+        + " | "
+        + " | ".join(f"produce vs {o}" for o in others)
+        + " | "
+        + " | ".join(f"{n} consume/s" for n in names)
+        + " | "
+        + " | ".join(f"consume vs {o}" for o in others)
+        + " | paced rate/s | "
+        + " | ".join(f"{n} p99 ms" for n in names)
+        + " | "
+        + " | ".join(f"p99 vs {o}" for o in others)
+        + " | CPU s per run "
+        + " / ".join(names)
+        + " | RSS idle/peak MB "
+        + " / ".join(names)
+        + " |",
     ]
     ncols = lines[-1].count("|") - 1
     lines.append("|" + "---|" * ncols)
     for r in results:
         lines.append(
-            f"| {r['case']} | " + " | ".join(fmt_rate(r[f'{n}_produce']) for n in names) + " | "
-            + " | ".join(f"**{r[f'produce_ratio_{o}']}**" for o in others) + " | "
-            + " | ".join(fmt_rate(r[f'{n}_consume']) for n in names) + " | "
-            + " | ".join(f"**{r[f'consume_ratio_{o}']}**" for o in others) + f" | {fmt_rate(r['paced_rate'])} | "
-            + " | ".join(str(r[f'{n}_paced_p99_ms']) for n in names) + " | "
-            + " | ".join(f"**{r[f'paced_p99_ratio_{o}']}**" for o in others) + " | "
-            + " / ".join(str(r[f'{n}_cpu_s']) for n in names) + " | "
-            + " / ".join(f"{_mb(r[f'{n}_rss_idle_kb'])}/{_mb(r[f'{n}_rss_peak_kb'])}" for n in names) + " |")
+            f"| {r['case']} | "
+            + " | ".join(fmt_rate(r[f"{n}_produce"]) for n in names)
+            + " | "
+            + " | ".join(f"**{r[f'produce_ratio_{o}']}**" for o in others)
+            + " | "
+            + " | ".join(fmt_rate(r[f"{n}_consume"]) for n in names)
+            + " | "
+            + " | ".join(f"**{r[f'consume_ratio_{o}']}**" for o in others)
+            + f" | {fmt_rate(r['paced_rate'])} | "
+            + " | ".join(str(r[f"{n}_paced_p99_ms"]) for n in names)
+            + " | "
+            + " | ".join(f"**{r[f'paced_p99_ratio_{o}']}**" for o in others)
+            + " | "
+            + " / ".join(str(r[f"{n}_cpu_s"]) for n in names)
+            + " | "
+            + " / ".join(f"{_mb(r[f'{n}_rss_idle_kb'])}/{_mb(r[f'{n}_rss_peak_kb'])}" for n in names)
+            + " |"
+        )
     spreads = []
     for r in results:
         for name in names:
@@ -183,8 +241,11 @@ def chart(results: list[dict], path: Path) -> None:
         return
     names = results[0]["brokers"]
     labels = [r["case"] for r in results]
-    keys = [(f"{k}_{o}", f"{lab} vs {o}") for o in names[1:]
-            for k, lab in (("produce_ratio", "produce"), ("consume_ratio", "consume"), ("paced_p99_ratio", "paced p99"))]
+    keys = [
+        (f"{k}_{o}", f"{lab} vs {o}")
+        for o in names[1:]
+        for k, lab in (("produce_ratio", "produce"), ("consume_ratio", "consume"), ("paced_p99_ratio", "paced p99"))
+    ]
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / max(1, len(keys))
     for i, (k, lab) in enumerate(keys):
@@ -206,8 +267,11 @@ def main() -> None:
     ap.add_argument("--paced-runs", type=int, default=None)
     ap.add_argument("--cases", default=None, help="comma-separated indexes into the matrix (0-3)")
     ap.add_argument("--out", default=str(BENCH / "results"))
-    ap.add_argument("--brokers", default="tidelog,kafka,tansu",
-                    help="comma-separated, tidelog first (kafka needs Java 17 and `make kafka-jars`)")
+    ap.add_argument(
+        "--brokers",
+        default="tidelog,kafka,tansu",
+        help="comma-separated, tidelog first (kafka needs Java 17 and `make kafka-jars`)",
+    )
     args = ap.parse_args()
     names = [n.strip() for n in args.brokers.split(",") if n.strip()]
     if not names or names[0] != "tidelog" or any(n not in BROKERS for n in names):
@@ -218,7 +282,7 @@ def main() -> None:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python bench/compare.py " + " ".join(sys.argv[1:]),
         "runs": runs,
         "host": platform.node(),
@@ -232,7 +296,7 @@ def main() -> None:
                 messages //= 5
             results.append(run_case(messages, size, comp, runs, paced_runs, Path(tmp), names))
     md = table(results, meta)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     for name in (f"compare-{stamp}", "latest"):
         (out_dir / f"{name}.md").write_text(md)
         (out_dir / f"{name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))

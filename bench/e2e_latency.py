@@ -38,8 +38,16 @@ def one_round(bootstrap: str, n: int, rate: float) -> tuple[float, float]:
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
     p.list_topics(topic, timeout=10)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "lat-" + topic, "enable.auto.commit": False,
-                  "fetch.wait.max.ms": 500, "fetch.min.bytes": 1, "fetch.queue.backoff.ms": 0})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "lat-" + topic,
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 500,
+            "fetch.min.bytes": 1,
+            "fetch.queue.backoff.ms": 0,
+        }
+    )
     c.assign([TopicPartition(topic, 0, OFFSET_END)])
     lat: list[float] = []
     ready = threading.Event()
@@ -107,9 +115,11 @@ def main() -> None:
             b.cleanup()
     med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in res.items()}
     t, a = med["tidelog"], med["tansu"]
-    print(f"produce-to-consume, {args.messages} msgs at {args.rate:.0f}/s, medians of {args.rounds} rounds: "
-          f"tidelog p50 {t[0]:.2f} ms p99 {t[1]:.2f} ms; tansu p50 {a[0]:.2f} ms p99 {a[1]:.2f} ms; "
-          f"tansu/tidelog p50 {a[0] / t[0]:.2f}, p99 {a[1] / t[1]:.2f}")
+    print(
+        f"produce-to-consume, {args.messages} msgs at {args.rate:.0f}/s, medians of {args.rounds} rounds: "
+        f"tidelog p50 {t[0]:.2f} ms p99 {t[1]:.2f} ms; tansu p50 {a[0]:.2f} ms p99 {a[1]:.2f} ms; "
+        f"tansu/tidelog p50 {a[0] / t[0]:.2f}, p99 {a[1] / t[1]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -26,10 +26,20 @@ from tidelog.wire import fetch
 
 
 def fetch_round_trips(client: RawClient, topic: str, partitions: int, n: int) -> tuple[list[float], int, int]:
-    req = fetch.FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[
-        fetch.FetchRequestTopic(topic=topic, partitions=[
-            fetch.FetchRequestPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
-            for p in range(partitions)])])
+    req = fetch.FetchRequest(
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        topics=[
+            fetch.FetchRequestTopic(
+                topic=topic,
+                partitions=[
+                    fetch.FetchRequestPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
+                    for p in range(partitions)
+                ],
+            )
+        ],
+    )
     body = fetch.encode_request(req, 11)
     req_bytes = sum(len(c) for c in body)
     times = []
@@ -67,10 +77,12 @@ def main() -> None:
             (f"full fetch, {args.partitions} idle partitions", full, full_req, full_resp, cpu1 - cpu0),
             ("fetch of 1 partition (session's best case)", one, one_req, one_resp, cpu2 - cpu1),
         ):
-            print(f"{name:45s} request {rq:6,} B  response {rs:6,} B  "
-                  f"round trip p50 {statistics.median(t) * 1e6:7.1f} µs  "
-                  f"p99 {sorted(t)[int(len(t) * 0.99)] * 1e6:7.1f} µs  "
-                  f"broker CPU {cpu / len(t) * 1e6:6.1f} µs/fetch")
+            print(
+                f"{name:45s} request {rq:6,} B  response {rs:6,} B  "
+                f"round trip p50 {statistics.median(t) * 1e6:7.1f} µs  "
+                f"p99 {sorted(t)[int(len(t) * 0.99)] * 1e6:7.1f} µs  "
+                f"broker CPU {cpu / len(t) * 1e6:6.1f} µs/fetch"
+            )
     finally:
         broker.stop()
         broker.cleanup()

@@ -75,9 +75,17 @@ def fetch_once(bootstrap: str, topic: str, max_bytes: int) -> tuple[float, int]:
     c = RawClient(bootstrap)
     from tidelog.wire import fetch
 
-    req = fetch.FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, topics=[
-        fetch.FetchRequestTopic(topic=topic, partitions=[
-            fetch.FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=max_bytes)])])
+    req = fetch.FetchRequest(
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=max_bytes,
+        topics=[
+            fetch.FetchRequestTopic(
+                topic=topic,
+                partitions=[fetch.FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=max_bytes)],
+            )
+        ],
+    )
     buf = memoryview(bytearray(CHUNK))
     t = time.perf_counter()
     c.send(1, 11, fetch.encode_request(req, 11))
@@ -97,9 +105,25 @@ def main() -> None:
     seg_bytes = 1536 << 20
     b = Tidelog(work / "data")
     b.start(work)
-    subprocess.run([sys.executable, "-m", "tidelog", "topics", "create", "--bootstrap-server", b.bootstrap,
-                    "--topic", "big", "--partitions", "1", "--config", f"segment.bytes={seg_bytes}"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "topics",
+            "create",
+            "--bootstrap-server",
+            b.bootstrap,
+            "--topic",
+            "big",
+            "--partitions",
+            "1",
+            "--config",
+            f"segment.bytes={seg_bytes}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     b.stop()
     batch = build_batch([Record(None, bytes(1000), int(time.time() * 1000)) for _ in range(1024)])
     log = PartitionLog.open(b.data_dir, "big", 0, LogConfig(segment_bytes=seg_bytes))
@@ -119,11 +143,16 @@ def main() -> None:
         lo.append(loopback(total))
         gbps, size = fetch_once(b.bootstrap, "big", min(2**31 - 1, total + (64 << 20)))
         fe.append(gbps)
-        print(f"round {r + 1}: loopback {lo[-1]:.2f} GB/s, one fetch of {size / 2**30:.2f} GiB {fe[-1]:.2f} GB/s "
-              f"({fe[-1] / lo[-1]:.2f})", flush=True)
-    print(f"median: loopback {statistics.median(lo):.2f} GB/s, fetch {statistics.median(fe):.2f} GB/s, "
-          f"ratio {statistics.median(fe) / statistics.median(lo):.2f}; broker RSS {b.rss_kb() // 1024} MB "
-          f"(peak {b.peak_rss_kb() // 1024} MB)")
+        print(
+            f"round {r + 1}: loopback {lo[-1]:.2f} GB/s, one fetch of {size / 2**30:.2f} GiB {fe[-1]:.2f} GB/s "
+            f"({fe[-1] / lo[-1]:.2f})",
+            flush=True,
+        )
+    print(
+        f"median: loopback {statistics.median(lo):.2f} GB/s, fetch {statistics.median(fe):.2f} GB/s, "
+        f"ratio {statistics.median(fe) / statistics.median(lo):.2f}; broker RSS {b.rss_kb() // 1024} MB "
+        f"(peak {b.peak_rss_kb() // 1024} MB)"
+    )
     b.stop()
     b.cleanup()
 

@@ -39,11 +39,15 @@ def main() -> None:
         el = time.perf_counter() - t
         mib = n * len(batch) / 2**20
         log.close()
-        print(f"tidelog append: {n} batches of {len(batch)} bytes, {mib:.0f} MiB in {el:.2f} s = {mib / el:.0f} MiB/s "
-              f"({n / el:.0f} appends/s, {el / n * 1e6:.0f} us/append)")
+        print(
+            f"tidelog append: {n} batches of {len(batch)} bytes, {mib:.0f} MiB in {el:.2f} s = {mib / el:.0f} MiB/s "
+            f"({n / el:.0f} appends/s, {el / n * 1e6:.0f} us/append)"
+        )
         out = os.path.join(work, "dd.out")
         t = time.perf_counter()
-        subprocess.run(["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={int(mib)}"], check=True, capture_output=True)
+        subprocess.run(
+            ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={int(mib)}"], check=True, capture_output=True
+        )
         el_dd = time.perf_counter() - t
         print(f"dd bs=1M:       {int(mib)} MiB in {el_dd:.2f} s = {int(mib) / el_dd:.0f} MiB/s")
         print(f"ratio tidelog/dd: {(mib / el) / (int(mib) / el_dd):.2f}")

@@ -14,12 +14,19 @@ import argparse
 import random
 import shutil
 import statistics
+import struct
 import tempfile
 import time
 
 from tidelog.log import LogConfig, PartitionLog
-from tidelog.log.records import CRC_OFFSET, FIRST_TIMESTAMP_OFFSET, MAX_TIMESTAMP_OFFSET, Record, build_batch, compute_crc
-import struct
+from tidelog.log.records import (
+    CRC_OFFSET,
+    FIRST_TIMESTAMP_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    Record,
+    build_batch,
+    compute_crc,
+)
 
 
 def main() -> None:
@@ -64,11 +71,15 @@ def main() -> None:
             log.offset_for_timestamp(ts)
             times.append(time.perf_counter() - t)
         times.sort()
-        print(f"{n_batches * per} records, {n_batches} batches of {per}, {n_segments} segments "
-              f"({seg_bytes} bytes each); built in {build_s:.1f} s; clean open in {open_s * 1000:.0f} ms")
-        print(f"offset_for_timestamp: median {statistics.median(times) * 1e6:.0f} us, "
-              f"p99 {times[int(len(times) * 0.99)] * 1e6:.0f} us over {len(times)} random lookups "
-              f"(first lookups open each segment's indexes lazily)")
+        print(
+            f"{n_batches * per} records, {n_batches} batches of {per}, {n_segments} segments "
+            f"({seg_bytes} bytes each); built in {build_s:.1f} s; clean open in {open_s * 1000:.0f} ms"
+        )
+        print(
+            f"offset_for_timestamp: median {statistics.median(times) * 1e6:.0f} us, "
+            f"p99 {times[int(len(times) * 0.99)] * 1e6:.0f} us over {len(times)} random lookups "
+            f"(first lookups open each segment's indexes lazily)"
+        )
         log.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -42,12 +42,26 @@ def main() -> None:
 
     for batches in (1, 4):
         rs = batch * batches
-        req = codec.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[codec.ProduceRequestTopic(
-            name="t", partition_data=[codec.ProduceRequestPartition(index=p, records=rs) for p in range(10)])])
-        resp = codec.ProduceResponse(responses=[codec.ProduceResponseTopic(name="t", partition_responses=[
-            codec.ProduceResponsePartition(index=p, error_code=0) for p in range(10)])])
+        req = codec.ProduceRequest(
+            acks=1,
+            timeout_ms=1000,
+            topic_data=[
+                codec.ProduceRequestTopic(
+                    name="t", partition_data=[codec.ProduceRequestPartition(index=p, records=rs) for p in range(10)]
+                )
+            ],
+        )
+        resp = codec.ProduceResponse(
+            responses=[
+                codec.ProduceResponseTopic(
+                    name="t",
+                    partition_responses=[codec.ProduceResponsePartition(index=p, error_code=0) for p in range(10)],
+                )
+            ]
+        )
         per = timeit.timeit(lambda: m._count_produce(req, resp), number=k) / k * 1e9
         print(f"Produce counting, 10 partitions x {batches} batch(es) of 100 records: {per:.0f} ns per request")
+
 
 if __name__ == "__main__":
     main()

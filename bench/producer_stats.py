@@ -42,11 +42,17 @@ def one_run(bootstrap: str, pool: list[bytes], n: int, compression: str, rate: f
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
     snaps: list[dict] = []
     lat: list[float] = []
-    p = Producer({
-        "bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "compression.type": compression,
-        "statistics.interval.ms": 200, "stats_cb": lambda s: snaps.append(json.loads(s)),
-        "on_delivery": lambda err, msg: lat.append(msg.latency()) if err is None else None,
-    })
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "acks": "all",
+            "compression.type": compression,
+            "statistics.interval.ms": 200,
+            "stats_cb": lambda s: snaps.append(json.loads(s)),
+            "on_delivery": lambda err, msg: lat.append(msg.latency()) if err is None else None,
+        }
+    )
     p.list_topics(topic, timeout=10)
     npool, blocked, i = len(pool), 0.0, 0
     t0 = time.perf_counter()
@@ -81,7 +87,12 @@ def one_run(bootstrap: str, pool: list[bytes], n: int, compression: str, rate: f
             if t["batchcnt"]["cnt"]:
                 cols["batch"].append(t["batchcnt"]["avg"])
     lat.sort()
-    out = {"rate": n / elapsed, "blocked_s": blocked, "ack_p50_ms": pct(lat, 50) * 1e3, "ack_p99_ms": pct(lat, 99) * 1e3}
+    out = {
+        "rate": n / elapsed,
+        "blocked_s": blocked,
+        "ack_p50_ms": pct(lat, 50) * 1e3,
+        "ack_p99_ms": pct(lat, 99) * 1e3,
+    }
     out.update({k: statistics.median(v) if v else float("nan") for k, v in cols.items()})
     return out
 
@@ -96,12 +107,14 @@ def main() -> None:
     ap.add_argument("--brokers", default="tidelog,tansu")
     args = ap.parse_args()
     stream = jsonish(max(4 << 20, args.size * 64))
-    pool = [stream[i * args.size:(i + 1) * args.size] for i in range(len(stream) // args.size)]
+    pool = [stream[i * args.size : (i + 1) * args.size] for i in range(len(stream) // args.size)]
     work = Path(tempfile.mkdtemp(prefix="producer-stats-"))
     started = [{"tidelog": Tidelog, "tansu": Tansu}[name]().start(work) for name in args.brokers.split(",")]
     rows: dict[str, list[dict]] = {b.name: [] for b in started}
-    print(f"{args.messages} x {args.size} B {args.compression}, rate {args.rate or 'unpaced'}, "
-          f"{args.rounds} rounds alternating")
+    print(
+        f"{args.messages} x {args.size} B {args.compression}, rate {args.rate or 'unpaced'}, "
+        f"{args.rounds} rounds alternating"
+    )
     head = "broker   msgs/s  blocked_s  ack p50/p99 ms  rtt p50/p99 ms  int_latency p99  outbuf p99  msgs/batch  cpu_s"
     print(head)
     try:
@@ -112,9 +125,13 @@ def main() -> None:
                 r = one_run(b.bootstrap, pool, args.messages, args.compression, args.rate)
                 r["cpu_s"] = b.cpu_s() - c0
                 rows[b.name].append(r)
-                print(f"{b.name:8} {r['rate']:7.0f}  {r['blocked_s']:9.2f}  {r['ack_p50_ms']:6.2f} / {r['ack_p99_ms']:6.2f}"
-                      f"  {r['rtt50']:5.2f} / {r['rtt99']:6.2f}  {r['int99']:15.2f}  {r['outbuf99']:10.2f}"
-                      f"  {r['batch']:10.0f}  {r['cpu_s']:5.2f}", flush=True)
+                print(
+                    f"{b.name:8} {r['rate']:7.0f}  {r['blocked_s']:9.2f}  "
+                    f"{r['ack_p50_ms']:6.2f} / {r['ack_p99_ms']:6.2f}"
+                    f"  {r['rtt50']:5.2f} / {r['rtt99']:6.2f}  {r['int99']:15.2f}  {r['outbuf99']:10.2f}"
+                    f"  {r['batch']:10.0f}  {r['cpu_s']:5.2f}",
+                    flush=True,
+                )
     finally:
         for b in started:
             b.stop()
@@ -122,9 +139,11 @@ def main() -> None:
     print("medians:")
     for name, rs in rows.items():
         med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-        print(f"{name:8} {med['rate']:7.0f}  {med['blocked_s']:9.2f}  {med['ack_p50_ms']:6.2f} / {med['ack_p99_ms']:6.2f}"
-              f"  {med['rtt50']:5.2f} / {med['rtt99']:6.2f}  {med['int99']:15.2f}  {med['outbuf99']:10.2f}"
-              f"  {med['batch']:10.0f}  {med['cpu_s']:5.2f}")
+        print(
+            f"{name:8} {med['rate']:7.0f}  {med['blocked_s']:9.2f}  {med['ack_p50_ms']:6.2f} / {med['ack_p99_ms']:6.2f}"
+            f"  {med['rtt50']:5.2f} / {med['rtt99']:6.2f}  {med['int99']:15.2f}  {med['outbuf99']:10.2f}"
+            f"  {med['batch']:10.0f}  {med['cpu_s']:5.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,14 @@ class RawClient:
         return out
 
     def list_offset(self, topic: str, partition: int, timestamp: int, version: int = 5):
-        req = list_offsets.ListOffsetsRequest(replica_id=-1, topics=[list_offsets.ListOffsetsRequestTopic(
-            name=topic, partitions=[list_offsets.ListOffsetsRequestPartition(partition, timestamp)])])
+        req = list_offsets.ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                list_offsets.ListOffsetsRequestTopic(
+                    name=topic, partitions=[list_offsets.ListOffsetsRequestPartition(partition, timestamp)]
+                )
+            ],
+        )
         self.send(2, version, list_offsets.encode_request(req, version))
         frame = self.recv_frame()
         resp = list_offsets.decode_response(frame[4:], version)
@@ -64,8 +70,20 @@ class RawClient:
         return p.error_code, p.offset, p.timestamp
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, version: int = 11) -> memoryview:
-        req = fetch.FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, topics=[
-            fetch.FetchRequestTopic(topic=topic, partitions=[
-                fetch.FetchRequestPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes)])])
+        req = fetch.FetchRequest(
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=max_bytes,
+            topics=[
+                fetch.FetchRequestTopic(
+                    topic=topic,
+                    partitions=[
+                        fetch.FetchRequestPartition(
+                            partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
+                        )
+                    ],
+                )
+            ],
+        )
         self.send(1, version, fetch.encode_request(req, version))
         return self.recv_frame()

@@ -32,7 +32,14 @@ from brokers import Tidelog
 from rawclient import RawClient
 
 from tidelog.log import LogConfig, PartitionLog
-from tidelog.log.records import CRC_OFFSET, FIRST_TIMESTAMP_OFFSET, MAX_TIMESTAMP_OFFSET, Record, build_batch, compute_crc
+from tidelog.log.records import (
+    CRC_OFFSET,
+    FIRST_TIMESTAMP_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    Record,
+    build_batch,
+    compute_crc,
+)
 
 T0 = 1_700_000_000_000
 
@@ -73,14 +80,35 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tidelog-seg1000-"))
     b = Tidelog(work / "data", overrides=["log.retention.ms=-1"])
     b.start(work)
-    subprocess.run([sys.executable, "-m", "tidelog", "topics", "create", "--bootstrap-server", b.bootstrap,
-                    "--topic", "ts", "--partitions", "1", "--config", f"segment.bytes={seg_bytes}",
-                    "--config", "retention.ms=-1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "topics",
+            "create",
+            "--bootstrap-server",
+            b.bootstrap,
+            "--topic",
+            "ts",
+            "--partitions",
+            "1",
+            "--config",
+            f"segment.bytes={seg_bytes}",
+            "--config",
+            "retention.ms=-1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     b.stop()
     t = time.perf_counter()
     n_segments = build(b.data_dir, "ts", args.records, per, seg_bytes)
-    print(f"built {args.records} records in {n_segments} segments of {seg_bytes} bytes in "
-          f"{time.perf_counter() - t:.1f} s", flush=True)
+    print(
+        f"built {args.records} records in {n_segments} segments of {seg_bytes} bytes in "
+        f"{time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
 
     starts = []
     for attempt in range(3):  # three clean restarts; the first after the offline build
@@ -96,8 +124,10 @@ def main() -> None:
             c.close()
             b.stop()
     for i, (listening, answered, opened, rss) in enumerate(starts):
-        print(f"start {i + 1}: listening after {listening * 1000:.0f} ms, first ListOffsets answered after "
-              f"{answered * 1000:.0f} ms (broker: opened {opened[0]} logs in {opened[1]} ms), RSS {rss // 1024} MB")
+        print(
+            f"start {i + 1}: listening after {listening * 1000:.0f} ms, first ListOffsets answered after "
+            f"{answered * 1000:.0f} ms (broker: opened {opened[0]} logs in {opened[1]} ms), RSS {rss // 1024} MB"
+        )
 
     rng = random.Random(2)
     deltas = deltas_for(per)
@@ -110,7 +140,12 @@ def main() -> None:
         times.append(time.perf_counter() - t)
         b_idx = (ts - T0) // per
         i = min(j for j in range(per) if deltas[j] >= ts - (T0 + b_idx * per))
-        assert err == 0 and off == b_idx * per + i and found_ts == T0 + b_idx * per + deltas[i], (ts, err, off, found_ts)
+        assert err == 0 and off == b_idx * per + i and found_ts == T0 + b_idx * per + deltas[i], (
+            ts,
+            err,
+            off,
+            found_ts,
+        )
     first_pass = sorted(times)
     times = []
     for _ in range(args.lookups):
@@ -129,10 +164,13 @@ def main() -> None:
     def q(v, p):
         return v[min(len(v) - 1, int(len(v) * p))] * 1e3
 
-    print(f"ListOffsets by time over the wire, 1 partition per request: first {args.lookups} lookups "
-          f"(indexes opened lazily) median {statistics.median(first_pass) * 1e3:.3f} ms p99 {q(first_pass, 0.99):.3f} ms; "
-          f"next {args.lookups}: median {statistics.median(times) * 1e3:.3f} ms p99 {q(times, 0.99):.3f} ms; "
-          f"ListOffsets(latest) round trip median {statistics.median(noop) * 1e3:.3f} ms; RSS {b.rss_kb() // 1024} MB")
+    print(
+        f"ListOffsets by time over the wire, 1 partition per request: first {args.lookups} lookups "
+        f"(indexes opened lazily) median {statistics.median(first_pass) * 1e3:.3f} ms "
+        f"p99 {q(first_pass, 0.99):.3f} ms; "
+        f"next {args.lookups}: median {statistics.median(times) * 1e3:.3f} ms p99 {q(times, 0.99):.3f} ms; "
+        f"ListOffsets(latest) round trip median {statistics.median(noop) * 1e3:.3f} ms; RSS {b.rss_kb() // 1024} MB"
+    )
     c.close()
     b.stop()
     b.cleanup()

@@ -31,9 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from tidelog.core.topics import TopicRegistry
 from tidelog.log import LogConfig, PartitionLog
 from tidelog.log.records import Record, build_batch
-from tidelog.core.topics import TopicRegistry
 
 DAY_MS = 86_400_000
 T0 = 1_735_689_600_000
@@ -83,8 +83,14 @@ def pyarrow_write(batches: list, out: Path) -> tuple[int, float]:
     date = pc.cast(pc.cast(table["timestamp"], pa.timestamp("ms", tz="UTC")), pa.date32())
     table = table.append_column("date", date)
     t = time.perf_counter()
-    ds.write_dataset(table, out, format="parquet", partitioning=["date", "partition"], partitioning_flavor="hive",
-                     file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"))
+    ds.write_dataset(
+        table,
+        out,
+        format="parquet",
+        partitioning=["date", "partition"],
+        partitioning_flavor="hive",
+        file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
+    )
     return table.num_rows, time.perf_counter() - t
 
 
@@ -102,8 +108,10 @@ def main() -> None:
         t = time.perf_counter()
         build_topic(data, "bench", args.records, args.partitions)
         build_topic(data, "warmup", 4000, 4)  # a task per core: every Python worker warmed
-        print(f"built {args.records:,} records in {time.perf_counter() - t:.1f}s "
-              f"({sum(f.stat().st_size for f in data.rglob('*.log')) / 2**20:.0f} MiB of segments)")
+        print(
+            f"built {args.records:,} records in {time.perf_counter() - t:.1f}s "
+            f"({sum(f.stat().st_size for f in data.rglob('*.log')) / 2**20:.0f} MiB of segments)"
+        )
 
         from tidelog.spark_export import fastdecode, segments
 
@@ -118,8 +126,10 @@ def main() -> None:
         rows = sum(b.num_rows for b in ref)
         print(f"decode (python) : {rows:,} rows in {py_s:6.1f}s = {rows / py_s:10,.0f} rows/s")
         written, pa_s = pyarrow_write(ref, work / "pyarrow")
-        print(f"pyarrow write   : {written:,} rows in {pa_s:6.1f}s = {written / pa_s:10,.0f} rows/s "
-              "(zstd Parquet by date and partition, already decoded)")
+        print(
+            f"pyarrow write   : {written:,} rows in {pa_s:6.1f}s = {written / pa_s:10,.0f} rows/s "
+            "(zstd Parquet by date and partition, already decoded)"
+        )
 
         from tidelog.spark_export.datasource import register
         from tidelog.spark_export.job import ExportJob, ExportOptions
@@ -135,19 +145,28 @@ def main() -> None:
             sp_s = time.perf_counter() - t
             n = spark.read.format(fmt).load(str(table_location(wh, "bench"))).count()
             assert n == args.records, (fmt, n)
-            print(f"export ({fmt:7}): {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
-                  f"({(written / pa_s) and (n / sp_s) / (written / pa_s):.2f} of pyarrow's write)")
+            print(
+                f"export ({fmt:7}): {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "
+                f"({(written / pa_s) and (n / sp_s) / (written / pa_s):.2f} of pyarrow's write)"
+            )
         # The scan's Python workers decode with the JIT: warm them (compile or cache load) first.
         warm = spark.read.format("tidelog").option("topic", "warmup").option("minPartitions", 2).load(str(data))
         warm.selectExpr("sum(length(value))").first()
-        df = spark.read.format("tidelog").option("topic", "bench").option("maxPartitionBytes", 128 << 20) \
-            .option("minPartitions", 2).load(str(data))
+        df = (
+            spark.read.format("tidelog")
+            .option("topic", "bench")
+            .option("maxPartitionBytes", 128 << 20)
+            .option("minPartitions", 2)
+            .load(str(data))
+        )
         t = time.perf_counter()
         scanned = df.selectExpr("sum(length(value))").first()[0]
         scan_s = time.perf_counter() - t
         n = args.records
-        print(f"tidelog scan    : {n:,} rows in {scan_s:6.1f}s = {n / scan_s:10,.0f} rows/s "
-              f"({(n / scan_s) / (written / pa_s):.2f} of pyarrow's write; {scanned:,} value bytes)")
+        print(
+            f"tidelog scan    : {n:,} rows in {scan_s:6.1f}s = {n / scan_s:10,.0f} rows/s "
+            f"({(n / scan_s) / (written / pa_s):.2f} of pyarrow's write; {scanned:,} value bytes)"
+        )
         spark.stop()
         assert n == rows == written == args.records, (n, rows, written)
     finally:

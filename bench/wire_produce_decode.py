@@ -36,8 +36,12 @@ def main() -> None:
     n = args.iterations
 
     payload = os.urandom(1 << 20)
-    req = produce.ProduceRequest(-1, 30000, [produce.ProduceRequestTopic(
-        "bench-topic", [produce.ProduceRequestPartition(0, payload)])], transactional_id=None)
+    req = produce.ProduceRequest(
+        -1,
+        30000,
+        [produce.ProduceRequestTopic("bench-topic", [produce.ProduceRequestPartition(0, payload)])],
+        transactional_id=None,
+    )
     for v in (3, 9):
         body = memoryview(b"".join(produce.encode_request(req, v)))
         us = best_us(lambda: produce.decode_request(body, v), n)
@@ -48,10 +52,15 @@ def main() -> None:
     half = 512 << 10
     parts = [
         fetch.FetchResponsePartition(
-            p, 0, high_watermark=1_000_000, last_stable_offset=1_000_000, log_start_offset=0,
-            aborted_transactions=None, records=[view[p * 2 * half:(p * 2 + 1) * half],
-                                                view[(p * 2 + 1) * half:(p * 2 + 2) * half]],
-            records_size=2 * half)
+            p,
+            0,
+            high_watermark=1_000_000,
+            last_stable_offset=1_000_000,
+            log_start_offset=0,
+            aborted_transactions=None,
+            records=[view[p * 2 * half : (p * 2 + 1) * half], view[(p * 2 + 1) * half : (p * 2 + 2) * half]],
+            records_size=2 * half,
+        )
         for p in range(10)
     ]
     resp = fetch.FetchResponse([fetch.FetchResponseTopic("bench-topic", parts, uuid.uuid4())], session_id=7)
@@ -59,8 +68,10 @@ def main() -> None:
         chunks, size = fetch.encode_response_sized(resp, v)
         copied = size - 20 * half
         us = best_us(lambda: fetch.encode_response_sized(resp, v), n)
-        print(f"FetchResponse v{v} encode, 10 partitions, {size:>9,} bytes in {len(chunks)} chunks "
-              f"({copied} bytes copied): {us:8.2f} µs")
+        print(
+            f"FetchResponse v{v} encode, 10 partitions, {size:>9,} bytes in {len(chunks)} chunks "
+            f"({copied} bytes copied): {us:8.2f} µs"
+        )
 
 
 if __name__ == "__main__":

@@ -76,8 +76,8 @@ with atheris.instrument_imports(include=["tidelog", "kio"]):
     import pkgutil
 
     from tidelog.core.admin import raise_open_file_limit
-    from tidelog.server.broker import Broker
     from tidelog.core.config import load_config
+    from tidelog.server.broker import Broker
     from tidelog.server.connection import API_VERSIONS, FETCH, KafkaConnection, RequestContext
     from tidelog.server.router import NO_RESPONSE
     from tidelog.server.sendfile import has_file_chunks, materialize
@@ -123,7 +123,7 @@ class Finding(Exception):
 
 # ---- a real event loop whose clock skips idle waits ------------------------------------------
 class _SkippingSelector(selectors.DefaultSelector):
-    loop: "VirtualTimeLoop | None" = None
+    loop: VirtualTimeLoop | None = None
 
     def select(self, timeout=None):
         events = super().select(0)
@@ -200,9 +200,9 @@ class Target:
         self.data_dir = Path(tempfile.mkdtemp(prefix="atheris-handlers-", dir=self.root))
         conf = {
             "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                f'user_{SASL_USER}="{SASL_PASSWORD}";',
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain."
+            "PlainLoginModule required "
+            f'user_{SASL_USER}="{SASL_PASSWORD}";',
             "log.dirs": str(self.data_dir),
             "num.partitions": "1",
             "offsets.topic.num.partitions": "3",
@@ -368,8 +368,7 @@ class Target:
             if not isinstance(body, (bytes, bytearray)) and header.api_key == FETCH and has_file_chunks(body):
                 materialize(body)
         except Exception as e:
-            raise Finding(f"encoding the response to api {header.api_key} v{header.api_version} "
-                          f"failed: {e!r}") from e
+            raise Finding(f"encoding the response to api {header.api_key} v{header.api_version} failed: {e!r}") from e
 
 
 def with_member(request, member: dict):
@@ -384,8 +383,12 @@ def with_member(request, member: dict):
     for field in ("assignments", "members"):  # SyncGroup's assignments, LeaveGroup v3+'s members
         items = getattr(request, field, None)
         if isinstance(items, tuple) and any(getattr(i, "member_id", None) == MEMBER_TOKEN for i in items):
-            changes[field] = tuple(dataclasses.replace(i, member_id=member["member_id"])
-                                   if getattr(i, "member_id", None) == MEMBER_TOKEN else i for i in items)
+            changes[field] = tuple(
+                dataclasses.replace(i, member_id=member["member_id"])
+                if getattr(i, "member_id", None) == MEMBER_TOKEN
+                else i
+                for i in items
+            )
     return dataclasses.replace(request, **changes) if changes else request
 
 
@@ -403,7 +406,7 @@ def sessions(window: int = 6) -> list[bytes]:
     out = []
     for frames in by_client.values():
         for i in range(0, len(frames), window):
-            out.append(size_prefixed(frames[i:i + window]))
+            out.append(size_prefixed(frames[i : i + window]))
     return out
 
 
@@ -424,17 +427,41 @@ def group_flows() -> list[bytes]:
     out = []
     for join, sync, hb, commit, fetch, leave in ((1, 1, 1, 2, 1, 1), (5, 3, 3, 7, 5, 3), (7, 5, 4, 8, 7, 5)):
         protocols = [{"name": "range", "metadata": b"\0\0\0\0\0\1\0\1t\0\0\0\0"}]
-        j = {"group_id": "g", "session_timeout": 10000, "rebalance_timeout": 30000, "protocol_type": "consumer",
-             "protocols": protocols}
+        j = {
+            "group_id": "g",
+            "session_timeout": 10000,
+            "rebalance_timeout": 30000,
+            "protocol_type": "consumer",
+            "protocols": protocols,
+        }
         frames = [request_frame(11, join, {**j, "member_id": ""})]
         if join >= 4:
             frames.append(request_frame(11, join, {**j, "member_id": me}))
         frames += [
-            request_frame(14, sync, {"group_id": "g", "generation_id": 0, "member_id": me, "protocol_type": "consumer",
-                                     "protocol_name": "range", "assignments": [{"member_id": me, "assignment": b"a"}]}),
+            request_frame(
+                14,
+                sync,
+                {
+                    "group_id": "g",
+                    "generation_id": 0,
+                    "member_id": me,
+                    "protocol_type": "consumer",
+                    "protocol_name": "range",
+                    "assignments": [{"member_id": me, "assignment": b"a"}],
+                },
+            ),
             request_frame(12, hb, {"group_id": "g", "generation_id": 0, "member_id": me}),
-            request_frame(8, commit, {"group_id": "g", "generation_id_or_member_epoch": 0, "member_id": me,
-                                      "retention_time": -1, "topics": topic}),
+            request_frame(
+                8,
+                commit,
+                {
+                    "group_id": "g",
+                    "generation_id_or_member_epoch": 0,
+                    "member_id": me,
+                    "retention_time": -1,
+                    "topics": topic,
+                },
+            ),
             request_frame(9, fetch, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}),
             request_frame(13, leave, {"group_id": "g", "member_id": me, "members": [{"member_id": me}]}),
         ]
@@ -454,8 +481,14 @@ def sasl_plain_login() -> list[bytes]:
 def seeds(router) -> list[bytes]:
     singles = load_seeds() + schema_seeds(router.version_ranges())
     login = size_prefixed(sasl_plain_login())
-    return (singles + [size_prefixed([f]) for f in singles] + sessions() + group_flows()
-            + [login + size_prefixed([f]) for f in singles] + [login + w for w in sessions()])
+    return (
+        singles
+        + [size_prefixed([f]) for f in singles]
+        + sessions()
+        + group_flows()
+        + [login + size_prefixed([f]) for f in singles]
+        + [login + w for w in sessions()]
+    )
 
 
 # ---- entry points ----------------------------------------------------------------------------
@@ -477,11 +510,11 @@ def replay(paths: list[str]) -> int:
             inputs, pos = [], 24
             while pos < len(raw):
                 n = struct.unpack_from(">i", raw, pos)[0]
-                inputs.append(raw[pos + 4:pos + 4 + n])
+                inputs.append(raw[pos + 4 : pos + 4 + n])
                 pos += 4 + n
         else:
             mode, inputs = None, [raw]
-        for m in ([mode] if mode else list(MODES)):
+        for m in [mode] if mode else list(MODES):
             target.stop()
             target.start(m)
             target.inputs = 1

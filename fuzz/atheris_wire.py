@@ -16,8 +16,8 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from tidelog.server.broker import Broker
     from tidelog.core.config import load_config
+    from tidelog.server.broker import Broker
     from tidelog.wire.frame import FrameDecoder, FrameError
     from tidelog.wire.header import parse_request_header, peek_key_version
 

@@ -30,22 +30,30 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "tidelog", "serve",
-               "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-               "--override", f"log.dirs={self.data_dir}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "serve",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "--override",
+            f"log.dirs={self.data_dir}",
+        ]
         for k, v in self.overrides.items():
             cmd += ["--override", f"{k}={v}"]
         return cmd
 
-    def start(self, timeout: float = 20.0, wait: bool = True) -> "BrokerProcess":
+    def start(self, timeout: float = 20.0, wait: bool = True) -> BrokerProcess:
         """Start the process; with `wait`, until its port accepts connections (a cluster member
         listens only once it joined the cluster)."""
         if self.proc is not None and self.proc.poll() is None:
             return self  # already running (a second start would leak the first process)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
         if not wait:
             return self
         deadline = time.monotonic() + timeout
@@ -72,7 +80,7 @@ class BrokerProcess:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
-    def restart(self) -> "BrokerProcess":
+    def restart(self) -> BrokerProcess:
         self.stop()
         return self.start()
 

@@ -17,8 +17,9 @@ from etcd_process import EtcdProcess
 
 
 class Cluster:
-    def __init__(self, base: Path, brokers: int = 3, overrides: dict[str, str] | None = None,
-                 name: str = "test", extra=None) -> None:
+    def __init__(
+        self, base: Path, brokers: int = 3, overrides: dict[str, str] | None = None, name: str = "test", extra=None
+    ) -> None:
         self.base = Path(base)
         self.etcd = EtcdProcess(self.base / "etcd")
         self.name = name
@@ -31,13 +32,19 @@ class Cluster:
 
     def broker_overrides(self, node_id: int) -> dict[str, str]:
         mport = self.metrics_ports.setdefault(node_id, free_port())
-        return {"node.id": str(node_id), "metrics.listener": f"127.0.0.1:{mport}", "etcd.connect": f"{self.etcd.endpoint_hostport}/{self.name}",
-                "broker.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000",
-                "group.initial.rebalance.delay.ms": "0",
-                # leaders stay where failovers put them unless a test asks for the rebalance
-                "auto.leader.rebalance.enable": "false", **self.overrides}
+        return {
+            "node.id": str(node_id),
+            "metrics.listener": f"127.0.0.1:{mport}",
+            "etcd.connect": f"{self.etcd.endpoint_hostport}/{self.name}",
+            "broker.session.timeout.ms": "3000",
+            "replica.lag.time.max.ms": "5000",
+            "group.initial.rebalance.delay.ms": "0",
+            # leaders stay where failovers put them unless a test asks for the rebalance
+            "auto.leader.rebalance.enable": "false",
+            **self.overrides,
+        }
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         self.etcd.start()
         for i in range(1, self.n + 1):
             self.add_broker(i)

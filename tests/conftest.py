@@ -7,6 +7,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from broker_process import BrokerProcess
+
 from tidelog.core.admin import raise_open_file_limit
 
 # In-process brokers (tests/fuzz) live in this process: give it what `tidelog serve` gives itself.

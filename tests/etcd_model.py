@@ -45,8 +45,9 @@ class EtcdData:
         self.changed = asyncio.Event()
 
     def range(self, key: str, prefix: bool = False) -> list[KeyValue]:
-        return sorted((v for k, v in self.kv.items() if (k.startswith(key) if prefix else k == key)),
-                      key=lambda v: v.key)
+        return sorted(
+            (v for k, v in self.kv.items() if (k.startswith(key) if prefix else k == key)), key=lambda v: v.key
+        )
 
     def apply_put(self, key: str, value: bytes, lease: int = 0) -> int:
         if lease and lease not in self.leases:

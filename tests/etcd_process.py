@@ -34,27 +34,47 @@ class EtcdProcess:
     def command(self) -> list[str]:
         exe = shutil.which("etcd") or "/usr/bin/etcd"
         peer = f"http://127.0.0.1:{self.peer_port}"
-        return [exe, "--name", "t", "--data-dir", str(self.data_dir),
-                "--listen-client-urls", self.endpoint, "--advertise-client-urls", self.endpoint,
-                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", f"t={peer}", "--log-level", "warn"]
+        return [
+            exe,
+            "--name",
+            "t",
+            "--data-dir",
+            str(self.data_dir),
+            "--listen-client-urls",
+            self.endpoint,
+            "--advertise-client-urls",
+            self.endpoint,
+            "--listen-peer-urls",
+            peer,
+            "--initial-advertise-peer-urls",
+            peer,
+            "--initial-cluster",
+            f"t={peer}",
+            "--log-level",
+            "warn",
+        ]
 
     def healthy(self) -> bool:
         try:
-            req = urllib.request.Request(self.endpoint + "/v3/kv/range", data=json.dumps({"key": "AA=="}).encode(),
-                                         method="POST")
+            req = urllib.request.Request(
+                self.endpoint + "/v3/kv/range", data=json.dumps({"key": "AA=="}).encode(), method="POST"
+            )
             with urllib.request.urlopen(req, timeout=0.5) as r:
                 return r.status == 200
         except OSError:
             return False
 
-    def start(self, timeout: float = 15.0) -> "EtcdProcess":
+    def start(self, timeout: float = 15.0) -> EtcdProcess:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "ETCD_UNSUPPORTED_ARCH": os.environ.get("ETCD_UNSUPPORTED_ARCH", "")})
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "ETCD_UNSUPPORTED_ARCH": os.environ.get("ETCD_UNSUPPORTED_ARCH", "")},
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -79,7 +99,7 @@ class EtcdProcess:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
-    def restart(self, timeout: float = 30.0) -> "EtcdProcess":
+    def restart(self, timeout: float = 30.0) -> EtcdProcess:
         """Stops etcd if it runs (SIGTERM) and starts it again on the same data directory and the
         same client and peer ports: brokers keep their endpoint, etcd its keys and leases."""
         self.stop()

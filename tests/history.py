@@ -48,11 +48,20 @@ import bisect
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
-CLASSES = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-send", "nonmonotonic-poll",
-           "poll-skip", "aborted-read", "txn-lost", "txn-partial")
+CLASSES = (
+    "lost-write",
+    "duplicate",
+    "inconsistent-offsets",
+    "nonmonotonic-send",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "aborted-read",
+    "txn-lost",
+    "txn-partial",
+)
 
 
 @dataclass
@@ -113,8 +122,9 @@ class History:
         with self.lock:
             self.polls[consumer].append(None)
 
-    def final(self, partition: int, records: list[tuple[int, object]], read_committed: bool = False,
-              complete: bool = False) -> None:
+    def final(
+        self, partition: int, records: list[tuple[int, object]], read_committed: bool = False, complete: bool = False
+    ) -> None:
         with self.lock:
             self.logs[partition] = sorted(records, key=lambda r: r[0])
             (self.committed_logs.add if read_committed else self.committed_logs.discard)(partition)
@@ -143,8 +153,13 @@ class History:
         in_log = {v for recs in self.logs.values() for _o, v in recs}
         in_txn = {v for _pr, vals, _o in self.txns for v in vals}
         for v, (p, off) in sorted(self.acks.items(), key=lambda kv: kv[1]):
-            if (p in self.logs and (off < ends[p] or p in self.complete_logs) and v not in in_log
-                    and v not in self.aborted_values and v not in in_txn):
+            if (
+                p in self.logs
+                and (off < ends[p] or p in self.complete_logs)
+                and v not in in_log
+                and v not in self.aborted_values
+                and v not in in_txn
+            ):
                 out["lost-write"].append((v, p, off))
         if self.logs and self.committed_logs == set(self.logs):  # transactions read under read_committed
             for i, (producer, vals, outcome) in enumerate(self.txns):

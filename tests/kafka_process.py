@@ -52,16 +52,23 @@ def classpath() -> str:
     """Kafka's runtime classpath, resolved with Maven on first use (needs `mvn` and Java 17)."""
     pom = POM_DIR / "pom.xml"
     if not CLASSPATH_FILE.exists() or CLASSPATH_FILE.stat().st_mtime < pom.stat().st_mtime:
-        subprocess.run(["mvn", "-B", "-q", "-f", str(pom), "dependency:build-classpath",
-                        f"-Dmdep.outputFile={CLASSPATH_FILE}"], check=True)
+        subprocess.run(
+            ["mvn", "-B", "-q", "-f", str(pom), "dependency:build-classpath", f"-Dmdep.outputFile={CLASSPATH_FILE}"],
+            check=True,
+        )
     return CLASSPATH_FILE.read_text().strip()
 
 
 class KafkaProcess:
     """One Apache Kafka broker (KRaft, combined roles) on free loopback ports."""
 
-    def __init__(self, data_dir: Path | None = None, port: int | None = None,
-                 overrides: dict[str, str] | None = None, heap: str = "512m") -> None:
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        port: int | None = None,
+        overrides: dict[str, str] | None = None,
+        heap: str = "512m",
+    ) -> None:
         self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kafka-ref-"))
         self.port = port or free_port()
         self.controller_port = free_port()
@@ -100,21 +107,35 @@ class KafkaProcess:
         return props
 
     def _java(self, main: str, *args: str) -> list[str]:
-        return ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
-                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
-                "-cp", classpath(), main, *args]
+        return [
+            "java",
+            f"-Xmx{self.heap}",
+            f"-Xms{self.heap}",
+            "-XX:+UseG1GC",
+            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+            "-cp",
+            classpath(),
+            main,
+            *args,
+        ]
 
-    def start(self, timeout: float = 90.0) -> "KafkaProcess":
+    def start(self, timeout: float = 90.0) -> KafkaProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "log4j2.properties").write_text(LOG4J2)
         config = self.data_dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         if not (self.data_dir / "logs" / "meta.properties").exists():
             cluster_id = _kafka_uuid()
-            fmt = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
-                                 capture_output=True, text=True, timeout=120)
+            fmt = subprocess.run(
+                self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if fmt.returncode != 0:
-                raise RuntimeError(f"kafka-storage format failed ({fmt.returncode}): {fmt.stdout[-2000:]}{fmt.stderr[-2000:]}")
+                raise RuntimeError(
+                    f"kafka-storage format failed ({fmt.returncode}): {fmt.stdout[-2000:]}{fmt.stderr[-2000:]}"
+                )
         out = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

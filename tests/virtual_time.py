@@ -14,7 +14,7 @@ import selectors
 
 
 class _AdvancingSelector(selectors.DefaultSelector):
-    loop: "VirtualTimeLoop | None" = None
+    loop: VirtualTimeLoop | None = None
 
     def select(self, timeout=None):
         events = super().select(0)

@@ -44,7 +44,8 @@ def module_name(path: Path) -> str:
 def _type_checking_block(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and (
         (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+    )
 
 
 def runtime_imports(path: Path, type_only: bool = False) -> set[str]:
@@ -113,8 +114,7 @@ def test_packages_import_only_downwards():
 def test_no_import_cycles():
     g = graph()
     # a package's __init__ re-exporting its own modules is not a cycle with them
-    edges = {m: {d for d in deps if d in g and not (m.startswith(d + ".") and d != "tidelog")}
-             for m, deps in g.items()}
+    edges = {m: {d for d in deps if d in g and not (m.startswith(d + ".") and d != "tidelog")} for m, deps in g.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -150,9 +150,17 @@ def test_no_import_cycles():
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize("bad,dep", [("wire", "tidelog.log.records"), ("log", "tidelog.server.broker"),
-                                     ("core", "tidelog.groups.coordinator"), ("groups", "tidelog.txn.service"),
-                                     ("cluster", "tidelog.server.broker"), ("txn", "tidelog.server.security")])
+@pytest.mark.parametrize(
+    "bad,dep",
+    [
+        ("wire", "tidelog.log.records"),
+        ("log", "tidelog.server.broker"),
+        ("core", "tidelog.groups.coordinator"),
+        ("groups", "tidelog.txn.service"),
+        ("cluster", "tidelog.server.broker"),
+        ("txn", "tidelog.server.security"),
+    ],
+)
 def test_the_check_catches_an_upward_import(bad, dep):
     assert _top(dep) not in ALLOWED[bad]
 

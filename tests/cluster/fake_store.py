@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
-from tidelog.cluster.store import Compare, KeyValue, LeaseExpired, Op, StoreUnavailable, TxnResult, WatchEvent
-
 from etcd_model import EtcdData
+
+from tidelog.cluster.store import Compare, KeyValue, LeaseExpired, Op, StoreUnavailable, TxnResult, WatchEvent
 
 
 class FakeStore(EtcdData):

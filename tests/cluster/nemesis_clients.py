@@ -11,10 +11,8 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-
-
 from cluster_process import Cluster
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from history import History
 
 PARTITIONS = 6
@@ -36,8 +34,10 @@ class ResentBatches(logging.Handler):
 
     def __init__(self, topic: str) -> None:
         super().__init__(logging.DEBUG)
-        self.pattern = re.compile(re.escape(topic) + r" \[(\d+)\]: MessageSet with (\d+) message\(s\) "
-                                  r".*encountered error: Local: Broker handle destroyed")
+        self.pattern = re.compile(
+            re.escape(topic) + r" \[(\d+)\]: MessageSet with (\d+) message\(s\) "
+            r".*encountered error: Local: Broker handle destroyed"
+        )
         self.count: collections.Counter = collections.Counter()
         self.batches = 0
 
@@ -68,8 +68,9 @@ class Clients:
 
     IDEMPOTENT = ("confluent", "kafka-python", "aiokafka")
 
-    def __init__(self, c: Cluster, topic: str, h: History, txn_topic: str | None = None,
-                 ht: History | None = None) -> None:
+    def __init__(
+        self, c: Cluster, topic: str, h: History, txn_topic: str | None = None, ht: History | None = None
+    ) -> None:
         self.c, self.topic, self.h = c, topic, h
         self.txn_topic, self.ht = txn_topic, ht
         self.stop = threading.Event()
@@ -122,8 +123,16 @@ class Clients:
             else:
                 h.ack(name, v, msg.partition(), msg.offset())
 
-        p = Producer({"bootstrap.servers": self.c.bootstrap, "acks": "all", "linger.ms": 5,
-                      "topic.metadata.refresh.interval.ms": 2000, **conf}, **({"logger": logger} if logger else {}))
+        p = Producer(
+            {
+                "bootstrap.servers": self.c.bootstrap,
+                "acks": "all",
+                "linger.ms": 5,
+                "topic.metadata.refresh.interval.ms": 2000,
+                **conf,
+            },
+            **({"logger": logger} if logger else {}),
+        )
         i = 0
         try:
             while not self.stop.is_set():
@@ -146,16 +155,30 @@ class Clients:
         log = logging.getLogger("nemesis.rdkafka.non-idempotent")
         log.propagate, log.level = False, logging.DEBUG
         log.addHandler(self.resent)
-        self._confluent_loop("non-idempotent", "nr", 37, {"enable.idempotence": False, "message.send.max.retries": 0,
-                                                         "message.timeout.ms": 30000, "debug": "msg"}, 60, log)
+        self._confluent_loop(
+            "non-idempotent",
+            "nr",
+            37,
+            {"enable.idempotence": False, "message.send.max.retries": 0, "message.timeout.ms": 30000, "debug": "msg"},
+            60,
+            log,
+        )
 
     def kafka_python(self) -> None:
         from kafka import KafkaProducer
 
         h, name = self.h, "kafka-python"
-        p = KafkaProducer(bootstrap_servers=self.c.bootstrap.split(","), acks="all", enable_idempotence=True,
-                          linger_ms=5, retries=2**31 - 1, delivery_timeout_ms=180000, request_timeout_ms=10000,
-                          metadata_max_age_ms=2000, max_in_flight_requests_per_connection=5)
+        p = KafkaProducer(
+            bootstrap_servers=self.c.bootstrap.split(","),
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            retries=2**31 - 1,
+            delivery_timeout_ms=180000,
+            request_timeout_ms=10000,
+            metadata_max_age_ms=2000,
+            max_in_flight_requests_per_connection=5,
+        )
         i = 0
         try:
             while not self.stop.is_set():
@@ -177,9 +200,15 @@ class Clients:
         h, name = self.h, "aiokafka"
 
         async def run() -> None:
-            p = AIOKafkaProducer(bootstrap_servers=self.c.bootstrap, acks="all", enable_idempotence=True,
-                                 linger_ms=5, request_timeout_ms=180000, metadata_max_age_ms=2000,
-                                 retry_backoff_ms=200)
+            p = AIOKafkaProducer(
+                bootstrap_servers=self.c.bootstrap,
+                acks="all",
+                enable_idempotence=True,
+                linger_ms=5,
+                request_timeout_ms=180000,
+                metadata_max_age_ms=2000,
+                retry_backoff_ms=200,
+            )
             for _ in range(30):
                 try:
                     await p.start()
@@ -202,6 +231,7 @@ class Clients:
                         else:
                             md = f.result()
                             h.ack(name, v, md.partition, md.offset)
+
                     pending.add(fut)
                     fut.add_done_callback(done)
                     i += 1
@@ -234,9 +264,17 @@ class Clients:
 
         def new_producer() -> Producer | None:
             while True:
-                p = Producer({"bootstrap.servers": self.c.bootstrap, "transactional.id": txn_id, "acks": "all",
-                              "linger.ms": 5, "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
-                              "topic.metadata.refresh.interval.ms": 2000})
+                p = Producer(
+                    {
+                        "bootstrap.servers": self.c.bootstrap,
+                        "transactional.id": txn_id,
+                        "acks": "all",
+                        "linger.ms": 5,
+                        "transaction.timeout.ms": 60000,
+                        "message.timeout.ms": 60000,
+                        "topic.metadata.refresh.interval.ms": 2000,
+                    }
+                )
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
                     try:
@@ -311,9 +349,16 @@ class Clients:
         self._consume(self.ht, "rc-consumer", self.txn_topic, "read_committed")
 
     def _consume(self, h: History, name: str, topic: str, isolation: str) -> None:
-        c = Consumer({"bootstrap.servers": self.c.bootstrap, "group.id": f"n-{uuid.uuid4().hex[:6]}",
-                      "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": isolation,
-                      "topic.metadata.refresh.interval.ms": 2000})
+        c = Consumer(
+            {
+                "bootstrap.servers": self.c.bootstrap,
+                "group.id": f"n-{uuid.uuid4().hex[:6]}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": isolation,
+                "topic.metadata.refresh.interval.ms": 2000,
+            }
+        )
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         try:
             while not self.stop.is_set():

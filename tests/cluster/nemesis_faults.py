@@ -9,18 +9,19 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tidelog.cli.client import KafkaClient
-
 from cluster_process import Cluster
 from history import History
 from nemesis_clients import PARTITIONS
 from test_replication import wait_for
+
+from tidelog.cli.client import KafkaClient
 
 KINDS = ("leader-kill", "zombie", "two-kill", "sigterm", "disk-loss", "etcd-kill", "etcd-pause")
 HEAL_S = 90.0  # how long the cluster may take to lead every partition again (ISR >= 2) after a fault
 
 
 # -- the cluster's state as the brokers tell it ------------------------------------------------------
+
 
 def live(c: Cluster) -> list[int]:
     return [i for i, b in c.brokers.items() if b.running and i not in c.paused]
@@ -29,13 +30,23 @@ def live(c: Cluster) -> list[int]:
 def metadata(c: Cluster, node: int, topics: list[str] | None) -> dict[str, list[dict]]:
     """One broker's Metadata: topic -> partitions (leader, replicas, isr); None topics: all of them."""
     with KafkaClient(c.brokers[node].bootstrap, timeout=5) as client:
-        md = client.request(3, {"topics": None if topics is None else [{"name": t} for t in topics],
-                                "allow_auto_topic_creation": False}, version=9)
+        md = client.request(
+            3,
+            {"topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": False},
+            version=9,
+        )
     out = {}
     for t in md.topics:
         if t.error_code.value == 0:
-            out[t.name] = [{"partition": p.partition_index, "leader": p.leader_id, "replicas": list(p.replica_nodes),
-                            "isr": list(p.isr_nodes)} for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+            out[t.name] = [
+                {
+                    "partition": p.partition_index,
+                    "leader": p.leader_id,
+                    "replicas": list(p.replica_nodes),
+                    "isr": list(p.isr_nodes),
+                }
+                for p in sorted(t.partitions, key=lambda p: p.partition_index)
+            ]
     return out
 
 
@@ -92,13 +103,23 @@ def list_offsets(c: Cluster, topic: str, part: int, isolation: int) -> int:
     """The end offset from the partition's leader: the HW (isolation 0) or the LSO (1)."""
     node = leader(c, topic, part)
     with KafkaClient(c.brokers[node].bootstrap, timeout=10) as client:
-        r = client.request(2, {"replica_id": -1, "isolation_level": isolation, "topics": [
-            {"name": topic, "partitions": [{"partition_index": part, "current_leader_epoch": -1, "timestamp": -1}]}]},
-            version=5)
+        r = client.request(
+            2,
+            {
+                "replica_id": -1,
+                "isolation_level": isolation,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [{"partition_index": part, "current_leader_epoch": -1, "timestamp": -1}],
+                    }
+                ],
+            },
+            version=5,
+        )
     pr = r.topics[0].partitions[0]
     assert pr.error_code.value == 0, pr
     return int(pr.offset)
-
 
 
 @dataclass
@@ -115,8 +136,9 @@ class Fault:
     def __str__(self) -> str:
         where = f" leader of p{self.partition}" if self.partition is not None and self.victims else ""
         who = f" broker {','.join(map(str, self.victims))}{where}" if self.victims else ""
-        return (f"#{self.n} {self.kind}{who} at {self.start:.1f}-{self.end:.1f} s ({self.wall})"
-                + (f": {self.note}" if self.note else ""))
+        return f"#{self.n} {self.kind}{who} at {self.start:.1f}-{self.end:.1f} s ({self.wall})" + (
+            f": {self.note}" if self.note else ""
+        )
 
 
 class Nemesis:

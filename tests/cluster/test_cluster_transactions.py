@@ -10,13 +10,12 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-
-from tidelog.cli.client import KafkaClient
-
 from cluster_process import Cluster
+from confluent_kafka import Consumer, Producer, TopicPartition
 from test_nemesis import batches_upto
 from test_replication import create_topic, describe, iter_live, leader_of, wait_for
+
+from tidelog.cli.client import KafkaClient
 
 pytestmark = pytest.mark.timeout(300)
 PARTS = 3
@@ -38,8 +37,14 @@ def coordinator_of(c: Cluster, txn_id: str, key_type: int = 1) -> int:
 
 
 def read(c: Cluster, topic: str, isolation: str) -> dict[int, list[str]]:
-    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
     out: dict[int, list[str]] = {p: [] for p in range(PARTS)}
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTS)}
@@ -66,8 +71,15 @@ def test_transactions_across_brokers_and_a_leader_failover(cluster):
     assert {p["leader"] for p in describe(c, topic)} == {1, 2, 3}
     txn_id = f"tx-{uuid.uuid4().hex[:6]}"
     coordinator = coordinator_of(c, txn_id)
-    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": txn_id, "acks": "all",
-                  "linger.ms": 5, "transaction.timeout.ms": 60000})
+    p = Producer(
+        {
+            "bootstrap.servers": c.bootstrap,
+            "transactional.id": txn_id,
+            "acks": "all",
+            "linger.ms": 5,
+            "transaction.timeout.ms": 60000,
+        }
+    )
     p.init_transactions(30)
 
     def txn(tag: str, n: int, commit: bool) -> dict[int, list[str]]:
@@ -111,6 +123,9 @@ def test_transactions_across_brokers_and_a_leader_failover(cluster):
         hw = ends.get_watermark_offsets(TopicPartition(topic, q), timeout=10)[1]
         ends.close()
         copies = [batches_upto(b.data_dir, topic, q, hw) for b in c.brokers.values()]
-        wait_for(lambda q=q, hw=hw: len({tuple(batches_upto(b.data_dir, topic, q, hw)) for b in c.brokers.values()}) == 1,
-                 20, f"partition {q}: identical replicas")
+        wait_for(
+            lambda q=q, hw=hw: len({tuple(batches_upto(b.data_dir, topic, q, hw)) for b in c.brokers.values()}) == 1,
+            20,
+            f"partition {q}: identical replicas",
+        )
         assert copies[0][-1][1] == hw - 1

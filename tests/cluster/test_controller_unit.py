@@ -8,13 +8,12 @@ import asyncio
 import uuid
 
 import pytest
+from fake_store import FakeStore
 
 from tidelog.cluster.controller import Controller
 from tidelog.cluster.metadata import MetadataCache
 from tidelog.cluster.model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, root
 from tidelog.cluster.pids import ClusterProducerIds
-
-from fake_store import FakeStore
 
 KEYS = Keys(root("unit"))
 
@@ -29,11 +28,13 @@ class Node:
         self.controller = Controller(store, KEYS, self.cache, node_id, lambda: self.lease, lambda _t: unclean)
         self.tasks: list[asyncio.Task] = []
 
-    async def start(self) -> "Node":
+    async def start(self) -> Node:
         self.lease = await self.store.grant(3)
-        await self.store.put(KEYS.broker(self.node_id),
-                             BrokerInfo(self.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9000 + self.node_id),)).encode(),
-                             self.lease)
+        await self.store.put(
+            KEYS.broker(self.node_id),
+            BrokerInfo(self.node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9000 + self.node_id),)).encode(),
+            self.lease,
+        )
         await self.cache.load()
         self.tasks = [asyncio.ensure_future(self.cache.run()), asyncio.ensure_future(self.controller.run())]
         return self

@@ -24,13 +24,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
-
-from tidelog.cli.client import KafkaClient
-
 from cluster_process import Cluster
+from confluent_kafka.admin import AdminClient, NewTopic
 from test_cluster_transactions import coordinator_of
 from test_replication import describe, iter_live, wait_for
+
+from tidelog.cli.client import KafkaClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 import test_groups_consume as groups_consume
@@ -54,8 +53,11 @@ def replicated_topics(c: Cluster, *names: str, partitions: int = eos.PARTITIONS)
     for f in futs.values():
         f.result(30)
     for n in names:
-        wait_for(lambda n=n: all(len(p["isr"]) == 3 and p["leader"] > 0 for p in describe(c, n)), 30,
-                 f"{n} led with a full ISR")
+        wait_for(
+            lambda n=n: all(len(p["isr"]) == 3 and p["leader"] > 0 for p in describe(c, n)),
+            30,
+            f"{n} led with a full ISR",
+        )
 
 
 def coordinating(c: Cluster, api: int, prefix: str) -> int:
@@ -148,8 +150,7 @@ def committed(c: Cluster, group: str) -> dict[int, int] | None:
         return None
     if f.error_code.value:
         return None
-    return {p.partition_index: p.committed_offset for t in f.topics for p in t.partitions
-            if p.committed_offset >= 0}
+    return {p.partition_index: p.committed_offset for t in f.topics for p in t.partitions if p.committed_offset >= 0}
 
 
 class CommittedWatch(threading.Thread):
@@ -189,8 +190,13 @@ def test_mixed_group_consumes_exactly_once_while_its_coordinator_moves(cluster, 
         return sum(len(w.seen()) for w in workers)
 
     def diagnose() -> str:
-        return "\n".join(f"{w.kind}: {len(w.seen())} seen; {w.out.with_suffix('.err').read_text()[-600:]}"
-                         for w in workers) + "\n" + c.logs()
+        return (
+            "\n".join(
+                f"{w.kind}: {len(w.seen())} seen; {w.out.with_suffix('.err').read_text()[-600:]}" for w in workers
+            )
+            + "\n"
+            + c.logs()
+        )
 
     try:
         wait_for(lambda: total() >= 300, 90, "the first records")
@@ -233,8 +239,14 @@ def test_internal_topics_are_replicated_and_coordinators_are_their_leaders(clust
     g_coord = coordinator_of(c, group, key_type=0)
     t_coord = coordinator_of(c, txn_id, key_type=1)
     with KafkaClient(next(iter_live(c)).bootstrap) as client:
-        md = client.request(3, {"topics": [{"name": "__consumer_offsets"}, {"name": "__transaction_state"}],
-                                "allow_auto_topic_creation": False}, version=9)
+        md = client.request(
+            3,
+            {
+                "topics": [{"name": "__consumer_offsets"}, {"name": "__transaction_state"}],
+                "allow_auto_topic_creation": False,
+            },
+            version=9,
+        )
         groups_md = {t.name: t for t in md.topics}
     for name in ("__consumer_offsets", "__transaction_state"):
         t = groups_md[name]
@@ -242,11 +254,20 @@ def test_internal_topics_are_replicated_and_coordinators_are_their_leaders(clust
         assert all(len(p.replica_nodes) == 3 for p in t.partitions)
     from tidelog.groups.records import partition_for as gp
     from tidelog.txn.records import partition_for as tp_
+
     offsets, state = groups_md["__consumer_offsets"], groups_md["__transaction_state"]
-    assert g_coord == offsets.partitions[[p.partition_index for p in offsets.partitions].index(
-        gp(group, len(offsets.partitions)))].leader_id
-    assert t_coord == state.partitions[[p.partition_index for p in state.partitions].index(
-        tp_(txn_id, len(state.partitions)))].leader_id
+    assert (
+        g_coord
+        == offsets.partitions[
+            [p.partition_index for p in offsets.partitions].index(gp(group, len(offsets.partitions)))
+        ].leader_id
+    )
+    assert (
+        t_coord
+        == state.partitions[
+            [p.partition_index for p in state.partitions].index(tp_(txn_id, len(state.partitions)))
+        ].leader_id
+    )
     # a broker that does not lead the group's partition refuses to coordinate it
     other = next(b for b in c.brokers if b != g_coord)
     with KafkaClient(c.brokers[other].bootstrap) as client:
@@ -284,10 +305,21 @@ def test_markers_carry_the_coordinator_epoch_and_older_ones_are_fenced(cluster):
     producer = pid_epochs.topics[0].partitions[0].active_producers[0]
     assert producer.coordinator_epoch >= 1, producer  # the state partition's leader epoch after the move
     with KafkaClient(c.brokers[leader].bootstrap) as client:
-        r = client.request(27, {"markers": [{
-            "producer_id": producer.producer_id, "producer_epoch": producer.producer_epoch,
-            "transaction_result": False, "coordinator_epoch": producer.coordinator_epoch - 1,
-            "topics": [{"name": topic, "partition_indexes": [0]}]}]}, version=1)
+        r = client.request(
+            27,
+            {
+                "markers": [
+                    {
+                        "producer_id": producer.producer_id,
+                        "producer_epoch": producer.producer_epoch,
+                        "transaction_result": False,
+                        "coordinator_epoch": producer.coordinator_epoch - 1,
+                        "topics": [{"name": topic, "partition_indexes": [0]}],
+                    }
+                ]
+            },
+            version=1,
+        )
     assert r.markers[0].topics[0].partitions[0].error_code.value == 52, r  # TRANSACTION_COORDINATOR_FENCED
 
 
@@ -308,23 +340,46 @@ def test_kip890_verification_asks_the_remote_coordinator(cluster):
     p = next(x["partition"] for x in describe(c, topic) if x["leader"] != coord)
     leader = describe(c, topic)[p]["leader"]
     with KafkaClient(c.brokers[coord].bootstrap) as client:
-        r = client.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000,
-                                "producer_id": -1, "producer_epoch": -1}, version=3)
+        r = client.request(
+            22,
+            {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1},
+            version=3,
+        )
     assert r.error_code.value == 0, r
     pid, epoch = r.producer_id, r.producer_epoch
 
     def produce() -> int:
-        batch = build_batch([Record(value=b"t", timestamp=int(_time.time() * 1000))], producer_id=pid,
-                            producer_epoch=epoch, base_sequence=0, transactional=True)
+        batch = build_batch(
+            [Record(value=b"t", timestamp=int(_time.time() * 1000))],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=0,
+            transactional=True,
+        )
         with KafkaClient(c.brokers[leader].bootstrap) as client:
-            resp = client.request(0, {"acks": -1, "timeout": 10000, "transactional_id": txn_id, "topic_data": [
-                {"name": topic, "partition_data": [{"index": p, "records": bytes(batch)}]}]}, version=9)
+            resp = client.request(
+                0,
+                {
+                    "acks": -1,
+                    "timeout": 10000,
+                    "transactional_id": txn_id,
+                    "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": bytes(batch)}]}],
+                },
+                version=9,
+            )
         return int(resp.responses[0].partition_responses[0].error_code.value)
 
     assert produce() == 48  # INVALID_TXN_STATE: the coordinator has no such partition in the transaction
     with KafkaClient(c.brokers[coord].bootstrap) as client:
-        r = client.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
-                                "v3_and_below_producer_epoch": epoch,
-                                "v3_and_below_topics": [{"name": topic, "partitions": [p]}]}, version=3)
+        r = client.request(
+            24,
+            {
+                "v3_and_below_transactional_id": txn_id,
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch,
+                "v3_and_below_topics": [{"name": topic, "partitions": [p]}],
+            },
+            version=3,
+        )
     assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code.value == 0, r
     assert produce() == 0

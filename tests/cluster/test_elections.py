@@ -10,12 +10,11 @@ import sys
 
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
 from confluent_kafka._model import ElectionType
+from confluent_kafka.admin import AdminClient
+from test_replication import create_topic, describe, iter_live, wait_for
 
 from tidelog.cli.client import KafkaClient
-
-from test_replication import create_topic, describe, iter_live, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -53,14 +52,30 @@ def test_elect_leaders_cli(cluster):
     away = moved_away(c, topic)
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tidelog", "cluster", "elect-leaders", "--bootstrap-server",
-                               next(iter_live(c)).bootstrap, *args], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tidelog",
+                "cluster",
+                "elect-leaders",
+                "--bootstrap-server",
+                next(iter_live(c)).bootstrap,
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     out = cli("--topic", topic)
     assert out.returncode == 0, out.stderr
     for p in range(3):
-        line = (f"Successfully completed leader election (PREFERRED) for {topic}-{p}" if p in away
-                else f"Valid replica already elected for {topic}-{p}")
+        line = (
+            f"Successfully completed leader election (PREFERRED) for {topic}-{p}"
+            if p in away
+            else f"Valid replica already elected for {topic}-{p}"
+        )
         assert line in out.stdout, out.stdout
     again = cli("--topic", topic, "--partition", str(away[0]))
     assert f"Valid replica already elected for {topic}-{away[0]}" in again.stdout, again.stdout
@@ -120,15 +135,24 @@ def test_unclean_election_of_a_partition_without_in_sync_replicas(cluster):
         restarted.start()
         # Until it has joined, the restarted broker (the only one up) answers Metadata from an empty
         # copy (leader -1) while etcd still names the killed leader, whose lease has not expired.
-        wait_for(lambda: restarted.log_path.read_text(errors="replace").count("joined cluster") > joins, 30,
-                 "the restarted broker joined")
+        wait_for(
+            lambda: restarted.log_path.read_text(errors="replace").count("joined cluster") > joins,
+            30,
+            "the restarted broker joined",
+        )
         wait_for(lambda: describe(c, topic)[0]["leader"] == -1, 30, "offline: no in-sync replica")
         with KafkaClient(c.brokers[others[0]].bootstrap) as client:
-            r = client.request(43, {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}],
-                                    "timeout": 30000}, version=2)
+            r = client.request(
+                43,
+                {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}], "timeout": 30000},
+                version=2,
+            )
             assert r.replica_election_results[0].partition_result[0].error_code.value == 80, r  # preferred: not in sync
-            r = client.request(43, {"election_type": 1, "topic_partitions": [{"topic": topic, "partitions": [0]}],
-                                    "timeout": 30000}, version=2)
+            r = client.request(
+                43,
+                {"election_type": 1, "topic_partitions": [{"topic": topic, "partitions": [0]}], "timeout": 30000},
+                version=2,
+            )
         assert r.replica_election_results[0].partition_result[0].error_code.value == 0, r
         wait_for(lambda: describe(c, topic)[0]["leader"] == others[0], 20, "the unclean leader")
         assert describe(c, topic)[0]["isr"] == [others[0]]
@@ -143,6 +167,8 @@ def test_single_node_has_nothing_to_elect(broker):
     from confluent_kafka.admin import NewTopic
 
     admin.create_topics([NewTopic("one", 2, 1)])["one"].result(20)
-    result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("one", 0), TopicPartition("one", 5)]).result(20)
+    result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("one", 0), TopicPartition("one", 5)]).result(
+        20
+    )
     codes = {tp.partition: err.code() for tp, err in result.items()}
     assert codes == {0: 84, 5: 3}  # ELECTION_NOT_NEEDED; UNKNOWN_TOPIC_OR_PARTITION

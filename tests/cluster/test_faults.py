@@ -9,10 +9,9 @@ import time
 import uuid
 
 import pytest
+from cluster_process import Cluster
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from cluster_process import Cluster
 from test_replication import describe, leader_of, raw_produce, read_all, wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,16 +29,23 @@ def produce_acked(c: Cluster, topic: str, values: list[str], acks: str) -> list[
     acked: list[str] = []
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, "linger.ms": 0, "message.timeout.ms": 30000})
     for v in values:
-        p.produce(topic, v.encode(), partition=0,
-                  on_delivery=lambda err, msg: None if err else acked.append(msg.value().decode()))
+        p.produce(
+            topic,
+            v.encode(),
+            partition=0,
+            on_delivery=lambda err, msg: None if err else acked.append(msg.value().decode()),
+        )
     p.flush(40)
     return acked
 
 
 def files_of(c: Cluster, node: int, topic: str) -> dict[str, bytes]:
     d = c.brokers[node].data_dir / f"{topic}-0"
-    return {f.name: f.read_bytes() for f in sorted(d.iterdir())
-            if f.suffix in (".log", ".index", ".timeindex", ".txnindex") or f.name == "leader-epoch-checkpoint"}
+    return {
+        f.name: f.read_bytes()
+        for f in sorted(d.iterdir())
+        if f.suffix in (".log", ".index", ".timeindex", ".txnindex") or f.name == "leader-epoch-checkpoint"
+    }
 
 
 def test_divergent_old_leader_truncates_and_converges_byte_for_byte(cluster):
@@ -71,8 +77,16 @@ def test_divergent_old_leader_truncates_and_converges_byte_for_byte(cluster):
     assert len(more) == 20
     c.brokers[old].start()
     wait_for(lambda: len(describe(c, topic)[0]["isr"]) == 3, 40, "the old leader back in the ISR")
-    wait_for(lambda: files_of(c, old, topic) == files_of(c, new, topic) == files_of(c, followers[0], topic)
-             == files_of(c, followers[1], topic), 20, "the three replicas byte for byte identical")
+    wait_for(
+        lambda: (
+            files_of(c, old, topic)
+            == files_of(c, new, topic)
+            == files_of(c, followers[0], topic)
+            == files_of(c, followers[1], topic)
+        ),
+        20,
+        "the three replicas byte for byte identical",
+    )
     values = [v.decode() for v in read_all(c, topic, 1)[0]]
     assert values == committed + carried + ["new-leader-0"] + more  # the old leader's other writes are gone
 

@@ -146,13 +146,19 @@ def test_only_librdkafkas_own_resends_explain_a_retries_0_duplicate():
     def line(msg: str) -> None:
         rb.emit(logging.LogRecord("rk", logging.DEBUG, "", 0, "%s", (msg,), None))
 
-    line("MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: t [0]: MessageSet with 2 message(s) "
-         "(MsgId 0, BaseSeq -1) encountered error: Local: Broker handle destroyed without termination "
-         "(actions Refresh,MsgNotPersisted)")
-    line("MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: t [1]: MessageSet with 9 message(s) "
-         "(MsgId 0, BaseSeq -1) encountered error: Broker: Not leader for partition (actions Refresh)")
-    line("MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: tx [1]: MessageSet with 9 message(s) "
-         "(MsgId 0, BaseSeq -1) encountered error: Local: Broker handle destroyed without termination")
+    line(
+        "MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: t [0]: MessageSet with 2 message(s) "
+        "(MsgId 0, BaseSeq -1) encountered error: Local: Broker handle destroyed without termination "
+        "(actions Refresh,MsgNotPersisted)"
+    )
+    line(
+        "MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: t [1]: MessageSet with 9 message(s) "
+        "(MsgId 0, BaseSeq -1) encountered error: Broker: Not leader for partition (actions Refresh)"
+    )
+    line(
+        "MSGSET [rdkafka#producer-2] [thrd:127.0.0.1:1/1]: 127.0.0.1:1/1: tx [1]: MessageSet with 9 message(s) "
+        "(MsgId 0, BaseSeq -1) encountered error: Local: Broker handle destroyed without termination"
+    )
     assert (rb.batches, dict(rb.count)) == (1, {0: 2})
     a, b = ("n0", [(0, 4), (0, 9)]), ("n1", [(0, 5), (0, 10)])
     acks = {"n0": (0, 9), "n1": (0, 10), "n2": (0, 11), "n3": (1, 7), "n4": (0, 6)}

@@ -5,44 +5,72 @@ import uuid
 import pytest
 
 from tidelog.cluster.controller import decide
-from tidelog.cluster.model import (BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, assign_replicas,
-                                   root)
+from tidelog.cluster.model import BrokerInfo, Endpoint, Keys, PartitionState, TopicAssignment, assign_replicas, root
 
 A = TopicAssignment("t", uuid.uuid4(), ((1, 2, 3), (2, 3, 1)))
 
 
 def st(leader, epoch, isr, elr=()):
     """A state chosen when brokers were at broker epoch 100 + id with directory d<id>."""
-    return PartitionState(leader, epoch, tuple(isr), 5, 10, 100 + leader if leader > 0 else -1,
-                          tuple((b, f"d{b}") for b in isr), tuple((b, f"d{b}") for b in elr))
+    return PartitionState(
+        leader,
+        epoch,
+        tuple(isr),
+        5,
+        10,
+        100 + leader if leader > 0 else -1,
+        tuple((b, f"d{b}") for b in isr),
+        tuple((b, f"d{b}") for b in elr),
+    )
 
 
 def live(ids, restarted=(), lost_disk=()):
     """Registrations: broker epoch 100 + id (200 + id once restarted), directory d<id> (e<id>
     once its disk was lost)."""
-    return {b: BrokerInfo(b, (), None, 200 + b if b in restarted or b in lost_disk else 100 + b,
-                          f"e{b}" if b in lost_disk else f"d{b}") for b in ids}
+    return {
+        b: BrokerInfo(
+            b,
+            (),
+            None,
+            200 + b if b in restarted or b in lost_disk else 100 + b,
+            f"e{b}" if b in lost_disk else f"d{b}",
+        )
+        for b in ids
+    }
 
 
-@pytest.mark.parametrize("state,brokers,unclean,want", [
-    (None, live({1, 2, 3}), False, (1, 0, (1, 2, 3))),               # new: first live replica, live ISR
-    (None, live({2, 3}), False, (2, 0, (2, 3))),
-    (None, live(set()), False, None),                                  # nobody to lead yet
-    (st(1, 0, [1, 2, 3]), live({1, 2, 3}), False, None),               # nothing to do
-    (st(1, 0, [1, 2, 3]), live({2, 3}), False, (2, 1, (2, 3))),        # leader gone: next in-sync, epoch + 1
-    (st(1, 0, [1, 3]), live({2, 3}), False, (3, 1, (3,))),             # 2 is live but not in sync: never leads
-    (st(1, 0, [1]), live({2, 3}), False, (-1, 1, (1,))),               # no in-sync replica: offline, ISR kept
-    (st(1, 0, [1]), live({2, 3}), True, (2, 1, (2,))),                 # unclean election allowed
-    (st(-1, 1, [1]), live({2, 3}), False, None),                       # still offline
-    (st(-1, 1, [1]), live({1, 2, 3}), False, (1, 2, (1,))),            # the last in-sync replica returns
-    (st(1, 0, [1, 2, 3]), live({1, 3}), False, (1, 0, (1, 3))),        # a follower gone leaves the ISR
-    # issue 26: incarnations
-    (st(1, 0, [1, 2, 3]), live({1, 2, 3}, restarted={1}), False, (1, 1, (1, 2, 3))),  # leader restarted: chosen again, new epoch
-    (st(1, 0, [1, 2, 3]), live({1, 2, 3}, lost_disk={1}), False, (2, 1, (2, 3))),   # leader back without its disk
-    (st(1, 0, [1, 2, 3]), live({1, 2, 3}, lost_disk={3}), False, (1, 0, (1, 2))),   # follower back without its disk
-    (st(-1, 1, [1]), live({1, 2, 3}, lost_disk={1}), False, None),                   # the only in-sync one lost it: offline
-    (st(-1, 1, [1], elr=[2]), live({1, 2, 3}, lost_disk={1}), False, (2, 2, (2,))),  # an eligible leader replica leads
-])
+@pytest.mark.parametrize(
+    "state,brokers,unclean,want",
+    [
+        (None, live({1, 2, 3}), False, (1, 0, (1, 2, 3))),  # new: first live replica, live ISR
+        (None, live({2, 3}), False, (2, 0, (2, 3))),
+        (None, live(set()), False, None),  # nobody to lead yet
+        (st(1, 0, [1, 2, 3]), live({1, 2, 3}), False, None),  # nothing to do
+        (st(1, 0, [1, 2, 3]), live({2, 3}), False, (2, 1, (2, 3))),  # leader gone: next in-sync, epoch + 1
+        (st(1, 0, [1, 3]), live({2, 3}), False, (3, 1, (3,))),  # 2 is live but not in sync: never leads
+        (st(1, 0, [1]), live({2, 3}), False, (-1, 1, (1,))),  # no in-sync replica: offline, ISR kept
+        (st(1, 0, [1]), live({2, 3}), True, (2, 1, (2,))),  # unclean election allowed
+        (st(-1, 1, [1]), live({2, 3}), False, None),  # still offline
+        (st(-1, 1, [1]), live({1, 2, 3}), False, (1, 2, (1,))),  # the last in-sync replica returns
+        (st(1, 0, [1, 2, 3]), live({1, 3}), False, (1, 0, (1, 3))),  # a follower gone leaves the ISR
+        # issue 26: incarnations
+        (
+            st(1, 0, [1, 2, 3]),
+            live({1, 2, 3}, restarted={1}),
+            False,
+            (1, 1, (1, 2, 3)),
+        ),  # leader restarted: chosen again, new epoch
+        (st(1, 0, [1, 2, 3]), live({1, 2, 3}, lost_disk={1}), False, (2, 1, (2, 3))),  # leader back without its disk
+        (st(1, 0, [1, 2, 3]), live({1, 2, 3}, lost_disk={3}), False, (1, 0, (1, 2))),  # follower back without its disk
+        (st(-1, 1, [1]), live({1, 2, 3}, lost_disk={1}), False, None),  # the only in-sync one lost it: offline
+        (
+            st(-1, 1, [1], elr=[2]),
+            live({1, 2, 3}, lost_disk={1}),
+            False,
+            (2, 2, (2,)),
+        ),  # an eligible leader replica leads
+    ],
+)
 def test_decide(state, brokers, unclean, want):
     new = decide(A, 0, state, brokers, unclean, min_isr=2)
     assert (None if new is None else (new.leader, new.leader_epoch, new.isr)) == want

@@ -47,17 +47,15 @@ import uuid
 from pathlib import Path
 
 import pytest
+from cluster_process import Cluster
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from tidelog.log.records import iter_batches
-
-from cluster_process import Cluster
 from history import History
 from nemesis_clients import PARTITIONS, Clients
-from nemesis_faults import (KINDS, Nemesis, every_broker_sees, full, list_offsets, live, metadata,
-                            retrying)
+from nemesis_faults import KINDS, Nemesis, every_broker_sees, full, list_offsets, live, metadata, retrying
 from test_replication import describe, wait_for
+
+from tidelog.log.records import iter_batches
 
 SECONDS = float(os.environ.get("TIDELOG_NEMESIS_SECONDS", "60"))
 EVERY = float(os.environ.get("TIDELOG_NEMESIS_EVERY", "10"))
@@ -68,8 +66,9 @@ pytestmark = pytest.mark.timeout(400 + int(SECONDS) * 3)
 
 
 def final_log(c: Cluster, topic: str) -> dict[int, list[tuple[int, str]]]:
-    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"f-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": c.bootstrap, "group.id": f"f-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
+    )
     out: dict[int, list[tuple[int, str]]] = {p: [] for p in range(PARTITIONS)}
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1] for p in range(PARTITIONS)}
@@ -113,10 +112,19 @@ def read_log(c: Cluster, topic: str, isolation: str) -> tuple[dict[int, list[tup
     """Every record of every partition up to its end (HW, or LSO under read_committed): (records,
     ends). The read ends at each partition's EOF at or past the end, so that trailing control
     batches (transaction markers, never delivered) do not keep it waiting."""
-    ends = {p: retrying(lambda p=p: list_offsets(c, topic, p, 1 if isolation == "read_committed" else 0))
-            for p in range(PARTITIONS)}
-    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"f-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, "isolation.level": isolation, "enable.partition.eof": True})
+    ends = {
+        p: retrying(lambda p=p: list_offsets(c, topic, p, 1 if isolation == "read_committed" else 0))
+        for p in range(PARTITIONS)
+    }
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap,
+            "group.id": f"f-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     out: dict[int, list[tuple[int, str]]] = {p: [] for p in range(PARTITIONS)}
     eof: dict[int, int] = {}
     try:
@@ -207,12 +215,18 @@ def compare_replicas(c: Cluster, topic: str, settle: float) -> list[str]:
         hw = retrying(lambda p=p: list_offsets(c, topic, p, 0))
 
         def copies(p=p, hw=hw) -> dict[int, list[tuple[int, int, int, int]]]:
-            return {n: [x[:3] for x in batches_upto(b.data_dir, topic, p, hw)] for n, b in c.brokers.items()
-                    if b.data_dir.joinpath(f"{topic}-{p}").is_dir()}
+            return {
+                n: [x[:3] for x in batches_upto(b.data_dir, topic, p, hw)]
+                for n, b in c.brokers.items()
+                if b.data_dir.joinpath(f"{topic}-{p}").is_dir()
+            }
 
         try:
-            wait_for(lambda: len(set(map(tuple, copies().values()))) == 1 and len(copies()) == 3, settle,
-                     f"{topic}-{p}: identical replicas")
+            wait_for(
+                lambda: len(set(map(tuple, copies().values()))) == 1 and len(copies()) == 3,
+                settle,
+                f"{topic}-{p}: identical replicas",
+            )
         except AssertionError:
             pass
         got = copies()
@@ -225,8 +239,10 @@ def compare_replicas(c: Cluster, topic: str, settle: float) -> list[str]:
         for node, cp in got.items():
             if cp != ref:
                 i = next((k for k, (a, b) in enumerate(zip(ref, cp)) if a != b), min(len(ref), len(cp)))
-                problems.append(f"{topic}-{p} (HW {hw}): broker {node} differs from broker {first} at batch {i}: "
-                                f"{cp[i:i + 2]} vs {ref[i:i + 2]} ({len(cp)} vs {len(ref)} batches)")
+                problems.append(
+                    f"{topic}-{p} (HW {hw}): broker {node} differs from broker {first} at batch {i}: "
+                    f"{cp[i : i + 2]} vs {ref[i : i + 2]} ({len(cp)} vs {len(ref)} batches)"
+                )
     return problems
 
 
@@ -238,8 +254,11 @@ def test_nemesis(cluster):
     clients = Clients(c, topic, h, txn_topic, ht)
     t0 = time.monotonic()
     nemesis = Nemesis(c, [topic, txn_topic], SEED, FAULTS, t0)
-    print(f"\nnemesis: seed {SEED}, {SECONDS:.0f} s, a fault every {EVERY:.0f} s of {', '.join(FAULTS)}; "
-          f"data in {c.base}", flush=True)
+    print(
+        f"\nnemesis: seed {SEED}, {SECONDS:.0f} s, a fault every {EVERY:.0f} s of {', '.join(FAULTS)}; "
+        f"data in {c.base}",
+        flush=True,
+    )
     failed: list[str] = []  # each failed check, with its values
     clients.start()
     try:
@@ -252,13 +271,22 @@ def test_nemesis(cluster):
         except Exception as e:  # noqa: BLE001 - the report says so; the checks below still run
             failed.append(f"healing: {e!r}"[:3000])
         try:
-            wait_for(lambda: every_broker_sees(c, [topic, txn_topic], full, all_topics=True), 120,
-                     "every partition of every topic in full ISR")
+            wait_for(
+                lambda: every_broker_sees(c, [topic, txn_topic], full, all_topics=True),
+                120,
+                "every partition of every topic in full ISR",
+            )
         except AssertionError as e:
             try:
-                state = {n: [f"{t}-{p['partition']} leader {p['leader']} isr {p['isr']} of {p['replicas']}"
-                             for t, parts in metadata(c, n, None).items() for p in parts if not full(p)]
-                         for n in live(c)}
+                state = {
+                    n: [
+                        f"{t}-{p['partition']} leader {p['leader']} isr {p['isr']} of {p['replicas']}"
+                        for t, parts in metadata(c, n, None).items()
+                        for p in parts
+                        if not full(p)
+                    ]
+                    for n in live(c)
+                }
             except Exception as e2:  # noqa: BLE001 - the report says so
                 state = repr(e2)
             failed.append(f"after healing: {e}; partitions not in full ISR per broker: {state}")
@@ -270,8 +298,13 @@ def test_nemesis(cluster):
         stopped = {n: round(t - healed, 1) for n, t in clients.finished.items()}
     run_s = time.monotonic() - t0
     try:  # the transactional topic's last stable offset up to the HW: no transaction left open
-        wait_for(lambda: all(list_offsets(c, txn_topic, p, 1) == list_offsets(c, txn_topic, p, 0)
-                             for p in range(PARTITIONS)), 90, "LSO = HW on the transactional topic")
+        wait_for(
+            lambda: all(
+                list_offsets(c, txn_topic, p, 1) == list_offsets(c, txn_topic, p, 0) for p in range(PARTITIONS)
+            ),
+            90,
+            "LSO = HW on the transactional topic",
+        )
     except AssertionError as e:
         failed.append(str(e))
     for t, hist, isolation in ((topic, h, "read_uncommitted"), (txn_topic, ht, "read_committed")):
@@ -301,19 +334,25 @@ def test_nemesis(cluster):
                 if cls in ("lost-write", "inconsistent-offsets", "txn-lost"):
                     suspects[(nemesis.culprit(hist, vals[0]) if vals else "?", f"{name} {cls}")] += 1
                 if i < 5 and vals:
-                    places.append(f"  {name} {cls} {vals[:3]}: "
-                                  + "; ".join(f"{v} ({hist.producer_of(v)}) {nemesis.place(hist.ack_times.get(v))}"
-                                              for v in vals[:3]))
+                    places.append(
+                        f"  {name} {cls} {vals[:3]}: "
+                        + "; ".join(
+                            f"{v} ({hist.producer_of(v)}) {nemesis.place(hist.ack_times.get(v))}" for v in vals[:3]
+                        )
+                    )
     for name in Clients.IDEMPOTENT:
         acked = sum(1 for v in h.ack_producer.values() if v == name)
         if acked != len(h.sends[name]):
-            failed.append(f"{name}: {acked} of {len(h.sends[name])} records acknowledged "
-                          f"(errors {dict(clients.errors[name])})")
+            failed.append(
+                f"{name}: {acked} of {len(h.sends[name])} records acknowledged (errors {dict(clients.errors[name])})"
+            )
     if clients.fatal:
         failed.append(f"client errors: {clients.fatal[:8]}")
     if len(h.acks) < 1000 or clients.txn_outcomes["committed"] < 5:
-        failed.append(f"too little load to judge: {len(h.acks)} records acknowledged, "
-                      f"{clients.txn_outcomes['committed']} transactions committed")
+        failed.append(
+            f"too little load to judge: {len(h.acks)} records acknowledged, "
+            f"{clients.txn_outcomes['committed']} transactions committed"
+        )
     failed += [f"liveness: {s}" for s in nemesis.stalls]
     unhealed = any(f.startswith("after healing") for f in failed)
     for t in (topic, txn_topic):
@@ -328,29 +367,42 @@ def test_nemesis(cluster):
 
     # -- the figures -----------------------------------------------------------------------------
     kinds = collections.Counter(f.kind for f in nemesis.faults)
-    lines = [f"nemesis figures: seed {SEED}, {run_s:.0f} s, {len(nemesis.faults)} faults "
-             f"({', '.join(f'{k} {kinds[k]}' for k in KINDS if kinds[k])})"]
+    lines = [
+        f"nemesis figures: seed {SEED}, {run_s:.0f} s, {len(nemesis.faults)} faults "
+        f"({', '.join(f'{k} {kinds[k]}' for k in KINDS if kinds[k])})"
+    ]
     for hist, names in ((h, (*Clients.IDEMPOTENT, "non-idempotent")), (ht, ("txn",))):
         for name in names:
             acked = sum(1 for v in hist.ack_producer.values() if v == name)
             errs = dict(clients.errors.get(name, {}))
-            lines.append(f"  {name}: {acked} acknowledged of {len(hist.sends[name])} sent"
-                         + (f"; errors {errs}" if errs else ""))
-    lines.append(f"  non-idempotent, librdkafka's re-sends: {clients.resent.batches} batches in flight to a "
-                 f"broker it dropped from its metadata sent again ({sum(clients.resent.count.values())} "
-                 f"records), {len(resent)} values of them twice in the log, e.g. {resent[:2]}")
+            lines.append(
+                f"  {name}: {acked} acknowledged of {len(hist.sends[name])} sent" + (f"; errors {errs}" if errs else "")
+            )
+    lines.append(
+        f"  non-idempotent, librdkafka's re-sends: {clients.resent.batches} batches in flight to a "
+        f"broker it dropped from its metadata sent again ({sum(clients.resent.count.values())} "
+        f"records), {len(resent)} values of them twice in the log, e.g. {resent[:2]}"
+    )
     lines.append(f"  clients finished, seconds after the heal: {stopped}")
-    lines.append(f"  transactions: {clients.txn_outcomes['committed']} committed, "
-                 f"{clients.txn_outcomes['aborted']} aborted, {clients.txn_outcomes['unknown']} unknown")
+    lines.append(
+        f"  transactions: {clients.txn_outcomes['committed']} committed, "
+        f"{clients.txn_outcomes['aborted']} aborted, {clients.txn_outcomes['unknown']} unknown"
+    )
     for name, hist in (("consumer", h), ("rc-consumer", ht)):
-        lines.append(f"  {name}: {len(hist.polls[name])} polled"
-                     + (f"; errors {dict(clients.errors[name])}" if clients.errors.get(name) else ""))
+        lines.append(
+            f"  {name}: {len(hist.polls[name])} polled"
+            + (f"; errors {dict(clients.errors[name])}" if clients.errors.get(name) else "")
+        )
     for name, hist in (("data", h), ("txn", ht)):
         by = hist.by_client(found[name])
-        lines.append(f"  anomalies ({name} topic): " + (", ".join(f"{k} {len(v)} {by.get(k, {})}"
-                                                                   for k, v in found[name].items()) or "none"))
-    lines.append(f"  broker logs: tracebacks {({n: len(v) for n, v in tracebacks.items()})}, "
-                 f"ERROR lines {({n: len(v) for n, v in errors.items()})}")
+        lines.append(
+            f"  anomalies ({name} topic): "
+            + (", ".join(f"{k} {len(v)} {by.get(k, {})}" for k, v in found[name].items()) or "none")
+        )
+    lines.append(
+        f"  broker logs: tracebacks { ({n: len(v) for n, v in tracebacks.items()}) }, "
+        f"ERROR lines { ({n: len(v) for n, v in errors.items()}) }"
+    )
     lines.append("fault history:")
     lines += [f"  {f}" for f in nemesis.faults]
     figures = "\n".join(lines)
@@ -359,8 +411,10 @@ def test_nemesis(cluster):
     if failed:
         report += ["FAILED CHECKS:", *(f"- {f}" for f in failed)]
         if suspects:
-            report.append("lost or overwritten acknowledged writes by the faults under way between their "
-                          "acknowledgement and the first acknowledgement of another value at their offset:")
+            report.append(
+                "lost or overwritten acknowledged writes by the faults under way between their "
+                "acknowledgement and the first acknowledgement of another value at their offset:"
+            )
             report += [f"  {fault}: {cls} {n}" for (fault, cls), n in sorted(suspects.items())]
         if places:
             report += ["examples among the faults:", *places]

@@ -24,10 +24,21 @@ def leading(tmp_path, isr: tuple[int, ...], records: int) -> tuple[ReplicaManage
     plog = LogManager([tmp_path], LogConfig()).get_or_create("t", 0)
     plog.start_replication()
     plog.append(build_batch([Record(b"k", b"v%d" % i, 1_767_225_600_000 + i) for i in range(records)]))
-    rm = ReplicaManager(1, None, None, None, _Notified(), {"replica.lag.time.max.ms": 5000}, lambda: True,
-                        lambda topic: 2, lambda: 101, None)
-    p = Partition("t", 0, plog, role=LEADER,
-                  state=PartitionState(1, 3, isr, 7, 1, 101, tuple((b, f"d{b}") for b in isr), ()))
+    rm = ReplicaManager(
+        1,
+        None,
+        None,
+        None,
+        _Notified(),
+        {"replica.lag.time.max.ms": 5000},
+        lambda: True,
+        lambda topic: 2,
+        lambda: 101,
+        None,
+    )
+    p = Partition(
+        "t", 0, plog, role=LEADER, state=PartitionState(1, 3, isr, 7, 1, 101, tuple((b, f"d{b}") for b in isr), ())
+    )
     return rm, p
 
 

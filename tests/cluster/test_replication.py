@@ -11,13 +11,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from cluster_process import Cluster
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tidelog.cli.client import KafkaClient
 from tidelog.log.records import Record, build_batch
-
-from cluster_process import Cluster
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,8 +29,11 @@ def create_topic(c: Cluster, partitions: int = 3, rf: int = 3, min_isr: int = 2,
         fut[name].result(30)
     except TimeoutError:
         raise AssertionError(f"CreateTopics {name} unanswered after 30 s\n{c.logs()}") from None
-    wait_for(lambda: all(len(p["isr"]) == rf and p["leader"] > 0 for p in describe(c, name)), 20,
-             f"partitions of {name} led with a full ISR")
+    wait_for(
+        lambda: all(len(p["isr"]) == rf and p["leader"] > 0 for p in describe(c, name)),
+        20,
+        f"partitions of {name} led with a full ISR",
+    )
     return name
 
 
@@ -39,9 +41,16 @@ def describe(c: Cluster, topic: str) -> list[dict]:
     with KafkaClient(next(iter_live(c)).bootstrap) as client:
         md = client.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}, version=9)
     t = md.topics[0]
-    return [{"partition": p.partition_index, "leader": p.leader_id, "epoch": p.leader_epoch,
-             "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes)}
-            for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+    return [
+        {
+            "partition": p.partition_index,
+            "leader": p.leader_id,
+            "epoch": p.leader_epoch,
+            "replicas": list(p.replica_nodes),
+            "isr": list(p.isr_nodes),
+        }
+        for p in sorted(t.partitions, key=lambda p: p.partition_index)
+    ]
 
 
 def iter_live(c: Cluster):
@@ -64,8 +73,14 @@ def wait_for(cond, timeout: float, what: str) -> None:
 
 
 def read_all(c: Cluster, topic: str, partitions: int) -> dict[int, list[bytes]]:
-    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
     out: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
@@ -90,12 +105,14 @@ def replica_dirs(c: Cluster, topic: str, p: int) -> list[Path]:
 def assert_identical_replicas(c: Cluster, topic: str, partitions: int) -> None:
     """Every replica holds byte-identical segment files (after followers caught up)."""
     for p in range(partitions):
+
         def same(p: int = p) -> bool:
             dirs = replica_dirs(c, topic, p)
             logs = [sorted(x.name for x in d.glob("*.log")) for d in dirs]
             if len(dirs) < 3 or any(lg != logs[0] for lg in logs):
                 return False
             return all(filecmp.cmp(dirs[0] / n, d / n, shallow=False) for d in dirs[1:] for n in logs[0])
+
         wait_for(same, 20, f"{topic}-{p} replicas identical")
 
 
@@ -106,8 +123,9 @@ def produce(c: Cluster, topic: str, n: int, prefix: str, acks: str = "all", **co
     def cb(err, msg):
         (errors.append(err) if err else acked.append(msg.value()))
 
-    p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, "enable.idempotence": acks == "all",
-                  "linger.ms": 5, **conf})
+    p = Producer(
+        {"bootstrap.servers": c.bootstrap, "acks": acks, "enable.idempotence": acks == "all", "linger.ms": 5, **conf}
+    )
     for i in range(n):
         p.produce(topic, f"{prefix}-{i}".encode(), key=str(i).encode(), on_delivery=cb)
         p.poll(0)
@@ -146,8 +164,16 @@ def test_leader_failover_under_load_loses_nothing(cluster):
                 return
             acked.append(msg.value())
             acked_p0[0] += msg.partition() == 0
-        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
-                      "linger.ms": 2, "message.timeout.ms": 60000})
+
+        p = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 2,
+                "message.timeout.ms": 60000,
+            }
+        )
         i = 0
         while not stop.is_set():
             p.produce(topic, f"f-{i}".encode(), key=str(i % 17).encode(), on_delivery=cb)
@@ -187,9 +213,16 @@ def test_leader_failover_under_load_loses_nothing(cluster):
 def raw_produce(bootstrap: str, topic: str, acks: int, value: bytes = b"x", timeout_ms: int = 5000):
     batch = build_batch([Record(value=value, timestamp=int(time.time() * 1000))])
     with KafkaClient(bootstrap) as client:
-        resp = client.request(0, {"acks": acks, "timeout": timeout_ms, "transactional_id": None,
-                                  "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}]},
-                              version=8)
+        resp = client.request(
+            0,
+            {
+                "acks": acks,
+                "timeout": timeout_ms,
+                "transactional_id": None,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}],
+            },
+            version=8,
+        )
     return resp.responses[0].partition_responses[0]
 
 
@@ -216,8 +249,11 @@ def test_min_insync_replicas(cluster):
     assert cluster.metrics(leader)["tidelog_isr_expands_total"] >= 2
     r = raw_produce(cluster.brokers[leader_of(cluster, topic, 0)].bootstrap, topic, -1)
     assert r.error_code.value == 0 and r.base_offset == 1, r
-    lags = {k: v for k, v in cluster.metrics(leader_of(cluster, topic, 0)).items()
-            if k.startswith("tidelog_follower_lag") and f'topic="{topic}"' in k}
+    lags = {
+        k: v
+        for k, v in cluster.metrics(leader_of(cluster, topic, 0)).items()
+        if k.startswith("tidelog_follower_lag") and f'topic="{topic}"' in k
+    }
     assert len(lags) == 2
 
 
@@ -227,10 +263,12 @@ def test_controller_failover(cluster):
         controller = client.request(3, {"topics": [], "allow_auto_topic_creation": False}, version=9).controller_id
     cluster.brokers[controller].kill()
     try:
+
         def new_controller() -> bool:
             with KafkaClient(next(iter_live(cluster)).bootstrap) as client:
                 cid = client.request(3, {"topics": [], "allow_auto_topic_creation": False}, version=9).controller_id
             return cid not in (-1, controller)
+
         wait_for(new_controller, 20, "another controller")
         # the new controller elects leaders: kill the partition's leader (if it is not the dead one)
         wait_for(lambda: leader_of(cluster, topic, 0) not in (-1, controller), 20, "a live leader")
@@ -250,22 +288,52 @@ def test_not_leader_answers_carry_kip951_leader_hints(cluster):
     leader_port = cluster.brokers[st["leader"]].port
     batch = build_batch([Record(value=b"x", timestamp=int(time.time() * 1000))])
     with KafkaClient(cluster.brokers[other].bootstrap) as client:
-        resp = client.request(0, {"acks": -1, "timeout": 5000, "transactional_id": None,
-                                  "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}]},
-                              version=11)
+        resp = client.request(
+            0,
+            {
+                "acks": -1,
+                "timeout": 5000,
+                "transactional_id": None,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}],
+            },
+            version=11,
+        )
         part = resp.responses[0].partition_responses[0]
         assert part.error_code.value == 6  # NOT_LEADER_OR_FOLLOWER
         assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (st["leader"], st["epoch"])
         assert [(n.node_id, n.port) for n in resp.node_endpoints] == [(st["leader"], leader_port)]
         md = client.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}, version=12)
         topic_id = md.topics[0].topic_id
-        fetch = client.request(1, {
-            "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-            "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "current_leader_epoch": -1,
-                                                              "fetch_offset": 0, "last_fetched_epoch": -1,
-                                                              "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
-        }, version=16)
+        fetch = client.request(
+            1,
+            {
+                "replica_id": -1,
+                "max_wait": 0,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "forgotten_topics_data": [],
+                "rack_id": "",
+                "topics": [
+                    {
+                        "topic_id": topic_id,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": 0,
+                                "last_fetched_epoch": -1,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 1 << 20,
+                            }
+                        ],
+                    }
+                ],
+            },
+            version=16,
+        )
         fp = fetch.responses[0].partitions[0]
         assert fp.error_code.value == 6
         assert fp.current_leader.leader_id == st["leader"]
@@ -283,8 +351,11 @@ def test_delete_records_on_the_leader_moves_followers_log_start(cluster):
     st = describe(cluster, topic)[0]
     follower = next(b for b in st["replicas"] if b != st["leader"])
     with KafkaClient(cluster.brokers[follower].bootstrap) as client:
-        r = client.request(21, {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 10}]}],
-                                "timeout": 5000}, version=2)
+        r = client.request(
+            21,
+            {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 10}]}], "timeout": 5000},
+            version=2,
+        )
     assert r.topics[0].partitions[0].error_code.value == 6  # NOT_LEADER_OR_FOLLOWER off the leader
     with KafkaClient(cluster.brokers[follower].bootstrap) as client:
         r = client.request(61, {"topics": [{"name": topic, "partition_indexes": [0]}]}, version=0)
@@ -296,6 +367,7 @@ def test_delete_records_on_the_leader_moves_followers_log_start(cluster):
             if f"{topic} 0 60" not in text:
                 return False
         return True
+
     wait_for(follower_starts, 20, "every replica's log start offset at 60")
 
 
@@ -306,8 +378,12 @@ def test_cli_describe_and_cluster_status(cluster):
     topic = create_topic(cluster, partitions=2)
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tidelog", *args, "--bootstrap-server",
-                               next(iter_live(cluster)).bootstrap], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "tidelog", *args, "--bootstrap-server", next(iter_live(cluster)).bootstrap],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     out = cli("topics", "describe", "--topic", topic).stdout
     assert "ReplicationFactor: 3" in out or "ReplicationFactor:3" in out, out
@@ -320,8 +396,11 @@ def test_cli_describe_and_cluster_status(cluster):
     victim = next(b for b in describe(cluster, topic)[0]["replicas"] if b != describe(cluster, topic)[0]["leader"])
     cluster.brokers[victim].kill()
     try:
-        wait_for(lambda: "UnderReplicatedPartitions: 0" not in cli("cluster", "status").stdout, 30,
-                 "under-replicated partitions reported")
+        wait_for(
+            lambda: "UnderReplicatedPartitions: 0" not in cli("cluster", "status").stdout,
+            30,
+            "under-replicated partitions reported",
+        )
         assert f"{topic}-0" in cli("cluster", "status").stdout
     finally:
         cluster.brokers[victim].start()

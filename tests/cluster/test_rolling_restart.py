@@ -10,7 +10,6 @@ import re
 import time
 
 import pytest
-
 from history import History
 from nemesis_clients import Clients
 from test_nemesis import final_log, replicated_topic
@@ -38,8 +37,11 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
             handed[node] = (led, int(m[-1]) if m else None)
             # moved by the handover (counted below); a leader rebalance racing the stop may need
             # the controller's next pass, hence a short wait rather than an instant check
-            wait_for(lambda node=node: all(p["leader"] not in (node, -1) for p in describe(c, topic)), 10,
-                     f"every partition led by a live broker after {node} stopped")
+            wait_for(
+                lambda node=node: all(p["leader"] not in (node, -1) for p in describe(c, topic)),
+                10,
+                f"every partition led by a live broker after {node} stopped",
+            )
             c.brokers[node].start()
             try:
                 wait_for(lambda: all(len(p["isr"]) == 3 for p in describe(c, topic)), 60, "the ISR full again")

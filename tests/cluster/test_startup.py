@@ -5,12 +5,11 @@ brokers, no controller), then gave up and exited when etcd did not answer."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
-
 from broker_process import BrokerProcess
+
 from tidelog.cli.client import ClientError, KafkaClient
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,14 +23,16 @@ def metadata(b: BrokerProcess, timeout: float) -> object | None:
             return client.request(3, {"topics": [], "allow_auto_topic_creation": False}, version=9)
     except ClientError as e:  # it took the connection and served something (ApiVersions at least)
         return e
-    except (OSError, socket.timeout):
+    except (TimeoutError, OSError):
         return None
 
 
 def test_a_broker_answers_only_once_it_joined_the_cluster(etcd, tmp_path):
     etcd.pause()
-    b = BrokerProcess(tmp_path / "b1", {"node.id": "1", "etcd.connect": f"{etcd.endpoint_hostport}/startup",
-                                         "etcd.connection.timeout.ms": "1000"})
+    b = BrokerProcess(
+        tmp_path / "b1",
+        {"node.id": "1", "etcd.connect": f"{etcd.endpoint_hostport}/startup", "etcd.connection.timeout.ms": "1000"},
+    )
     try:
         b.start(wait=False)
         deadline = time.monotonic() + 30

@@ -98,8 +98,7 @@ async def test_watch_from_an_old_revision_and_across_an_etcd_restart(store, etcd
     await store.put("/t/w/3", b"c")
     await store.delete("/t/w/1")
     await asyncio.wait_for(w, 15)
-    assert got == [("PUT", "/t/w/1", b"a"), ("PUT", "/t/w/2", b"b"), ("PUT", "/t/w/3", b"c"),
-                   ("DELETE", "/t/w/1", b"")]
+    assert got == [("PUT", "/t/w/1", b"a"), ("PUT", "/t/w/2", b"b"), ("PUT", "/t/w/3", b"c"), ("DELETE", "/t/w/1", b"")]
 
 
 async def test_unavailable_is_bounded_and_lease_keeper_reports_loss(store, etcd, caplog):
@@ -117,8 +116,11 @@ async def test_unavailable_is_bounded_and_lease_keeper_reports_loss(store, etcd,
         assert time.monotonic() - t0 < 10
         # the keeper had its chance: a keepalive failed a whole TTL after the last one that
         # succeeded (it says so in the log)
-        await until(lambda: lost.is_set() or any("etcd unreachable for a whole session" in m for m in caplog.messages),
-                    20, "the lease keeper to find etcd unreachable for a whole TTL")
+        await until(
+            lambda: lost.is_set() or any("etcd unreachable for a whole session" in m for m in caplog.messages),
+            20,
+            "the lease keeper to find etcd unreachable for a whole TTL",
+        )
         # etcd away: no longer sure the lease lives, but not lost either (the last known state
         # is kept; only etcd saying the lease is gone ends it)
         assert not keeper.valid() and not lost.is_set()
@@ -160,8 +162,10 @@ class EtcdProxy:
 
     def replace_next(self, path: str, status: int, doc: dict) -> None:
         body = json.dumps(doc).encode()
-        self._replace[path] = (f"HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\n"
-                               f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+        self._replace[path] = (
+            f"HTTP/1.1 {status} Whatever\r\nContent-Type: application/json\r\n"
+            f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
 
     def drop_connections(self) -> None:
         """Close every connection as a restarted etcd would: the client's pooled ones go stale."""
@@ -240,8 +244,9 @@ async def test_a_cas_whose_answer_is_lost_raises_outcome_unknown_and_is_not_rese
     except OutcomeUnknown as e:
         assert "txn" in str(e) and key in str(e)
     else:
-        pytest.fail(f"a compare-and-swap whose answer was lost returned {result} (sent "
-                    f"{proxy.seen.count('/v3/kv/txn')} times)")
+        pytest.fail(
+            f"a compare-and-swap whose answer was lost returned {result} (sent {proxy.seen.count('/v3/kv/txn')} times)"
+        )
     assert proxy.seen.count("/v3/kv/txn") == 1
     kv = await store.get(key)  # etcd itself, not through the proxy: the write did commit
     assert kv is not None and kv.value == b"mine" and kv.version == 1
@@ -272,8 +277,11 @@ async def test_a_read_whose_answer_is_lost_is_retried(store, proxy, via_proxy, c
     path, read, expect = {
         "get": ("/v3/kv/range", lambda: via_proxy.get(key), lambda r: r.value == b"v"),
         "get_prefix": ("/v3/kv/range", lambda: via_proxy.get_prefix(key), lambda r: r[0][0].value == b"v"),
-        "txn of gets": ("/v3/kv/txn", lambda: via_proxy.txn([Compare(key, "version", ">", 0)], [Op.get(key)]),
-                        lambda r: r.succeeded and r.responses[0][0].value == b"v"),
+        "txn of gets": (
+            "/v3/kv/txn",
+            lambda: via_proxy.txn([Compare(key, "version", ">", 0)], [Op.get(key)]),
+            lambda r: r.succeeded and r.responses[0][0].value == b"v",
+        ),
         "keepalive": ("/v3/lease/keepalive", lambda: via_proxy.keepalive(lease), lambda r: r > 0),
     }[call]
     proxy.lose_next(path)
@@ -303,16 +311,21 @@ async def test_a_write_after_etcd_closed_the_pooled_connections_is_sent_and_answ
     assert proxy.seen.count("/v3/kv/put") == 1
 
 
-async def test_an_etcd_error_after_a_write_was_sent_is_ambiguous_only_when_it_may_still_commit(store, proxy,
-                                                                                                via_proxy):
+async def test_an_etcd_error_after_a_write_was_sent_is_ambiguous_only_when_it_may_still_commit(store, proxy, via_proxy):
     # etcd's "request timed out" (503): the proposal may still commit
-    proxy.replace_next("/v3/kv/put", 503, {"error": "etcdserver: request timed out", "code": 14,
-                                           "message": "etcdserver: request timed out"})
+    proxy.replace_next(
+        "/v3/kv/put",
+        503,
+        {"error": "etcdserver: request timed out", "code": 14, "message": "etcdserver: request timed out"},
+    )
     with pytest.raises(OutcomeUnknown):
         await via_proxy.put("/t/err/put", b"x")
     # the same on a read is a plain failure
-    proxy.replace_next("/v3/kv/range", 503, {"error": "etcdserver: request timed out", "code": 14,
-                                             "message": "etcdserver: request timed out"})
+    proxy.replace_next(
+        "/v3/kv/range",
+        503,
+        {"error": "etcdserver: request timed out", "code": 14, "message": "etcdserver: request timed out"},
+    )
     with pytest.raises(StoreUnavailable) as info:
         await via_proxy.get("/t/err/put")
     assert not isinstance(info.value, OutcomeUnknown)

@@ -10,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from corpus import load_seeds
+
 from tidelog.wire import control
 from tidelog.wire.header import parse_request_header, peek_key_version
 
@@ -28,7 +29,7 @@ def main() -> int:
         _h, off = parse_request_header(f, flex)
         for pos in range(off, len(f)):
             for patch in PATCHES:
-                g = f[:pos] + patch + f[pos + len(patch):]
+                g = f[:pos] + patch + f[pos + len(patch) :]
                 print(f"api {k} v{v}: {g.hex()}", flush=True)
                 try:
                     control.decode_request(k, v, g, off)

@@ -7,8 +7,8 @@ import asyncio
 import logging
 import threading
 
-from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
+from tidelog.server.broker import Broker
 
 
 class Collector(logging.Handler):
@@ -35,7 +35,7 @@ class InProcessBroker:
         self.collector = Collector()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
-    def start(self) -> "InProcessBroker":
+    def start(self) -> InProcessBroker:
         logging.getLogger("tidelog").addHandler(self.collector)
         self._thread.start()
 
@@ -49,8 +49,10 @@ class InProcessBroker:
 
     def call(self, fn, timeout: float = 30):
         """Run `fn()` on the broker's loop and return its result."""
+
         async def run():
             return fn()
+
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
     def stop(self) -> None:

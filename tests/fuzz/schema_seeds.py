@@ -16,9 +16,20 @@ from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTuple
 from tidelog.wire.schemas import request_schema
 
 _VALUES = {
-    "int8": 0, "int16": 0, "int32": 1, "int64": 0, "uint16": 0, "uint32": 0, "float64": 0.0, "bool": False,
-    "string": "fuzz", "bytes": b"", "records": None, "uuid": uuid.UUID(int=1),
-    "timedelta_i32": datetime.timedelta(milliseconds=1000), "timedelta_i64": datetime.timedelta(milliseconds=1000),
+    "int8": 0,
+    "int16": 0,
+    "int32": 1,
+    "int64": 0,
+    "uint16": 0,
+    "uint32": 0,
+    "float64": 0.0,
+    "bool": False,
+    "string": "fuzz",
+    "bytes": b"",
+    "records": None,
+    "uuid": uuid.UUID(int=1),
+    "timedelta_i32": datetime.timedelta(milliseconds=1000),
+    "timedelta_i64": datetime.timedelta(milliseconds=1000),
 }
 
 

@@ -22,10 +22,10 @@ import struct
 import sys
 
 import pytest
-from kio.serial import entity_reader
-
 from broker_process import BrokerProcess
 from inproc import InProcessBroker
+from kio.serial import entity_reader
+
 from tidelog.cli.client import KafkaClient
 from tidelog.wire.schemas import response_schema
 
@@ -33,12 +33,14 @@ POLICY_VIOLATION, INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUES
 
 # atheris' timeout input: CreateTopics v3, topics "t093dda" (16,386 partitions) and "t093ddaout" (2)
 CREATE_TOPICS_16386 = base64.b64decode(
-    "ABMAAwAAAAIADmFpb2thZmthLWFkbWluAAAAAgAHdDA5M2RkYQAAQAIAAQAAAAAAAAAAAAp0MDkzZGRhb3V0AAAAAgABAAAAAAAAAAAAAJxAAA==")
+    "ABMAAwAAAAIADmFpb2thZmthLWFkbWluAAAAAgAHdDA5M2RkYQAAQAIAAQAAAAAAAAAAAAp0MDkzZGRhb3V0AAAAAgABAAAAAAAAAAAAAJxAAA=="
+)
 
 # atheris' crash input: Metadata v11, one topic with a null name and a topic id, then garbage
 METADATA_V11_NULL_NAME = base64.b64decode(
     "AAMACwAAEjQABGZ1enoAAgAAAAAAAP////8AAAAAAAAAAAAAAAEFZgADAAsAABI0enUEZnoAAAIAAAAAAAAAAAAAAAAAAAABBWZ1enoAAQB1"
-    "enoAAQAA//////////////////////////////////8=")
+    "enoAAQAA//////////////////////////////////8="
+)
 
 
 def raw_request(port: int, frame: bytes, api_key: int, version: int, flexible: bool = False):
@@ -63,7 +65,9 @@ def inproc(tmp_path_factory):
 def test_create_topics_of_too_many_partitions_is_refused_whole(inproc):
     resp = raw_request(inproc.port, CREATE_TOPICS_16386, 19, 3)
     assert [(t.name, t.error_code.value) for t in resp.topics] == [
-        ("t093dda", POLICY_VIOLATION), ("t093ddaout", POLICY_VIOLATION)]
+        ("t093dda", POLICY_VIOLATION),
+        ("t093ddaout", POLICY_VIOLATION),
+    ]
     assert resp.topics[0].error_message == "Excessively large number of partitions per request."
     assert inproc.call(lambda: inproc.broker.registry.get("t093ddaout")) is None
     assert inproc.collector.errors() == []
@@ -77,11 +81,26 @@ def test_metadata_v11_by_topic_id_is_an_invalid_request(inproc):
 
 def test_create_partitions_is_bounded(inproc):
     with KafkaClient(f"127.0.0.1:{inproc.port}") as c:
-        assert c.request(19, {"topics": [{"name": "grow", "num_partitions": 1, "replication_factor": 1}],
-                              "timeout": 5000}, version=3).topics[0].error_code.value == 0
+        assert (
+            c.request(
+                19,
+                {"topics": [{"name": "grow", "num_partitions": 1, "replication_factor": 1}], "timeout": 5000},
+                version=3,
+            )
+            .topics[0]
+            .error_code.value
+            == 0
+        )
         for count, code in ((2**31 - 1, POLICY_VIOLATION), (10_002, POLICY_VIOLATION), (1, INVALID_PARTITIONS), (3, 0)):
-            resp = c.request(37, {"topics": [{"name": "grow", "count": count, "assignments": None}],
-                                  "timeout": 5000, "validate_only": False}, version=1)
+            resp = c.request(
+                37,
+                {
+                    "topics": [{"name": "grow", "count": count, "assignments": None}],
+                    "timeout": 5000,
+                    "validate_only": False,
+                },
+                version=1,
+            )
             assert resp.results[0].error_code.value == code, (count, resp)
     assert inproc.call(lambda: inproc.broker.registry.get("grow").partitions) == 3
     assert inproc.collector.errors() == []
@@ -93,17 +112,23 @@ class LimitedBroker(BrokerProcess):
 
     def command(self) -> list[str]:
         cmd = super().command()
-        boot = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (1668, 1668)); "
-                "sys.argv = ['tidelog'] + sys.argv[1:]; runpy.run_module('tidelog', run_name='__main__')")
+        boot = (
+            "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (1668, 1668)); "
+            "sys.argv = ['tidelog'] + sys.argv[1:]; runpy.run_module('tidelog', run_name='__main__')"
+        )
         return [sys.executable, "-c", boot, *cmd[3:]]
 
 
 def test_partitions_past_the_open_file_limit_are_refused(tmp_path):
     b = LimitedBroker(tmp_path / "data").start()
     try:
+
         def create(c, name, n):
-            return c.request(19, {"topics": [{"name": name, "num_partitions": n, "replication_factor": 1}],
-                                  "timeout": 5000}, version=3).topics[0]
+            return c.request(
+                19,
+                {"topics": [{"name": name, "num_partitions": n, "replication_factor": 1}], "timeout": 5000},
+                version=3,
+            ).topics[0]
 
         with KafkaClient(b.bootstrap) as c:
             assert create(c, "big", 200).error_code.value == POLICY_VIOLATION

@@ -15,12 +15,12 @@ import random
 import tracemalloc
 
 import pytest
+from corpus import all_seeds, frame, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corpus import all_seeds, frame, mutate
-from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
+from tidelog.server.broker import Broker
 from tidelog.wire.frame import FrameDecoder, FrameError
 from tidelog.wire.header import parse_request_header, peek_key_version
 
@@ -84,8 +84,11 @@ def test_mutated_frames_decode_or_raise(router, i, j, rnd):
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.integers(0, len(SEEDS) - 1), min_size=1, max_size=6),
-       st.lists(st.integers(1, 64), min_size=1, max_size=8), st.randoms(use_true_random=False))
+@given(
+    st.lists(st.integers(0, len(SEEDS) - 1), min_size=1, max_size=6),
+    st.lists(st.integers(1, 64), min_size=1, max_size=8),
+    st.randoms(use_true_random=False),
+)
 def test_frame_stream_split_anywhere(router, picks, cuts, rnd):
     """A stream of (sometimes mutated) frames fed in arbitrary chunks yields the same frames, or
     a FrameError for a negative or oversized size prefix."""
@@ -94,7 +97,9 @@ def test_frame_stream_split_anywhere(router, picks, cuts, rnd):
     stream = b"".join(frame(p) for p in payloads)
     if rng.random() < 0.2:  # a forged size prefix somewhere
         pos = rng.randrange(len(stream))
-        stream = stream[:pos] + rng.choice([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x00\x20\x00\x00"]) + stream[pos:]
+        stream = (
+            stream[:pos] + rng.choice([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x00\x20\x00\x00"]) + stream[pos:]
+        )
     dec = FrameDecoder(MAX_FRAME)
     got, pos, k = [], 0, 0
     try:

@@ -18,10 +18,9 @@ import struct
 import time
 
 import pytest
+from corpus import all_seeds, frame, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from corpus import all_seeds, frame, mutate
 from inproc import InProcessBroker
 
 SEEDS = all_seeds()
@@ -32,11 +31,14 @@ API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, SENTINEL_CORR, 4) + b"fuzz"
 
 @pytest.fixture(scope="module")
 def fuzz_broker(tmp_path_factory):
-    b = InProcessBroker(tmp_path_factory.mktemp("fuzz-tcp"), {
-        "socket.request.max.bytes": str(1 << 20),
-        "group.initial.rebalance.delay.ms": "0",
-        "num.partitions": "2",
-    }).start()
+    b = InProcessBroker(
+        tmp_path_factory.mktemp("fuzz-tcp"),
+        {
+            "socket.request.max.bytes": str(1 << 20),
+            "group.initial.rebalance.delay.ms": "0",
+            "num.partitions": "2",
+        },
+    ).start()
     yield b
     b.stop()
 
@@ -74,18 +76,23 @@ def drain(s: socket.socket, wait: float) -> None:
     try:
         while s.recv(65536):
             pass
-    except (socket.timeout, ConnectionError):
+    except (TimeoutError, ConnectionError):
         pass
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.integers(0, len(SEEDS) - 1), min_size=1, max_size=4),
-       st.lists(st.booleans(), min_size=1, max_size=4),
-       st.integers(1, 97), st.randoms(use_true_random=False))
+@given(
+    st.lists(st.integers(0, len(SEEDS) - 1), min_size=1, max_size=4),
+    st.lists(st.booleans(), min_size=1, max_size=4),
+    st.integers(1, 97),
+    st.randoms(use_true_random=False),
+)
 def test_fuzzed_connections_leave_others_untouched(fuzz_broker, sentinel, picks, mutated, chunk, rnd):
     rng = random.Random(rnd.random())
-    payloads = [mutate(SEEDS[p], rng, SEEDS[rng.randrange(len(SEEDS))]) if mutated[k % len(mutated)] else SEEDS[p]
-                for k, p in enumerate(picks)]
+    payloads = [
+        mutate(SEEDS[p], rng, SEEDS[rng.randrange(len(SEEDS))]) if mutated[k % len(mutated)] else SEEDS[p]
+        for k, p in enumerate(picks)
+    ]
     stream = b"".join(frame(p) for p in payloads)
     errors_before = len(fuzz_broker.collector.errors())
     with socket.create_connection(("127.0.0.1", fuzz_broker.port), timeout=10) as s:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from broker_process import free_port
+
 from tidelog.core.config import BROKER_KEYS, BrokerConfig
 from tidelog.core.envconfig import env_overrides, env_to_property
 
@@ -57,10 +57,11 @@ def dockerfile_stages() -> dict[str, list[str]]:
 
 
 def instruction(stage: list[str], name: str) -> list[str]:
-    return [line[len(name):].strip() for line in stage if line.upper().startswith(name + " ")]
+    return [line[len(name) :].strip() for line in stage if line.upper().startswith(name + " ")]
 
 
 # ---- the CI step: structure of the compose file and the Dockerfile ---------------------------
+
 
 def test_compose_file_structure():
     c = compose()
@@ -75,7 +76,7 @@ def test_compose_file_structure():
 
     env = {k: str(v) for k, v in broker["environment"].items()}
     assert all(k.startswith("KAFKA_") for k in env)
-    unknown = [k for k in env if env_to_property(k[len("KAFKA_"):]) not in BROKER_KEYS]
+    unknown = [k for k in env if env_to_property(k[len("KAFKA_") :]) not in BROKER_KEYS]
     assert not unknown, f"not broker properties: {unknown}"
     config = BrokerConfig(dict(item.split("=", 1) for item in env_overrides(env, "KAFKA_")))  # values valid
     assert config.listeners[0].port == 9092
@@ -115,6 +116,7 @@ def test_dockerfile_entrypoints_are_what_the_tests_run():
 
 # ---- compose_equivalent: the same services as processes --------------------------------------
 
+
 def _service_env(name: str, replace: dict[str, str]) -> dict[str, str]:
     env = {k: str(v) for k, v in compose()["services"][name]["environment"].items()}
     env.update(replace)
@@ -122,8 +124,9 @@ def _service_env(name: str, replace: dict[str, str]) -> dict[str, str]:
 
 
 def _run(*args, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "tidelog"), *map(str, args)], input=stdin, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [str(BIN / "tidelog"), *map(str, args)], input=stdin, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.slow
@@ -136,11 +139,16 @@ def test_compose_equivalent_produce_consume_export(tmp_path):
     port, mport = free_port(), free_port()
     data, warehouse = tmp_path / "data", tmp_path / "warehouse"
     bootstrap = f"127.0.0.1:{port}"
-    broker_env = _service_env("broker", {
-        "KAFKA_LISTENERS": f"PLAINTEXT://{bootstrap}", "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{bootstrap}",
-        "KAFKA_LOG_DIRS": str(data), "KAFKA_METRICS_LISTENER": f"127.0.0.1:{mport}",
-        "KAFKA_LOG_SEGMENT_BYTES": "8192",  # so that the round trip closes segments for the export
-    })
+    broker_env = _service_env(
+        "broker",
+        {
+            "KAFKA_LISTENERS": f"PLAINTEXT://{bootstrap}",
+            "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{bootstrap}",
+            "KAFKA_LOG_DIRS": str(data),
+            "KAFKA_METRICS_LISTENER": f"127.0.0.1:{mport}",
+            "KAFKA_LOG_SEGMENT_BYTES": "8192",  # so that the round trip closes segments for the export
+        },
+    )
     argv = c["services"]["broker"]["entrypoint"]
     log = open(tmp_path / "broker.log", "wb")
     broker = subprocess.Popen([str(BIN / argv[0]), *argv[1:]], env=broker_env, stdout=log, stderr=subprocess.STDOUT)
@@ -154,14 +162,29 @@ def test_compose_equivalent_produce_consume_export(tmp_path):
             assert time.monotonic() < deadline, "broker never became healthy"
             time.sleep(0.5)
 
-        assert _run("topics", "create", "--bootstrap-server", bootstrap, "--topic", "roundtrip",
-                    "--partitions", "2").returncode == 0
-        lines = "".join(f"key-{i}\t{'value-%d-' % i}{'x' * 40}\n" for i in range(400))
-        res = _run("produce", "--bootstrap-server", bootstrap, "--topic", "roundtrip", "--batch-size", "2048",
-                   stdin=lines)
+        assert (
+            _run(
+                "topics", "create", "--bootstrap-server", bootstrap, "--topic", "roundtrip", "--partitions", "2"
+            ).returncode
+            == 0
+        )
+        lines = "".join(f"key-{i}\t{f'value-{i}-'}{'x' * 40}\n" for i in range(400))
+        res = _run(
+            "produce", "--bootstrap-server", bootstrap, "--topic", "roundtrip", "--batch-size", "2048", stdin=lines
+        )
         assert res.returncode == 0, res.stderr
-        res = _run("consume", "--bootstrap-server", bootstrap, "--topic", "roundtrip", "--group", "rt",
-                   "--from-beginning", "--format", "json")
+        res = _run(
+            "consume",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            "roundtrip",
+            "--group",
+            "rt",
+            "--from-beginning",
+            "--format",
+            "json",
+        )
         assert res.returncode == 0, res.stderr
         consumed = {json.loads(x)["key"]: json.loads(x)["value"] for x in res.stdout.splitlines()}
         assert consumed == {f"key-{i}": f"value-{i}-" + "x" * 40 for i in range(400)}
@@ -169,10 +192,12 @@ def test_compose_equivalent_produce_consume_export(tmp_path):
         assert 'tidelog_topic_messages_in_total{topic="roundtrip"} 400.0' in metrics
 
         # the export service, once, while the broker runs (as in compose)
-        export_env = _service_env("export", {"EXPORT_LOG_DIRS": str(data), "EXPORT_WAREHOUSE": str(warehouse),
-                                             "EXPORT_RUNS": "1"})
-        res = subprocess.run(["sh", str(ROOT / EXPORT_SCRIPT)], env=export_env, capture_output=True, text=True,
-                             timeout=600)
+        export_env = _service_env(
+            "export", {"EXPORT_LOG_DIRS": str(data), "EXPORT_WAREHOUSE": str(warehouse), "EXPORT_RUNS": "1"}
+        )
+        res = subprocess.run(
+            ["sh", str(ROOT / EXPORT_SCRIPT)], env=export_env, capture_output=True, text=True, timeout=600
+        )
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     finally:
         broker.send_signal(signal.SIGTERM)
@@ -210,7 +235,7 @@ def test_cluster_profile_structure():
         b = svcs[name]
         assert b["entrypoint"] == BROKER_ENTRYPOINT and b["build"]["target"] == "broker"
         env = {k: str(v) for k, v in b["environment"].items()}
-        unknown = [k for k in env if env_to_property(k[len("KAFKA_"):]) not in BROKER_KEYS]
+        unknown = [k for k in env if env_to_property(k[len("KAFKA_") :]) not in BROKER_KEYS]
         assert not unknown, f"{name}: not broker properties: {unknown}"
         config = BrokerConfig(dict(item.split("=", 1) for item in env_overrides(env, "KAFKA_")))
         assert config["etcd.connect"] == f"etcd:{etcd_port}/compose"
@@ -240,16 +265,20 @@ def test_compose_cluster_equivalent(tmp_path):
         ports = {name: (free_port(), free_port()) for name in CLUSTER_BROKERS}
         for name in CLUSTER_BROKERS:
             internal, external = ports[name]
-            env = _service_env(name, {
-                "KAFKA_ETCD_CONNECT": f"{etcd.endpoint_hostport}/compose",
-                "KAFKA_LISTENERS": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
-                "KAFKA_ADVERTISED_LISTENERS": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
-                "KAFKA_LOG_DIRS": str(tmp_path / name),
-            })
+            env = _service_env(
+                name,
+                {
+                    "KAFKA_ETCD_CONNECT": f"{etcd.endpoint_hostport}/compose",
+                    "KAFKA_LISTENERS": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+                    "KAFKA_ADVERTISED_LISTENERS": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+                    "KAFKA_LOG_DIRS": str(tmp_path / name),
+                },
+            )
             argv = c["services"][name]["entrypoint"]
             log = open(tmp_path / f"{name}.log", "wb")
-            procs.append(subprocess.Popen([str(BIN / argv[0]), *argv[1:]], env=env, stdout=log,
-                                          stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen([str(BIN / argv[0]), *argv[1:]], env=env, stdout=log, stderr=subprocess.STDOUT)
+            )
         bootstrap = ",".join(f"127.0.0.1:{ports[n][1]}" for n in CLUSTER_BROKERS)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         deadline = time.monotonic() + 60
@@ -270,8 +299,7 @@ def test_compose_cluster_equivalent(tmp_path):
         for i in range(300):
             producer.produce("compose-rt", f"v{i}".encode(), key=str(i).encode())
         assert producer.flush(30) == 0
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compose-rt",
-                             "auto.offset.reset": "earliest"})
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compose-rt", "auto.offset.reset": "earliest"})
         consumer.subscribe(["compose-rt"])
         got = set()
         deadline = time.monotonic() + 60
@@ -297,8 +325,14 @@ def test_export_loop_schedule(tmp_path):
     calls = tmp_path / "calls"
     stub.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n[ "$(wc -l < {calls})" -ne 2 ]\n')
     stub.chmod(0o755)
-    env = {"PATH": f"{stub.parent}{os.pathsep}{os.environ['PATH']}", "EXPORT_LOG_DIRS": "/d1,/d2",
-           "EXPORT_WAREHOUSE": "/wh", "EXPORT_INTERVAL_SECONDS": "0", "EXPORT_ARGS": "--topics a b", "EXPORT_RUNS": "3"}
+    env = {
+        "PATH": f"{stub.parent}{os.pathsep}{os.environ['PATH']}",
+        "EXPORT_LOG_DIRS": "/d1,/d2",
+        "EXPORT_WAREHOUSE": "/wh",
+        "EXPORT_INTERVAL_SECONDS": "0",
+        "EXPORT_ARGS": "--topics a b",
+        "EXPORT_RUNS": "3",
+    }
     res = subprocess.run(["sh", str(ROOT / EXPORT_SCRIPT)], env=env, capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stderr
     assert calls.read_text().splitlines() == ["export --log-dirs /d1,/d2 --warehouse /wh --topics a b"] * 3

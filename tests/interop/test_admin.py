@@ -24,8 +24,16 @@ def ck_admin(broker) -> AdminClient:
 def test_confluent_admin_create_describe_alter_delete(broker):
     admin = ck_admin(broker)
     name = unique("ck")
-    fs = admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1,
-                                       config={"retention.ms": "3600000", "cleanup.policy": "compact"})])
+    fs = admin.create_topics(
+        [
+            NewTopic(
+                name,
+                num_partitions=3,
+                replication_factor=1,
+                config={"retention.ms": "3600000", "cleanup.policy": "compact"},
+            )
+        ]
+    )
     fs[name].result(10)
     md = admin.list_topics(timeout=10)
     assert name in md.topics
@@ -40,9 +48,11 @@ def test_confluent_admin_create_describe_alter_delete(broker):
     # Incremental alter.
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
 
-    res2 = ConfigResource(ConfigResource.Type.TOPIC, name,
-                          incremental_configs=[ConfigEntry("retention.ms", "7200000",
-                                                           incremental_operation=AlterConfigOpType.SET)])
+    res2 = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        name,
+        incremental_configs=[ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)],
+    )
     admin.incremental_alter_configs([res2])[res2].result(10)
     cfg = admin.describe_configs([res])[res].result(10)
     assert cfg["retention.ms"].value == "7200000"
@@ -79,7 +89,9 @@ def test_validate_only_creates_nothing(broker):
 
 
 def test_kafka_python_admin(broker):
-    from kafka.admin import ConfigResource as KPRes, ConfigResourceType, KafkaAdminClient, NewTopic as KPNewTopic
+    from kafka.admin import ConfigResource as KPRes
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+    from kafka.admin import NewTopic as KPNewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
     try:
@@ -101,7 +113,8 @@ def test_kafka_python_admin(broker):
 
 
 def test_aiokafka_admin(broker):
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic as AIONewTopic
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin import NewTopic as AIONewTopic
 
     async def run():
         admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
@@ -123,27 +136,69 @@ def test_aiokafka_admin(broker):
 def test_kcat_metadata_and_cli(broker, kcat):
     name = unique("cli")
     cli = [sys.executable, "-m", "tidelog", "topics"]
-    out = subprocess.run(cli + ["create", "--topic", name, "--partitions", "2", "--config", "segment.bytes=1048576",
-                                "--bootstrap-server", broker.bootstrap], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        cli
+        + [
+            "create",
+            "--topic",
+            name,
+            "--partitions",
+            "2",
+            "--config",
+            "segment.bytes=1048576",
+            "--bootstrap-server",
+            broker.bootstrap,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert f"Created topic {name}" in out.stdout
     out = subprocess.run([kcat, "-L", "-b", broker.bootstrap, "-t", name], capture_output=True, text=True, check=True)
     assert f'topic "{name}" with 2 partitions' in out.stdout
     assert "(controller)" in out.stdout
-    out = subprocess.run(cli + ["describe", "--topic", name, "--bootstrap-server", broker.bootstrap],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        cli + ["describe", "--topic", name, "--bootstrap-server", broker.bootstrap],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "segment.bytes=1048576" in out.stdout and "PartitionCount: 2" in out.stdout
-    out = subprocess.run(cli + ["alter-config", "--topic", name, "--add-config", "retention.ms=5000",
-                                "--bootstrap-server", broker.bootstrap], capture_output=True, text=True, check=True)
-    out = subprocess.run(cli + ["describe", "--topic", name, "--bootstrap-server", broker.bootstrap],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        cli
+        + [
+            "alter-config",
+            "--topic",
+            name,
+            "--add-config",
+            "retention.ms=5000",
+            "--bootstrap-server",
+            broker.bootstrap,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = subprocess.run(
+        cli + ["describe", "--topic", name, "--bootstrap-server", broker.bootstrap],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "retention.ms=5000" in out.stdout
-    out = subprocess.run(cli + ["create", "--topic", name, "--bootstrap-server", broker.bootstrap],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        cli + ["create", "--topic", name, "--bootstrap-server", broker.bootstrap], capture_output=True, text=True
+    )
     assert out.returncode == 1 and "TOPIC_ALREADY_EXISTS" in out.stderr
-    out = subprocess.run(cli + ["delete", "--topic", name, "--bootstrap-server", broker.bootstrap],
-                         capture_output=True, text=True, check=True)
-    out = subprocess.run(cli + ["list", "--bootstrap-server", broker.bootstrap], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        cli + ["delete", "--topic", name, "--bootstrap-server", broker.bootstrap],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = subprocess.run(
+        cli + ["list", "--bootstrap-server", broker.bootstrap], capture_output=True, text=True, check=True
+    )
     assert name not in out.stdout.split()
 
 

@@ -56,14 +56,22 @@ def test_describe_topic_partitions_pages_by_cursor(admin, topics):
 def test_describe_topic_partitions_unknown_topic_and_all_topics(module_broker, topics):
     client = KafkaClient(module_broker.bootstrap)
     try:
-        resp = client.request(75, {"topics": [{"name": "no-such-topic-x"}], "response_partition_limit": 100,
-                                   "cursor": None}, version=0)
+        resp = client.request(
+            75, {"topics": [{"name": "no-such-topic-x"}], "response_partition_limit": 100, "cursor": None}, version=0
+        )
         assert [(t.name, t.error_code.value) for t in resp.topics] == [("no-such-topic-x", 3)]
         every = client.request(75, {"topics": [], "response_partition_limit": 2000, "cursor": None}, version=0)
         names = [t.name for t in every.topics]
         assert names == sorted(names) and set(topics) <= set(names)
-        bad = client.request(75, {"topics": [{"name": topics[0]}], "response_partition_limit": 10,
-                                  "cursor": {"topic_name": "elsewhere", "partition_index": 0}}, version=0)
+        bad = client.request(
+            75,
+            {
+                "topics": [{"name": topics[0]}],
+                "response_partition_limit": 10,
+                "cursor": {"topic_name": "elsewhere", "partition_index": 0},
+            },
+            version=0,
+        )
         assert bad.topics[0].error_code.value == 42  # INVALID_REQUEST: cursor outside the named topics
     finally:
         client.close()
@@ -98,10 +106,19 @@ def test_alter_replica_log_dirs_on_one_log_dir(admin, module_broker, topics):
     here = str(module_broker.data_dir.resolve())
     client = KafkaClient(module_broker.bootstrap)
     try:
-        resp = client.request(34, {"dirs": [
-            {"path": here, "topics": [{"name": a, "partitions": [0, 1]}, {"name": "nope-topic", "partitions": [0]}]},
-            {"path": "/not/a/log/dir", "topics": [{"name": a, "partitions": [2]}]},
-        ]}, version=2)
+        resp = client.request(
+            34,
+            {
+                "dirs": [
+                    {
+                        "path": here,
+                        "topics": [{"name": a, "partitions": [0, 1]}, {"name": "nope-topic", "partitions": [0]}],
+                    },
+                    {"path": "/not/a/log/dir", "topics": [{"name": a, "partitions": [2]}]},
+                ]
+            },
+            version=2,
+        )
         codes = {(t.topic_name, p.partition_index): p.error_code.value for t in resp.results for p in t.partitions}
         assert codes == {(a, 0): 0, (a, 1): 0, ("nope-topic", 0): 3, (a, 2): 57}  # 57 LOG_DIR_NOT_FOUND
     finally:

@@ -47,16 +47,25 @@ def _topic(broker, **config: str) -> str:
 
 def _set_config(broker, topic: str, key: str, value: str) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    res = ConfigResource(ConfigResource.Type.TOPIC, topic,
-                         incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
+    )
     admin.incremental_alter_configs([res])[res].result(20)
 
 
 def _values(broker, topic: str, key: bytes, isolation: str) -> list[bytes]:
     """Every value of `key` a consumer with `isolation` reads from the start (until the high
     watermark, or 2 s without a message: read_committed stops at the LSO)."""
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "isolation.level": isolation})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
     lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
     c.assign([TopicPartition(topic, 0, lo)])
     out, last = [], time.monotonic()
@@ -153,7 +162,9 @@ def test_aborted_txn_offset_commit_does_not_shadow_committed_offset(module_broke
     mark = len(_full_log(broker))
     # other groups' commits roll __consumer_offsets' 2 KiB segments
     for i in range(60):
-        o = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{group}-f{i % 3}", "enable.auto.commit": False})
+        o = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": f"{group}-f{i % 3}", "enable.auto.commit": False}
+        )
         o.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False)
         o.close()
     assert _cleaned(broker, "__consumer_offsets-0", mark) >= 1  # the other groups' older commits

@@ -42,8 +42,15 @@ def check(got):
 
 
 def ck_consume(broker, topic, n, isolation="read_uncommitted", extra=None):
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "isolation.level": isolation, **(extra or {})})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"g-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            **(extra or {}),
+        }
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     out = []
     deadline = time.monotonic() + 60
@@ -59,8 +66,9 @@ def ck_consume(broker, topic, n, isolation="read_uncommitted", extra=None):
 @pytest.mark.parametrize("codec", CODECS)
 def test_confluent_kafka_round_trip(module_broker, codec):
     topic = new_topic(module_broker)
-    p = Producer({"bootstrap.servers": module_broker.bootstrap, "compression.type": codec, "linger.ms": 5,
-                  "batch.size": BATCH})
+    p = Producer(
+        {"bootstrap.servers": module_broker.bootstrap, "compression.type": codec, "linger.ms": 5, "batch.size": BATCH}
+    )
     for i in range(N):
         k, v, h, ts = expected(i)
         p.produce(topic, key=k, value=v, headers=h, timestamp=ts)
@@ -80,15 +88,20 @@ def test_kafka_python_round_trip(module_broker, codec):
     from kafka import KafkaConsumer, KafkaProducer
 
     topic = new_topic(module_broker)
-    p = KafkaProducer(bootstrap_servers=module_broker.bootstrap, compression_type=None if codec == "none" else codec,
-                      linger_ms=5)  # kafka-python 3.x is idempotent by default (InitProducerId)
+    p = KafkaProducer(
+        bootstrap_servers=module_broker.bootstrap, compression_type=None if codec == "none" else codec, linger_ms=5
+    )  # kafka-python 3.x is idempotent by default (InitProducerId)
     for i in range(N):
         k, v, h, ts = expected(i)
         p.send(topic, key=k, value=v, headers=h, timestamp_ms=ts, partition=0)
     p.flush(30)
     p.close()
-    c = KafkaConsumer(bootstrap_servers=module_broker.bootstrap, auto_offset_reset="earliest",
-                      enable_auto_commit=False, consumer_timeout_ms=10000)
+    c = KafkaConsumer(
+        bootstrap_servers=module_broker.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=10000,
+    )
     c.assign([__import__("kafka").TopicPartition(topic, 0)])
     c.seek_to_beginning()
     got = []
@@ -109,8 +122,9 @@ def test_aiokafka_round_trip(module_broker, codec):
     topic = new_topic(module_broker)
 
     async def run():
-        p = AIOKafkaProducer(bootstrap_servers=module_broker.bootstrap,
-                             compression_type=None if codec == "none" else codec, linger_ms=5)
+        p = AIOKafkaProducer(
+            bootstrap_servers=module_broker.bootstrap, compression_type=None if codec == "none" else codec, linger_ms=5
+        )
         await p.start()
         try:
             batch = []
@@ -120,8 +134,9 @@ def test_aiokafka_round_trip(module_broker, codec):
             await asyncio.gather(*batch)
         finally:
             await p.stop()
-        c = AIOKafkaConsumer(bootstrap_servers=module_broker.bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
+        c = AIOKafkaConsumer(
+            bootstrap_servers=module_broker.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         await c.start()
         got = []
         try:
@@ -145,10 +160,51 @@ def test_aiokafka_round_trip(module_broker, codec):
 def test_kcat_round_trip(module_broker, kcat, codec, tmp_path):
     topic = new_topic(module_broker)
     lines = "".join(f"key-{i}\tvalue-{i}\n" for i in range(N))
-    subprocess.run([kcat, "-P", "-b", module_broker.bootstrap, "-t", topic, "-p", "0", "-K", "\t", "-z", codec,
-                    "-H", "source=kcat", "-X", "linger.ms=5", "-X", f"batch.size={BATCH}"], input=lines.encode(), check=True, timeout=60)
-    out = subprocess.run([kcat, "-C", "-b", module_broker.bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-e",
-                          "-f", "%k\t%s\t%h\t%o\n"], capture_output=True, check=True, timeout=60).stdout.decode()
+    subprocess.run(
+        [
+            kcat,
+            "-P",
+            "-b",
+            module_broker.bootstrap,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-K",
+            "\t",
+            "-z",
+            codec,
+            "-H",
+            "source=kcat",
+            "-X",
+            "linger.ms=5",
+            "-X",
+            f"batch.size={BATCH}",
+        ],
+        input=lines.encode(),
+        check=True,
+        timeout=60,
+    )
+    out = subprocess.run(
+        [
+            kcat,
+            "-C",
+            "-b",
+            module_broker.bootstrap,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%k\t%s\t%h\t%o\n",
+        ],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
     rows = [line.split("\t") for line in out.splitlines()]
     assert len(rows) == N
     for i, (k, v, h, o) in enumerate(rows):
@@ -174,8 +230,12 @@ def test_timestamp_outside_difference_is_refused(module_broker):
     topic = new_topic(module_broker, config={"message.timestamp.difference.max.ms": "3600000"})
     p = Producer({"bootstrap.servers": module_broker.bootstrap, "retries": 0})
     errors = []
-    p.produce(topic, value=b"too-old", timestamp=int(time.time() * 1000) - 2 * 3600_000,
-              on_delivery=lambda err, msg: errors.append(err))
+    p.produce(
+        topic,
+        value=b"too-old",
+        timestamp=int(time.time() * 1000) - 2 * 3600_000,
+        on_delivery=lambda err, msg: errors.append(err),
+    )
     p.flush(10)
     assert errors and errors[0] is not None and errors[0].name() == "INVALID_TIMESTAMP"
     p.produce(topic, value=b"fresh", on_delivery=lambda err, msg: errors.append(err))
@@ -186,8 +246,10 @@ def test_timestamp_outside_difference_is_refused(module_broker):
 
 
 def test_offsets_for_times_over_48_hours(module_broker):
-    from kafka import KafkaConsumer, TopicPartition as KTP
     import random
+
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
 
     topic = new_topic(module_broker, config={"segment.bytes": "4096"})
     rng = random.Random(7)
@@ -230,7 +292,8 @@ def test_offsets_for_times_over_48_hours(module_broker):
 
 @pytest.mark.parametrize("api_version", [(0, 10, 0), (0, 9)])
 def test_old_kafka_python_clients(module_broker, api_version):
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTP
 
     topic = new_topic(module_broker)
     p = KafkaProducer(bootstrap_servers=module_broker.bootstrap, api_version=api_version)
@@ -238,8 +301,12 @@ def test_old_kafka_python_clients(module_broker, api_version):
         p.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
     p.flush(10)
     p.close()
-    c = KafkaConsumer(bootstrap_servers=module_broker.bootstrap, api_version=api_version,
-                      consumer_timeout_ms=5000, enable_auto_commit=False)
+    c = KafkaConsumer(
+        bootstrap_servers=module_broker.bootstrap,
+        api_version=api_version,
+        consumer_timeout_ms=5000,
+        enable_auto_commit=False,
+    )
     c.assign([KTP(topic, 0)])
     c.seek_to_beginning()
     got = [(m.key, m.value) for _, m in zip(range(200), c)]
@@ -253,8 +320,14 @@ def test_old_kafka_python_clients(module_broker, api_version):
 def test_long_poll_wakes_on_append(module_broker):
     topic = new_topic(module_broker)
     # fetch.wait.max.ms is far longer than the poll below: only a wake-up on append delivers in time.
-    c = Consumer({"bootstrap.servers": module_broker.bootstrap, "group.id": "lp", "fetch.wait.max.ms": 60000,
-                  "fetch.min.bytes": 1})
+    c = Consumer(
+        {
+            "bootstrap.servers": module_broker.bootstrap,
+            "group.id": "lp",
+            "fetch.wait.max.ms": 60000,
+            "fetch.min.bytes": 1,
+        }
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     assert c.poll(2) is None
     p = Producer({"bootstrap.servers": module_broker.bootstrap})

@@ -18,8 +18,11 @@ from tidelog.cli.client import KafkaClient
 
 pytestmark = pytest.mark.interop
 
-FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
-        "offsets.topic.num.partitions": "5"}
+FAST = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+}
 
 
 @pytest.fixture
@@ -39,9 +42,16 @@ def make_topic(b, partitions: int = 6) -> str:
 
 
 def ck_consumer(b, group: str, **extra) -> Consumer:
-    conf = {"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
-            "enable.auto.commit": False, "session.timeout.ms": 2000, "heartbeat.interval.ms": 200,
-            "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000}
+    conf = {
+        "bootstrap.servers": b.bootstrap,
+        "group.id": group,
+        "broker.address.family": "v4",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 2000,
+        "heartbeat.interval.ms": 200,
+        "auto.offset.reset": "earliest",
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
     conf.update(extra)
     return Consumer(conf)
 
@@ -108,8 +118,9 @@ def test_member_that_stops_heartbeating_is_expired_and_its_partitions_reassigned
     topic, group = make_topic(gbroker), unique("g")
     a = Tracked(ck_consumer(gbroker, group, **{"session.timeout.ms": 6000}), topic)
     poll_until([a], lambda: a.assigned == set(range(6)))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, gbroker.bootstrap, group, topic],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, gbroker.bootstrap, group, topic], stdout=subprocess.PIPE, text=True
+    )
     try:
         poll_until([a], lambda: len(a.assigned) == 3, timeout=20)
         os.kill(child.pid, signal.SIGSTOP)  # frozen: no heartbeats, no LeaveGroup, connection open
@@ -123,8 +134,7 @@ def test_member_that_stops_heartbeating_is_expired_and_its_partitions_reassigned
 
 def test_static_member_rejoins_without_rebalance(gbroker):
     topic, group = make_topic(gbroker), unique("g")
-    first = Tracked(ck_consumer(gbroker, group, **{"group.instance.id": "inst-1", "session.timeout.ms": 10000}),
-                    topic)
+    first = Tracked(ck_consumer(gbroker, group, **{"group.instance.id": "inst-1", "session.timeout.ms": 10000}), topic)
     poll_until([first], lambda: first.assigned == set(range(6)))
     admin = AdminClient({"bootstrap.servers": gbroker.bootstrap, "broker.address.family": "v4"})
     before = admin.describe_consumer_groups([group])[group].result(10).members[0]
@@ -132,8 +142,7 @@ def test_static_member_rejoins_without_rebalance(gbroker):
     first.c.close()  # a static member does not leave the group on close
     d = admin.describe_consumer_groups([group])[group].result(10)
     assert d.state.name == "STABLE" and len(d.members) == 1
-    second = Tracked(ck_consumer(gbroker, group, **{"group.instance.id": "inst-1", "session.timeout.ms": 10000}),
-                     topic)
+    second = Tracked(ck_consumer(gbroker, group, **{"group.instance.id": "inst-1", "session.timeout.ms": 10000}), topic)
     poll_until([second], lambda: second.assigned == set(range(6)))
     after = admin.describe_consumer_groups([group])[group].result(10)
     assert after.state.name == "STABLE" and len(after.members) == 1
@@ -145,8 +154,9 @@ def test_static_member_rejoins_without_rebalance(gbroker):
 def test_confluent_admin_group_offsets(gbroker):
     topic, group = make_topic(gbroker, 3), unique("g")
     admin = AdminClient({"bootstrap.servers": gbroker.bootstrap, "broker.address.family": "v4"})
-    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, 0, 5), TopicPartition(topic, 2, 9)])])[group].result(10)
+    admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 5), TopicPartition(topic, 2, 9)])]
+    )[group].result(10)
     res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
     assert {(tp.partition, tp.offset) for tp in res.topic_partitions} == {(0, 5), (2, 9)}
     listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
@@ -155,8 +165,9 @@ def test_confluent_admin_group_offsets(gbroker):
     c = Tracked(ck_consumer(gbroker, group), topic)
     poll_until([c], lambda: c.assigned == {0, 1, 2})
     try:
-        refused = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-            group, [TopicPartition(topic, 1, 1)])])[group].result(10)
+        refused = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 1, 1)])]
+        )[group].result(10)
         errors = [tp.error.name() for tp in refused.topic_partitions]
     except KafkaException as e:
         errors = [e.args[0].name()]
@@ -173,7 +184,8 @@ def test_confluent_admin_group_offsets(gbroker):
 
 
 def test_kafka_python_admin_and_simple_consumer(gbroker):
-    from kafka import KafkaConsumer, TopicPartition as KTP
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
     from kafka.admin import KafkaAdminClient
     from kafka.structs import OffsetAndMetadata
 
@@ -210,9 +222,20 @@ SUB = bytes.fromhex("0000 00000001 0001") + b"t" + bytes.fromhex("ffffffff")
 
 
 def join(client, group, member_id="", version=7, instance=None, session=1000, **kw):
-    return client.request(11, {"group_id": group, "session_timeout": session, "rebalance_timeout": 5000,
-                               "member_id": member_id, "group_instance_id": instance, "protocol_type": "consumer",
-                               "protocols": [{"name": "range", "metadata": SUB}], **kw}, version=version)
+    return client.request(
+        11,
+        {
+            "group_id": group,
+            "session_timeout": session,
+            "rebalance_timeout": 5000,
+            "member_id": member_id,
+            "group_instance_id": instance,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUB}],
+            **kw,
+        },
+        version=version,
+    )
 
 
 def test_protocol_errors_real_clients_rely_on(gbroker):
@@ -231,9 +254,18 @@ def test_protocol_errors_real_clients_rely_on(gbroker):
         mid = first.member_id
         hb = lambda gen, m=mid: c.request(12, {"group_id": group, "generation_id": gen, "member_id": m}, version=4)
         # The leader's SyncGroup completes the generation.
-        s = c.request(14, {"group_id": group, "generation_id": 1, "member_id": mid, "protocol_type": "consumer",
-                           "protocol_name": "range", "assignments": [{"member_id": mid, "assignment": b"A"}]},
-                      version=5)
+        s = c.request(
+            14,
+            {
+                "group_id": group,
+                "generation_id": 1,
+                "member_id": mid,
+                "protocol_type": "consumer",
+                "protocol_name": "range",
+                "assignments": [{"member_id": mid, "assignment": b"A"}],
+            },
+            version=5,
+        )
         assert s.error_code.value == 0 and s.assignment == b"A" and s.protocol_name == "range"
         assert hb(1).error_code.value == 0
         assert hb(0).error_code.value == 22  # ILLEGAL_GENERATION
@@ -241,54 +273,154 @@ def test_protocol_errors_real_clients_rely_on(gbroker):
         assert join(c, group, member_id="nobody").error_code.value == 25
         assert join(c, unique("other"), member_id="x").error_code.value == 25
         # Offsets: v0 (derived schema), v8 multi-group fetch, all-partitions fetch.
-        oc = c.request(8, {"group_id": group, "generation_id_or_member_epoch": 1, "member_id": mid,
-                           "topics": [{"name": "__consumer_offsets", "partitions": [
-                               {"partition_index": 0, "committed_offset": 12, "committed_metadata": "m"},
-                               {"partition_index": 99, "committed_offset": 1, "committed_metadata": ""}]}]},
-                      version=8)
+        oc = c.request(
+            8,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": 1,
+                "member_id": mid,
+                "topics": [
+                    {
+                        "name": "__consumer_offsets",
+                        "partitions": [
+                            {"partition_index": 0, "committed_offset": 12, "committed_metadata": "m"},
+                            {"partition_index": 99, "committed_offset": 1, "committed_metadata": ""},
+                        ],
+                    }
+                ],
+            },
+            version=8,
+        )
         assert [p.error_code.value for p in oc.topics[0].partitions] == [0, 3]
-        stale = c.request(8, {"group_id": group, "generation_id_or_member_epoch": 0, "member_id": mid,
-                              "topics": [{"name": "__consumer_offsets", "partitions": [
-                                  {"partition_index": 1, "committed_offset": 1, "committed_metadata": ""}]}]},
-                         version=8)
+        stale = c.request(
+            8,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": 0,
+                "member_id": mid,
+                "topics": [
+                    {
+                        "name": "__consumer_offsets",
+                        "partitions": [{"partition_index": 1, "committed_offset": 1, "committed_metadata": ""}],
+                    }
+                ],
+            },
+            version=8,
+        )
         assert stale.topics[0].partitions[0].error_code.value == 22
-        f8 = c.request(9, {"groups": [{"group_id": group, "topics": None},
-                                      {"group_id": "none-such", "topics": [{"name": "x", "partition_indexes": [0]}]}],
-                           "require_stable": True}, version=8)
+        f8 = c.request(
+            9,
+            {
+                "groups": [
+                    {"group_id": group, "topics": None},
+                    {"group_id": "none-such", "topics": [{"name": "x", "partition_indexes": [0]}]},
+                ],
+                "require_stable": True,
+            },
+            version=8,
+        )
         g1, g2 = f8.groups
-        assert [(t.name, p.partition_index, p.committed_offset, p.metadata) for t in g1.topics
-                for p in t.partitions] == [("__consumer_offsets", 0, 12, "m")]
+        assert [
+            (t.name, p.partition_index, p.committed_offset, p.metadata) for t in g1.topics for p in t.partitions
+        ] == [("__consumer_offsets", 0, 12, "m")]
         assert g2.topics[0].partitions[0].committed_offset == -1
-        f0 = c.request(9, {"group_id": group, "topics": [{"name": "__consumer_offsets", "partition_indexes": [0]}]},
-                       version=0)
+        f0 = c.request(
+            9, {"group_id": group, "topics": [{"name": "__consumer_offsets", "partition_indexes": [0]}]}, version=0
+        )
         assert f0.topics[0].partitions[0].committed_offset == 12
-        v0 = c.request(8, {"group_id": unique("simple"), "topics": [{"name": "__consumer_offsets", "partitions": [
-            {"partition_index": 2, "committed_offset": 3, "committed_metadata": ""}]}]}, version=0)
+        v0 = c.request(
+            8,
+            {
+                "group_id": unique("simple"),
+                "topics": [
+                    {
+                        "name": "__consumer_offsets",
+                        "partitions": [{"partition_index": 2, "committed_offset": 3, "committed_metadata": ""}],
+                    }
+                ],
+            },
+            version=0,
+        )
         assert v0.topics[0].partitions[0].error_code.value == 0
         # Static membership: a second instance claiming a taken instance id with a stale member id is fenced.
         static_group = unique("static")
         s1 = join(c, static_group, instance="i1", version=5)
         assert s1.error_code.value == 0
-        assert c.request(14, {"group_id": static_group, "generation_id": 1, "member_id": s1.member_id,
-                              "group_instance_id": "i1", "assignments": [{"member_id": s1.member_id,
-                                                                          "assignment": b"S"}]},
-                         version=3).error_code.value == 0
+        assert (
+            c.request(
+                14,
+                {
+                    "group_id": static_group,
+                    "generation_id": 1,
+                    "member_id": s1.member_id,
+                    "group_instance_id": "i1",
+                    "assignments": [{"member_id": s1.member_id, "assignment": b"S"}],
+                },
+                version=3,
+            ).error_code.value
+            == 0
+        )
         s2 = join(c, static_group, instance="i1", version=5)  # the instance restarted: replaces s1
         assert s2.error_code.value == 0 and s2.member_id != s1.member_id
         assert s2.generation_id == s1.generation_id and s2.members == ()  # no rebalance, nothing to assign
-        assert c.request(14, {"group_id": static_group, "generation_id": 1, "member_id": s2.member_id,
-                              "group_instance_id": "i1", "assignments": []}, version=3).assignment == b"S"
-        assert c.request(12, {"group_id": static_group, "generation_id": s1.generation_id, "member_id": s1.member_id,
-                              "group_instance_id": "i1"}, version=4).error_code.value == 82  # FENCED_INSTANCE_ID
+        assert (
+            c.request(
+                14,
+                {
+                    "group_id": static_group,
+                    "generation_id": 1,
+                    "member_id": s2.member_id,
+                    "group_instance_id": "i1",
+                    "assignments": [],
+                },
+                version=3,
+            ).assignment
+            == b"S"
+        )
+        assert (
+            c.request(
+                12,
+                {
+                    "group_id": static_group,
+                    "generation_id": s1.generation_id,
+                    "member_id": s1.member_id,
+                    "group_instance_id": "i1",
+                },
+                version=4,
+            ).error_code.value
+            == 82
+        )  # FENCED_INSTANCE_ID
         # Restarted again with other subscription bytes (a new client version, user data) but the same
         # protocol: still no rebalance and the assignment is kept, as Kafka (only the selected protocol counts).
         other_sub = SUB + b"\x00\x00\x00\x01x"
-        s3 = c.request(11, {"group_id": static_group, "session_timeout": 1000, "rebalance_timeout": 5000,
-                            "member_id": "", "group_instance_id": "i1", "protocol_type": "consumer",
-                            "protocols": [{"name": "range", "metadata": other_sub}]}, version=5)
+        s3 = c.request(
+            11,
+            {
+                "group_id": static_group,
+                "session_timeout": 1000,
+                "rebalance_timeout": 5000,
+                "member_id": "",
+                "group_instance_id": "i1",
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": other_sub}],
+            },
+            version=5,
+        )
         assert s3.error_code.value == 0 and s3.generation_id == s1.generation_id and s3.members == ()
-        assert c.request(14, {"group_id": static_group, "generation_id": 1, "member_id": s3.member_id,
-                              "group_instance_id": "i1", "assignments": []}, version=3).assignment == b"S"
+        assert (
+            c.request(
+                14,
+                {
+                    "group_id": static_group,
+                    "generation_id": 1,
+                    "member_id": s3.member_id,
+                    "group_instance_id": "i1",
+                    "assignments": [],
+                },
+                version=3,
+            ).assignment
+            == b"S"
+        )
         # LeaveGroup v3+ batch; DescribeGroups; ListGroups with a state filter.
         lv = c.request(13, {"group_id": group, "members": [{"member_id": mid}, {"member_id": "ghost"}]}, version=5)
         assert lv.error_code.value == 0 and [m.error_code.value for m in lv.members] == [0, 25]
@@ -296,8 +428,11 @@ def test_protocol_errors_real_clients_rely_on(gbroker):
         assert [(g.group_id, g.group_state) for g in d.groups] == [(group, "Empty"), ("none-such", "Dead")]
         lg = c.request(16, {"states_filter": ["Stable"]}, version=4)
         assert [g.group_id for g in lg.groups] == [static_group]
-        od = c.request(47, {"group_id": group, "topics": [{"name": "__consumer_offsets",
-                                                           "partitions": [{"partition_index": 0}]}]}, version=0)
+        od = c.request(
+            47,
+            {"group_id": group, "topics": [{"name": "__consumer_offsets", "partitions": [{"partition_index": 0}]}]},
+            version=0,
+        )
         assert od.error_code.value == 0 and od.topics[0].partitions[0].error_code.value == 0
         assert c.request(42, {"groups_names": [static_group]}, version=2).results[0].error_code.value == 68
 
@@ -317,29 +452,62 @@ def test_every_listed_version_of_every_group_api(gbroker):
             assert r.error_code.value == 0 and r.generation_id == 1 and r.leader == r.member_id, v
             assert [(m.member_id, m.metadata) for m in r.members] == [(r.member_id, SUB)], v
             mid = r.member_id
-            s = c.request(14, {"group_id": group, "generation_id": 1, "member_id": mid, "protocol_type": "consumer",
-                               "protocol_name": "range", "assignments": [{"member_id": mid, "assignment": b"A%d" % v}]},
-                          version=min(v, 5))
+            s = c.request(
+                14,
+                {
+                    "group_id": group,
+                    "generation_id": 1,
+                    "member_id": mid,
+                    "protocol_type": "consumer",
+                    "protocol_name": "range",
+                    "assignments": [{"member_id": mid, "assignment": b"A%d" % v}],
+                },
+                version=min(v, 5),
+            )
             assert s.error_code.value == 0 and s.assignment == b"A%d" % v, v
-            assert c.request(12, {"group_id": group, "generation_id": 1, "member_id": mid},
-                             version=min(v, 4)).error_code.value == 0, v
+            assert (
+                c.request(
+                    12, {"group_id": group, "generation_id": 1, "member_id": mid}, version=min(v, 4)
+                ).error_code.value
+                == 0
+            ), v
             commit_v = max(v, 1) if v < 7 else 8  # v0 carries no member: it is for offsets-only groups
-            oc = c.request(8, {"group_id": group, "generation_id_or_member_epoch": 1, "member_id": mid,
-                               "retention_time": -1, "topics": [{"name": topic, "partitions": [
-                                   {"partition_index": 1, "committed_offset": 100 + v, "committed_metadata": "m"}]}]},
-                           version=commit_v)
+            oc = c.request(
+                8,
+                {
+                    "group_id": group,
+                    "generation_id_or_member_epoch": 1,
+                    "member_id": mid,
+                    "retention_time": -1,
+                    "topics": [
+                        {
+                            "name": topic,
+                            "partitions": [
+                                {"partition_index": 1, "committed_offset": 100 + v, "committed_metadata": "m"}
+                            ],
+                        }
+                    ],
+                },
+                version=commit_v,
+            )
             assert oc.topics[0].partitions[0].error_code.value == 0, v
             if v == 7:
-                f = c.request(9, {"groups": [{"group_id": group, "topics": [
-                    {"name": topic, "partition_indexes": [0, 1]}]}]}, version=8).groups[0]
+                f = c.request(
+                    9,
+                    {"groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}]}]},
+                    version=8,
+                ).groups[0]
                 assert f.error_code.value == 0
                 topics = f.topics
             else:
-                f = c.request(9, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}]},
-                              version=v)
+                f = c.request(
+                    9, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}]}, version=v
+                )
                 topics = f.topics
-            assert [(p.partition_index, p.committed_offset, p.metadata) for p in topics[0].partitions] == \
-                [(0, -1, ""), (1, 100 + v, "m")], v
+            assert [(p.partition_index, p.committed_offset, p.metadata) for p in topics[0].partitions] == [
+                (0, -1, ""),
+                (1, 100 + v, "m"),
+            ], v
             if v >= 3:
                 lv = c.request(13, {"group_id": group, "members": [{"member_id": mid}]}, version=min(v, 5))
                 assert lv.error_code.value == 0 and [m.error_code.value for m in lv.members] == [0], v
@@ -348,10 +516,28 @@ def test_every_listed_version_of_every_group_api(gbroker):
             d = c.request(15, {"groups": [group], "include_authorized_operations": False}, version=min(v, 5))
             assert (d.groups[0].group_state, d.groups[0].members) == ("Empty", ()), v
         simple = unique("simple")
-        assert c.request(8, {"group_id": simple, "topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]},
-            version=0).topics[0].partitions[0].error_code.value == 0
-        assert c.request(9, {"group_id": simple, "topics": None}, version=2).topics[0].partitions[0].committed_offset == 5
+        assert (
+            c.request(
+                8,
+                {
+                    "group_id": simple,
+                    "topics": [
+                        {
+                            "name": topic,
+                            "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}],
+                        }
+                    ],
+                },
+                version=0,
+            )
+            .topics[0]
+            .partitions[0]
+            .error_code.value
+            == 0
+        )
+        assert (
+            c.request(9, {"group_id": simple, "topics": None}, version=2).topics[0].partitions[0].committed_offset == 5
+        )
         for v in range(5):
             fc = c.request(10, {"key": simple, "coordinator_keys": [simple]}, version=v)
             node = fc.coordinators[0] if v >= 4 else fc
@@ -362,8 +548,19 @@ def test_every_listed_version_of_every_group_api(gbroker):
             assert simple in [g.group_id for g in c.request(16, {}, version=v).groups], v
         for v in range(3):
             victim = unique(f"del{v}")
-            c.request(8, {"group_id": victim, "topics": [{"name": topic, "partitions": [
-                {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]}, version=2)
+            c.request(
+                8,
+                {
+                    "group_id": victim,
+                    "topics": [
+                        {
+                            "name": topic,
+                            "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}],
+                        }
+                    ],
+                },
+                version=2,
+            )
             res = c.request(42, {"groups_names": [victim, unique("none")]}, version=v).results
             assert [r.error_code.value for r in res] == [0, 69], v  # GROUP_ID_NOT_FOUND
             assert c.request(9, {"group_id": victim, "topics": None}, version=2).topics == (), v
@@ -378,13 +575,28 @@ def test_offsets_expire_in_a_running_broker(broker_factory):
     short, kept = unique("short"), unique("kept")
     with KafkaClient(b.bootstrap, client_id="retention") as c:
         for group, retention in ((short, 500), (kept, -1)):
-            r = c.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                              "retention_time": retention, "topics": [{"name": topic, "partitions": [
-                                  {"partition_index": 0, "committed_offset": 9, "committed_metadata": ""}]}]},
-                          version=2)
+            r = c.request(
+                8,
+                {
+                    "group_id": group,
+                    "generation_id_or_member_epoch": -1,
+                    "member_id": "",
+                    "retention_time": retention,
+                    "topics": [
+                        {
+                            "name": topic,
+                            "partitions": [{"partition_index": 0, "committed_offset": 9, "committed_metadata": ""}],
+                        }
+                    ],
+                },
+                version=2,
+            )
             assert r.topics[0].partitions[0].error_code.value == 0
-        fetch = lambda g: [p.committed_offset for t in c.request(9, {"group_id": g, "topics": None}, version=2).topics
-                           for p in t.partitions]
+        fetch = lambda g: [
+            p.committed_offset
+            for t in c.request(9, {"group_id": g, "topics": None}, version=2).topics
+            for p in t.partitions
+        ]
         listed = lambda: {g.group_id for g in c.request(16, {}, version=3).groups}
         assert fetch(short) == [9] and {short, kept} <= listed()
         deadline = time.monotonic() + 20
@@ -395,5 +607,8 @@ def test_offsets_expire_in_a_running_broker(broker_factory):
     b.restart()  # the expiry was written: tombstones, not just forgotten in memory
     with KafkaClient(b.bootstrap, client_id="retention") as c:
         assert c.request(9, {"group_id": short, "topics": None}, version=2).topics == ()
-        assert [p.committed_offset for t in c.request(9, {"group_id": kept, "topics": None}, version=2).topics
-                for p in t.partitions] == [9]
+        assert [
+            p.committed_offset
+            for t in c.request(9, {"group_id": kept, "topics": None}, version=2).topics
+            for p in t.partitions
+        ] == [9]

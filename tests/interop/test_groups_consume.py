@@ -21,8 +21,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = pytest.mark.interop
 
-FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
-        "offsets.topic.num.partitions": "5"}
+FAST = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+}
 
 WORKER = textwrap.dedent('''
     """One group member; prints "partition offset" for each record once its commit succeeded.
@@ -166,8 +169,9 @@ def produce(b, topic: str, count: int, partitions: int = 6, timestamps=None, sta
 
     for i in range(start, start + count):
         kw = {} if timestamps is None else {"timestamp": timestamps(i)}
-        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % partitions,
-                  on_delivery=report, **kw)
+        p.produce(
+            topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % partitions, on_delivery=report, **kw
+        )
     assert p.flush(20) == 0
     return acked
 
@@ -188,11 +192,32 @@ class Worker:
         self.err = open(out.with_suffix(".err"), "w")
         if kind == "kcat":
             # librdkafka's auto commit, stored as records are printed and committed on revoke and close.
-            cmd = [kcat, "-b", b.bootstrap, "-G", group, "-q", "-u", "-f", "%p %o\\n",
-                   "-X", "auto.offset.reset=earliest", "-X", "broker.address.family=v4",
-                   "-X", "partition.assignment.strategy=roundrobin", "-X", "session.timeout.ms=6000",
-                   "-X", "heartbeat.interval.ms=250", "-X", "auto.commit.interval.ms=100",
-                   "-X", "fetch.wait.max.ms=100", topic]
+            cmd = [
+                kcat,
+                "-b",
+                b.bootstrap,
+                "-G",
+                group,
+                "-q",
+                "-u",
+                "-f",
+                "%p %o\\n",
+                "-X",
+                "auto.offset.reset=earliest",
+                "-X",
+                "broker.address.family=v4",
+                "-X",
+                "partition.assignment.strategy=roundrobin",
+                "-X",
+                "session.timeout.ms=6000",
+                "-X",
+                "heartbeat.interval.ms=250",
+                "-X",
+                "auto.commit.interval.ms=100",
+                "-X",
+                "fetch.wait.max.ms=100",
+                topic,
+            ]
         else:
             cmd = [sys.executable, "-c", WORKER, kind, b.bootstrap, group, topic]
         self.proc = subprocess.Popen(cmd, stdout=self.file, stderr=self.err)
@@ -237,8 +262,13 @@ def test_mixed_group_consumes_every_record_exactly_once(broker_factory, kcat, tm
         return sum(len(w.seen()) for w in workers)
 
     def diagnose() -> str:
-        return "\n".join(f"{w.kind}: {len(w.seen())} seen; {w.out.with_suffix('.err').read_text()[-600:]}"
-                         for w in workers) + "\n" + b.log()[-3000:]
+        return (
+            "\n".join(
+                f"{w.kind}: {len(w.seen())} seen; {w.out.with_suffix('.err').read_text()[-600:]}" for w in workers
+            )
+            + "\n"
+            + b.log()[-3000:]
+        )
 
     try:
         wait_for(lambda: total() >= 100, 60, "the first records", diagnose)
@@ -291,10 +321,31 @@ def test_kcat_balanced_consumer_commits_and_resumes(broker_factory, kcat):
     produce(b, topic, 60)
 
     def run_kcat() -> list[tuple[int, int]]:
-        out = subprocess.run([kcat, "-b", b.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", "-e", "-q",
-                              "-f", "%p %o\\n", "-X", "broker.address.family=v4", "-X", "session.timeout.ms=6000",
-                              "-X", "heartbeat.interval.ms=250", topic],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [
+                kcat,
+                "-b",
+                b.bootstrap,
+                "-G",
+                group,
+                "-X",
+                "auto.offset.reset=earliest",
+                "-e",
+                "-q",
+                "-f",
+                "%p %o\\n",
+                "-X",
+                "broker.address.family=v4",
+                "-X",
+                "session.timeout.ms=6000",
+                "-X",
+                "heartbeat.interval.ms=250",
+                topic,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         return [tuple(map(int, line.split())) for line in out.stdout.splitlines() if line.strip()]
 
     first = run_kcat()
@@ -309,9 +360,15 @@ def test_group_resumes_at_committed_offsets_after_restart(broker_factory):
     b = broker_factory(FAST)
     topic, group = make_topic(b), unique("restart")
     produce(b, topic, 60)
-    conf = {"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
-            "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 250}
+    conf = {
+        "bootstrap.servers": b.bootstrap,
+        "group.id": group,
+        "broker.address.family": "v4",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 250,
+    }
     c = Consumer(conf)
     c.subscribe([topic])
     got: list = []
@@ -348,9 +405,17 @@ def test_group_resumes_at_committed_offsets_after_restart(broker_factory):
 def test_active_member_survives_restart_without_rebalance(broker_factory):
     b = broker_factory(FAST)
     topic, group = make_topic(b, 2), unique("live")
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
-                  "enable.auto.commit": False, "session.timeout.ms": 10000, "heartbeat.interval.ms": 250,
-                  "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "group.id": group,
+            "broker.address.family": "v4",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 250,
+            "auto.offset.reset": "earliest",
+        }
+    )
     assigned = []
     c.subscribe([topic], on_assign=lambda _c, ps: assigned.append(sorted(p.partition for p in ps)))
     deadline = time.monotonic() + 20
@@ -389,18 +454,20 @@ def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_fa
     # The group has consumed everything.
     admin = admin_of(b)
     ends = collections.Counter(p for p, _, _ in produced)
-    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, p, n) for p, n in ends.items()])])[group].result(10)
+    admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, n) for p, n in ends.items()])]
+    )[group].result(10)
     target = base + 2 * 3600_000 + 17_000  # "two hours after the start"
-    iso = dt.datetime.fromtimestamp(target / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    iso = dt.datetime.fromtimestamp(target / 1000, dt.UTC).isoformat(timespec="milliseconds")
     scan = {}
     for p, o, ts in sorted(produced):
         if ts >= target and p not in scan:
             scan[p] = o
     bootstrap = ["--bootstrap-server", b.bootstrap]
 
-    dry = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
-                   "--to-datetime", iso, "--dry-run")
+    dry = _tidelog(
+        "groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic, "--to-datetime", iso, "--dry-run"
+    )
     assert dry.returncode == 0, dry.stderr
     rows = [line.split() for line in dry.stdout.splitlines()[1:]]
     assert {(int(r[2]), int(r[3]), int(r[4])) for r in rows} == {(p, ends[p], scan[p]) for p in range(6)}
@@ -411,26 +478,44 @@ def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_fa
     assert any(ts < target and o > scan[p_] for p_, o, ts in produced)  # late records after the answer
 
     # Refused while the group has an active member.
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
-                  "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 250})
+    c = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "group.id": group,
+            "broker.address.family": "v4",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 250,
+        }
+    )
     assigned = []
     c.subscribe([topic], on_assign=lambda _c, ps: assigned.extend(ps))
     deadline = time.monotonic() + 20
     while not assigned and time.monotonic() < deadline:
         c.poll(0.1)
-    refused = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
-                       "--to-datetime", iso, "--execute")
+    refused = _tidelog(
+        "groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic, "--to-datetime", iso, "--execute"
+    )
     assert refused.returncode == 1 and "inactive" in refused.stderr and "Stable" in refused.stderr
     assert committed(b, group) == dict(ends)
     c.close()
 
-    done = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
-                    "--to-datetime", iso, "--execute")
+    done = _tidelog(
+        "groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic, "--to-datetime", iso, "--execute"
+    )
     assert done.returncode == 0, done.stderr
     assert committed(b, group) == scan
     # The next poll starts at exactly the first record at or after the time, on every partition.
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "broker.address.family": "v4",
-                  "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 250})
+    c = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "group.id": group,
+            "broker.address.family": "v4",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 250,
+        }
+    )
     c.subscribe([topic])
     first: dict[int, tuple[int, int]] = {}
     deadline = time.monotonic() + 30
@@ -443,21 +528,65 @@ def test_reset_offsets_to_datetime_rewinds_to_first_record_at_or_after(broker_fa
     assert all(ts >= target for _, ts in first.values())
 
     # Other specs: shift, earliest, by-duration (everything is older than 1 minute: to the log end).
-    shift = _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", f"{topic}:0,1",
-                     "--shift-by", "-5", "--execute")
+    shift = _tidelog(
+        "groups",
+        "reset-offsets",
+        *bootstrap,
+        "--group",
+        group,
+        "--topic",
+        f"{topic}:0,1",
+        "--shift-by",
+        "-5",
+        "--execute",
+    )
     assert shift.returncode == 0, shift.stderr
     assert committed(b, group) == {**scan, 0: scan[0] - 5, 1: scan[1] - 5}
-    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
-                    "--to-earliest", "--execute").returncode == 0
+    assert (
+        _tidelog(
+            "groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic, "--to-earliest", "--execute"
+        ).returncode
+        == 0
+    )
     assert committed(b, group) == {p: 0 for p in range(6)}
-    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
-                    "--by-duration", "PT1M", "--execute").returncode == 0
+    assert (
+        _tidelog(
+            "groups",
+            "reset-offsets",
+            *bootstrap,
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--by-duration",
+            "PT1M",
+            "--execute",
+        ).returncode
+        == 0
+    )
     assert committed(b, group) == dict(ends)
-    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", f"{topic}:2",
-                    "--to-offset", "7", "--execute").returncode == 0
+    assert (
+        _tidelog(
+            "groups",
+            "reset-offsets",
+            *bootstrap,
+            "--group",
+            group,
+            "--topic",
+            f"{topic}:2",
+            "--to-offset",
+            "7",
+            "--execute",
+        ).returncode
+        == 0
+    )
     assert committed(b, group) == {**ends, 2: 7}
-    assert _tidelog("groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic,
-                    "--to-latest", "--execute").returncode == 0
+    assert (
+        _tidelog(
+            "groups", "reset-offsets", *bootstrap, "--group", group, "--topic", topic, "--to-latest", "--execute"
+        ).returncode
+        == 0
+    )
     assert committed(b, group) == dict(ends)
     desc = _tidelog("groups", "describe", *bootstrap, "--group", group)
     assert desc.returncode == 0 and "LAG" in desc.stdout
@@ -476,9 +605,18 @@ def test_consume_prints_a_time_window(broker_factory):
     base = int(time.time() * 1000) - 3 * 3600_000
     produced = produce(b, topic, 90, partitions=3, timestamps=lambda i: base + i * 120_000)
     start, stop = base + 30 * 60_000, base + 90 * 60_000
-    iso = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat()
-    res = _tidelog("consume", "--bootstrap-server", b.bootstrap, "--topic", topic,
-                   "--from-time", iso(start), "--to-time", iso(stop))
+    iso = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat()
+    res = _tidelog(
+        "consume",
+        "--bootstrap-server",
+        b.bootstrap,
+        "--topic",
+        topic,
+        "--from-time",
+        iso(start),
+        "--to-time",
+        iso(stop),
+    )
     assert res.returncode == 0, res.stderr
     lines = [line.split("\t") for line in res.stdout.splitlines()]
     got = sorted((int(p), int(o)) for _, p, o, *_ in lines)

@@ -25,12 +25,33 @@ LIFETIME_MS = 1500
 @pytest.fixture(scope="module")
 def reauth_broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("reauth") / "data"
-    subprocess.run([sys.executable, "-m", "tidelog", "users", "add", "--data-dir", str(data), "--user", ALICE[0],
-                    "--password", ALICE[1]], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "users",
+            "add",
+            "--data-dir",
+            str(data),
+            "--user",
+            ALICE[0],
+            "--password",
+            ALICE[1],
+        ],
+        check=True,
+        capture_output=True,
+    )
     port = free_port()
-    b = BrokerProcess(data, {"listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}",
-                             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-                             "connections.max.reauth.ms": str(LIFETIME_MS)}, port=port).start()
+    b = BrokerProcess(
+        data,
+        {
+            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "connections.max.reauth.ms": str(LIFETIME_MS),
+        },
+        port=port,
+    ).start()
     yield b
     b.stop()
 
@@ -64,10 +85,22 @@ def test_real_clients_keep_working_across_reauthentication(reauth_broker):
     from kafka import KafkaProducer
 
     log_start = len(reauth_broker.log_path.read_text())
-    ck = Producer({"bootstrap.servers": reauth_broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                   "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": ALICE[0], "sasl.password": ALICE[1]})
-    kp = KafkaProducer(bootstrap_servers=reauth_broker.bootstrap, security_protocol="SASL_PLAINTEXT",
-                       sasl_mechanism="PLAIN", sasl_plain_username="bob", sasl_plain_password="bob-secret")
+    ck = Producer(
+        {
+            "bootstrap.servers": reauth_broker.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": ALICE[0],
+            "sasl.password": ALICE[1],
+        }
+    )
+    kp = KafkaProducer(
+        bootstrap_servers=reauth_broker.bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="bob",
+        sasl_plain_password="bob-secret",
+    )
     errors = []
     deadline = time.monotonic() + 3 * LIFETIME_MS / 1000
     n = 0
@@ -87,16 +120,35 @@ def test_per_listener_lifetime_on_a_listener_named_with_digits(tmp_path):
     """listener.name.<l>.connections.max.reauth.ms applies to that listener only (was ignored:
     lifetime 0), on listeners named with digits (were refused at start)."""
     data = tmp_path / "data"
-    subprocess.run([sys.executable, "-m", "tidelog", "users", "add", "--data-dir", str(data), "--user", ALICE[0],
-                    "--password", ALICE[1]], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "users",
+            "add",
+            "--data-dir",
+            str(data),
+            "--user",
+            ALICE[0],
+            "--password",
+            ALICE[1],
+        ],
+        check=True,
+        capture_output=True,
+    )
     port, port2 = free_port(), free_port()
-    b = BrokerProcess(data, {
-        "listeners": f"CLIENT2://127.0.0.1:{port},TLS13://127.0.0.1:{port2}",
-        "listener.security.protocol.map": "CLIENT2:SASL_PLAINTEXT,TLS13:SASL_PLAINTEXT",
-        "listener.name.client2.plain.sasl.jaas.config": JAAS,
-        "listener.name.tls13.plain.sasl.jaas.config": JAAS,
-        "listener.name.client2.connections.max.reauth.ms": "4321",
-    }, port=port).start()
+    b = BrokerProcess(
+        data,
+        {
+            "listeners": f"CLIENT2://127.0.0.1:{port},TLS13://127.0.0.1:{port2}",
+            "listener.security.protocol.map": "CLIENT2:SASL_PLAINTEXT,TLS13:SASL_PLAINTEXT",
+            "listener.name.client2.plain.sasl.jaas.config": JAAS,
+            "listener.name.tls13.plain.sasl.jaas.config": JAAS,
+            "listener.name.client2.connections.max.reauth.ms": "4321",
+        },
+        port=port,
+    ).start()
     try:
         one = sasl_plain(connect(port), "bob", "bob-secret")
         two = sasl_plain(connect(port2), "bob", "bob-secret")

@@ -24,15 +24,23 @@ pytestmark = pytest.mark.interop
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory):
     b = start_secure_broker(tmp_path_factory.mktemp("secure"))
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
-                                       ResourceType)
-
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     admin = AdminClient(b.confluent(ADMIN, "PLAIN"))
-    grants = [AclBinding(rt, "sasl-", ResourcePatternType.PREFIXED, f"User:{user}", "*", AclOperation.ALL,
-                         AclPermissionType.ALLOW)
-              for rt in (ResourceType.TOPIC, ResourceType.GROUP) for user in (ALICE[0], BOB[0])]
+    grants = [
+        AclBinding(
+            rt, "sasl-", ResourcePatternType.PREFIXED, f"User:{user}", "*", AclOperation.ALL, AclPermissionType.ALLOW
+        )
+        for rt in (ResourceType.TOPIC, ResourceType.GROUP)
+        for user in (ALICE[0], BOB[0])
+    ]
     for fut in admin.create_acls(grants, request_timeout=20).values():
         fut.result()
     yield b
@@ -74,19 +82,28 @@ def test_kafka_python_over_sasl_ssl(secure, user, mechanism):
     for i in range(5):
         producer.send(topic, f"k{i}".encode()).get(timeout=30)
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"sasl-kp-{mechanism.lower()}", auto_offset_reset="earliest",
-                             consumer_timeout_ms=15000, **conf)
+    consumer = KafkaConsumer(
+        topic, group_id=f"sasl-kp-{mechanism.lower()}", auto_offset_reset="earliest", consumer_timeout_ms=15000, **conf
+    )
     values = [m.value for _, m in zip(range(5), consumer)]
     consumer.close()
     assert values == [f"k{i}".encode() for i in range(5)]
 
 
-@pytest.mark.parametrize("user,mechanism", [(("alice", "wrong"), "SCRAM-SHA-512"), (("nobody", "x"), "SCRAM-SHA-512"),
-                                            (("bob", "wrong"), "PLAIN"), (ALICE, "SCRAM-SHA-256")])
+@pytest.mark.parametrize(
+    "user,mechanism",
+    [
+        (("alice", "wrong"), "SCRAM-SHA-512"),
+        (("nobody", "x"), "SCRAM-SHA-512"),
+        (("bob", "wrong"), "PLAIN"),
+        (ALICE, "SCRAM-SHA-256"),
+    ],
+)
 def test_wrong_credentials_are_refused(secure, user, mechanism, caplog):
     """Wrong password, unknown user, and a user with no credential for that mechanism."""
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
+
     errors = []
     admin = AdminClient({**secure.confluent(user, mechanism), "error_cb": errors.append})
     with pytest.raises(KafkaException):
@@ -103,8 +120,10 @@ def test_wrong_credentials_are_refused(secure, user, mechanism, caplog):
     caplog.clear()
     with pytest.raises(KafkaTimeoutError):
         KafkaAdminClient(**secure.kafka_python(user, mechanism), bootstrap_timeout_ms=2000)
-    assert any(isinstance(getattr(r, "msg", None), str) and "SaslAuthenticationFailedError" in r.getMessage()
-               for r in caplog.records), [r.getMessage() for r in caplog.records][-5:]
+    assert any(
+        isinstance(getattr(r, "msg", None), str) and "SaslAuthenticationFailedError" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records][-5:]
 
 
 def test_sasl_authentication_failed_code_then_close(secure):
@@ -187,28 +206,51 @@ def test_mutual_tls_listener_principal_from_certificate(secure):
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    base = {"bootstrap.servers": f"127.0.0.1:{secure.ssl_port}", "security.protocol": "SSL",
-            "ssl.ca.location": str(secure.pki.ca)}
+    base = {
+        "bootstrap.servers": f"127.0.0.1:{secure.ssl_port}",
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(secure.pki.ca),
+    }
     errors = []
     no_cert = AdminClient({**base, "error_cb": errors.append})
     with pytest.raises(KafkaException):
         no_cert.list_topics(timeout=3)
-    with_cert = AdminClient({**base, "ssl.certificate.location": str(secure.pki.client_cert),
-                             "ssl.key.location": str(secure.pki.client_key)})
+    with_cert = AdminClient(
+        {
+            **base,
+            "ssl.certificate.location": str(secure.pki.client_cert),
+            "ssl.key.location": str(secure.pki.client_key),
+        }
+    )
     md = with_cert.list_topics(timeout=10)
     assert md.topics == {}  # User:CN=client,O=tidelog may describe nothing
     assert md.brokers[1].port == secure.ssl_port  # each listener advertises itself
     admin = AdminClient(secure.confluent(ADMIN, "PLAIN"))
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    for fut in admin.create_acls([AclBinding(ResourceType.TOPIC, "sasl-mtls", ResourcePatternType.LITERAL,
-                                             "User:CN=client,O=tidelog", "*", AclOperation.ALL,
-                                             AclPermissionType.ALLOW)]).values():
+    for fut in admin.create_acls(
+        [
+            AclBinding(
+                ResourceType.TOPIC,
+                "sasl-mtls",
+                ResourcePatternType.LITERAL,
+                "User:CN=client,O=tidelog",
+                "*",
+                AclOperation.ALL,
+                AclPermissionType.ALLOW,
+            )
+        ]
+    ).values():
         fut.result()
     from confluent_kafka import Producer
 
-    p = Producer({**base, "ssl.certificate.location": str(secure.pki.client_cert),
-                  "ssl.key.location": str(secure.pki.client_key)})
+    p = Producer(
+        {
+            **base,
+            "ssl.certificate.location": str(secure.pki.client_cert),
+            "ssl.key.location": str(secure.pki.client_key),
+        }
+    )
     p.produce("sasl-mtls", b"x")
     assert p.flush(20) == 0
     assert "sasl-mtls" in with_cert.list_topics(timeout=10).topics
@@ -222,9 +264,14 @@ def test_aiokafka_over_sasl_ssl_scram(secure):
 
     async def run() -> list[bytes]:
         ctx = ssl.create_default_context(cafile=str(secure.pki.ca))
-        common = {"bootstrap_servers": secure.sasl_bootstrap, "security_protocol": "SASL_SSL", "ssl_context": ctx,
-                  "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": ALICE[0],
-                  "sasl_plain_password": ALICE[1]}
+        common = {
+            "bootstrap_servers": secure.sasl_bootstrap,
+            "security_protocol": "SASL_SSL",
+            "ssl_context": ctx,
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": ALICE[0],
+            "sasl_plain_password": ALICE[1],
+        }
         producer = AIOKafkaProducer(**common)
         await producer.start()
         try:

@@ -19,13 +19,12 @@ import urllib.request
 import uuid
 
 import pytest
+from broker_process import free_port
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tidelog.log.records import Record, build_batch
 from tidelog.cli.client import KafkaClient
-
-from broker_process import free_port
+from tidelog.log.records import Record, build_batch
 
 METRICS_PORT = free_port()
 BROKER_OVERRIDES = {
@@ -45,10 +44,17 @@ def new_topic(broker, partitions: int = 2) -> str:
     return name
 
 
-def ck_consume(broker, topic: str, partitions: int, isolation: str, expect: int | None = None,
-               idle: float = 3.0) -> list:
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "isolation.level": isolation})
+def ck_consume(
+    broker, topic: str, partitions: int, isolation: str, expect: int | None = None, idle: float = 3.0
+) -> list:
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out, last = [], time.monotonic()
     while time.monotonic() - last < idle and (expect is None or len(out) < expect):
@@ -67,8 +73,15 @@ def values(msgs) -> list[bytes]:
 
 def list_offsets(broker, topic: str, partition: int, isolation: int) -> int:
     with KafkaClient(broker.bootstrap) as kc:
-        resp = kc.request(2, {"replica_id": -1, "isolation_level": isolation, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}]}, version=5)
+        resp = kc.request(
+            2,
+            {
+                "replica_id": -1,
+                "isolation_level": isolation,
+                "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}],
+            },
+            version=5,
+        )
     return resp.topics[0].partitions[0].offset
 
 
@@ -79,6 +92,7 @@ def txn_producer(broker, txn_id: str, **extra) -> Producer:
 
 
 # ---- idempotence --------------------------------------------------------------------------------
+
 
 def test_idempotent_producers_of_three_clients(module_broker):
     from aiokafka import AIOKafkaProducer
@@ -116,13 +130,26 @@ def test_idempotent_producers_of_three_clients(module_broker):
 
 def _batch(pid: int, epoch: int, seq: int, n: int, transactional: bool = False) -> bytes:
     t = int(time.time() * 1000)
-    return build_batch([Record(b"k", b"v%d" % i, t) for i in range(n)], producer_id=pid, producer_epoch=epoch,
-                       base_sequence=seq, transactional=transactional)
+    return build_batch(
+        [Record(b"k", b"v%d" % i, t) for i in range(n)],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=transactional,
+    )
 
 
 def _produce(kc: KafkaClient, topic: str, partition: int, batch: bytes, txn_id: str | None = None):
-    resp = kc.request(0, {"transactional_id": txn_id, "acks": -1, "timeout": 5000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}, version=9)
+    resp = kc.request(
+        0,
+        {
+            "transactional_id": txn_id,
+            "acks": -1,
+            "timeout": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}],
+        },
+        version=9,
+    )
     p = resp.responses[0].partition_responses[0]
     return int(p.error_code), p.base_offset
 
@@ -130,8 +157,11 @@ def _produce(kc: KafkaClient, topic: str, partition: int, batch: bytes, txn_id: 
 def test_sequence_and_epoch_errors_on_raw_batches(module_broker):
     topic = new_topic(module_broker, 1)
     with KafkaClient(module_broker.bootstrap) as kc:
-        init = kc.request(22, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
-                               "producer_epoch": -1}, version=4)
+        init = kc.request(
+            22,
+            {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1},
+            version=4,
+        )
         assert int(init.error_code) == 0
         pid = init.producer_id
         assert _produce(kc, topic, 0, _batch(pid, 0, 0, 3)) == (0, 0)
@@ -149,6 +179,7 @@ def test_sequence_and_epoch_errors_on_raw_batches(module_broker):
 
 # ---- transactions ---------------------------------------------------------------------------------
 
+
 def _consume_three_clients(broker, topic: str, partitions: int, expect: int) -> dict[str, list[bytes]]:
     from aiokafka import AIOKafkaConsumer
     from aiokafka import TopicPartition as ATP
@@ -156,15 +187,24 @@ def _consume_three_clients(broker, topic: str, partitions: int, expect: int) -> 
     from kafka import TopicPartition as KTP
 
     out = {"confluent": values(ck_consume(broker, topic, partitions, READ_COMMITTED, expect=expect))}
-    kc = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=READ_COMMITTED,
-                       auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000)
+    kc = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        isolation_level=READ_COMMITTED,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
     kc.assign([KTP(topic, p) for p in range(partitions)])
     out["kafka-python"] = sorted(m.value for m in kc)
     kc.close()
 
     async def aio():
-        c = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=READ_COMMITTED,
-                             auto_offset_reset="earliest", enable_auto_commit=False)
+        c = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap,
+            isolation_level=READ_COMMITTED,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         await c.start()
         c.assign([ATP(topic, p) for p in range(partitions)])
         got = []
@@ -249,8 +289,9 @@ def test_a_stalled_transaction_is_aborted_by_its_timeout_and_the_lso_moves_on(mo
     with KafkaClient(module_broker.bootstrap) as kc:
         d = kc.request(65, {"transactional_ids": [txn_id]}).transaction_states[0]
         assert d.transaction_state == "CompleteAbort" and d.producer_epoch == 1  # bumped: the producer is fenced
-        listed = kc.request(66, {"state_filters": ["CompleteAbort"], "producer_id_filters": [],
-                                 "duration_filter": -1}).transaction_states
+        listed = kc.request(
+            66, {"state_filters": ["CompleteAbort"], "producer_id_filters": [], "duration_filter": -1}
+        ).transaction_states
         assert txn_id in [t.transactional_id for t in listed]
     with pytest.raises(KafkaException):
         p.commit_transaction(10)
@@ -274,22 +315,36 @@ def test_clean_restart_in_the_middle_of_a_transaction(broker_factory):
     p.commit_transaction(60)
     idem.produce(topic, value=b"plain-1", partition=0)  # same producer id, next sequence
     assert idem.flush(30) == 0
-    assert [m.value() for m in ck_consume(b, topic, 1, READ_COMMITTED, expect=4)] == \
-        [b"plain-0", b"before", b"after", b"plain-1"]
+    assert [m.value() for m in ck_consume(b, topic, 1, READ_COMMITTED, expect=4)] == [
+        b"plain-0",
+        b"before",
+        b"after",
+        b"plain-1",
+    ]
 
 
 def _init_producer(kc, txn_id: str) -> tuple[int, int]:
     """InitProducerId v4 for `txn_id`: (producer id, epoch)."""
-    init = kc.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
-                           "producer_epoch": -1}, version=4)
+    init = kc.request(
+        22,
+        {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1},
+        version=4,
+    )
     return init.producer_id, init.producer_epoch
 
 
 def _add_partitions(kc, txn_id: str, pid: int, epoch: int, topic: str, partitions: list[int]):
     """AddPartitionsToTxn v3 (the client path, before KIP-890's v4 batching)."""
-    return kc.request(24, {"v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
-                           "v3_and_below_producer_epoch": epoch,
-                           "v3_and_below_topics": [{"name": topic, "partitions": partitions}]}, version=3)
+    return kc.request(
+        24,
+        {
+            "v3_and_below_transactional_id": txn_id,
+            "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": topic, "partitions": partitions}],
+        },
+        version=3,
+    )
 
 
 def test_kip890_a_transactional_batch_outside_the_transaction_is_refused(module_broker):
@@ -304,23 +359,40 @@ def test_kip890_a_transactional_batch_outside_the_transaction_is_refused(module_
         assert _produce(kc, topic, 0, _batch(pid, epoch, 0, 2, True), txn_id) == (0, 0)
         assert _produce(kc, topic, 1, _batch(pid, epoch, 0, 1, True), txn_id)[0] == 48  # not added
         desc = kc.request(65, {"transactional_ids": [txn_id, "no-such-id"]}).transaction_states
-        assert desc[0].transaction_state == "Ongoing" and [(t.topic, list(t.partitions)) for t in desc[0].topics] \
-            == [(topic, [0])]
+        assert desc[0].transaction_state == "Ongoing" and [(t.topic, list(t.partitions)) for t in desc[0].topics] == [
+            (topic, [0])
+        ]
         assert int(desc[1].error_code) == 105  # TRANSACTIONAL_ID_NOT_FOUND
-        producers = kc.request(61, {"topics": [{"name": topic, "partition_indexes": [0]}]}) \
-            .topics[0].partitions[0].active_producers
+        producers = (
+            kc.request(61, {"topics": [{"name": topic, "partition_indexes": [0]}]})
+            .topics[0]
+            .partitions[0]
+            .active_producers
+        )
         assert [(pr.producer_id, pr.current_txn_start_offset) for pr in producers] == [(pid, 0)]
-        end = kc.request(26, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
-                              "committed": True}, version=3)
+        end = kc.request(
+            26, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch, "committed": True}, version=3
+        )
         assert int(end.error_code) == 0
         # a late batch of the finished transaction cannot join anything (the "torn transaction")
         assert _produce(kc, topic, 0, _batch(pid, epoch, 2, 1, True), txn_id)[0] == 48
         # a wrong epoch is fenced; a too long timeout is refused
-        end = kc.request(26, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch - 1 if epoch
-                              else epoch + 5, "committed": True}, version=3)
+        end = kc.request(
+            26,
+            {
+                "transactional_id": txn_id,
+                "producer_id": pid,
+                "producer_epoch": epoch - 1 if epoch else epoch + 5,
+                "committed": True,
+            },
+            version=3,
+        )
         assert int(end.error_code) == 90  # PRODUCER_FENCED
-        bad = kc.request(22, {"transactional_id": txn_id, "transaction_timeout": 10**9, "producer_id": -1,
-                              "producer_epoch": -1}, version=4)
+        bad = kc.request(
+            22,
+            {"transactional_id": txn_id, "transaction_timeout": 10**9, "producer_id": -1, "producer_epoch": -1},
+            version=4,
+        )
         assert int(bad.error_code) == 50  # INVALID_TRANSACTION_TIMEOUT
     assert [m.offset() for m in ck_consume(module_broker, topic, 2, READ_COMMITTED, expect=2)] == [0, 1]
 
@@ -336,9 +408,21 @@ def test_write_txn_markers_aborts_an_open_transaction(module_broker):
         # the second finds nothing open and is written all the same, as Kafka does: a retried marker
         # may be the only one (the first went to a deposed leader), and it records the coordinator epoch
         for version in (0, 1):
-            resp = kc.request(27, {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": False,
-                                                "topics": [{"name": topic, "partition_indexes": [0]}],
-                                                "coordinator_epoch": 0}]}, version=version)
+            resp = kc.request(
+                27,
+                {
+                    "markers": [
+                        {
+                            "producer_id": pid,
+                            "producer_epoch": epoch,
+                            "transaction_result": False,
+                            "topics": [{"name": topic, "partition_indexes": [0]}],
+                            "coordinator_epoch": 0,
+                        }
+                    ]
+                },
+                version=version,
+            )
             assert int(resp.markers[0].topics[0].partitions[0].error_code) == 0
     assert list_offsets(module_broker, topic, 0, 1) == list_offsets(module_broker, topic, 0, 0) == 5
     assert ck_consume(module_broker, topic, 1, READ_COMMITTED, idle=1.5) == []
@@ -346,6 +430,7 @@ def test_write_txn_markers_aborts_an_open_transaction(module_broker):
 
 
 # ---- dropped acks ----------------------------------------------------------------------------------
+
 
 class AckDroppingProxy:
     """Forwards a Kafka connection; swallows the responses to the first `drop` Produce requests
@@ -432,8 +517,14 @@ def test_idempotent_producer_whose_acks_are_dropped_retries_without_duplicates(b
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         for f in admin.create_topics([NewTopic("acks", 1, 1)]).values():
             f.result(30)
-        p = Producer({"bootstrap.servers": f"127.0.0.1:{proxy_port}", "enable.idempotence": True,
-                      "linger.ms": 20, "retry.backoff.ms": 50})
+        p = Producer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{proxy_port}",
+                "enable.idempotence": True,
+                "linger.ms": 20,
+                "retry.backoff.ms": 50,
+            }
+        )
         for i in range(2000):
             p.produce("acks", value=b"%d" % i, partition=0)
             if i % 200 == 199:

@@ -20,8 +20,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 3
-COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                      KafkaError.COORDINATOR_NOT_AVAILABLE)
+COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 ABORT_EVERY = 7
 # records the kafka-python and aiokafka loops copy (TIDELOG_EOS_PY_RECORDS=10000 for a quicker run)
 PY_RECORDS = int(os.environ.get("TIDELOG_EOS_PY_RECORDS", "100000"))
@@ -51,8 +54,14 @@ def fill(broker, topic: str, total: int) -> None:
 
 
 def read_all(broker, topic: str, isolation: str, expect: int | None, idle: float = 5.0) -> dict[int, list[int]]:
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "isolation.level": isolation})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     out: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
     n, last = 0, time.monotonic()
@@ -73,8 +82,9 @@ def check_exactly_once(broker, dst: str, total: int) -> None:
         assert vals == sorted(vals), f"partition {p} out of order"
         assert all(v % PARTITIONS == p for v in vals)
     every = sorted(v for vals in committed.values() for v in vals)
-    assert len(every) == total and every == list(range(total)), \
+    assert len(every) == total and every == list(range(total)), (
         f"{len(every)} records, {len(set(every))} distinct, expected {total}"
+    )
     uncommitted = read_all(broker, dst, "read_uncommitted", None, idle=3.0)
     assert sum(len(v) for v in uncommitted.values()) > total  # the aborted copies are there
 
@@ -104,14 +114,26 @@ class Killer:
 
 # ---- confluent-kafka ---------------------------------------------------------------------------------
 
+
 def copy_confluent(broker, src: str, dst: str, total: int, per_txn: int, killer: Killer) -> int:
     group, txn_id = f"copier-{uuid.uuid4().hex[:6]}", f"copier-{uuid.uuid4().hex[:6]}"
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
     # no re-bootstrap when the only broker is down: librdkafka 2.x then decommissions the broker its
     # group coordinator cache points at, and send_offsets_to_transaction waits for it forever
-    conf = {"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id, "linger.ms": 10,
-            "metadata.recovery.strategy": "none"}
+    conf = {
+        "bootstrap.servers": broker.bootstrap,
+        "transactional.id": txn_id,
+        "linger.ms": 10,
+        "metadata.recovery.strategy": "none",
+    }
     producer = Producer(conf)
     producer.init_transactions(60)
     positions: dict[int, int] = {}
@@ -125,8 +147,11 @@ def copy_confluent(broker, src: str, dst: str, total: int, per_txn: int, killer:
                 tps = consumer.committed([TopicPartition(src, p) for p in range(PARTITIONS)], timeout=60)
                 break
             except KafkaException as e:
-                if not e.args[0].retriable() and e.args[0].code() not in COORDINATOR_MOVING \
-                        or time.monotonic() > deadline:
+                if (
+                    not e.args[0].retriable()
+                    and e.args[0].code() not in COORDINATOR_MOVING
+                    or time.monotonic() > deadline
+                ):
                     raise
                 time.sleep(0.2)
         positions.clear()
@@ -150,7 +175,8 @@ def copy_confluent(broker, src: str, dst: str, total: int, per_txn: int, killer:
             producer.flush(60)
             killer.maybe(txn_no)
             producer.send_offsets_to_transaction(
-                [TopicPartition(src, p, o) for p, o in positions.items()], consumer.consumer_group_metadata(), 60)
+                [TopicPartition(src, p, o) for p, o in positions.items()], consumer.consumer_group_metadata(), 60
+            )
             if txn_no % ABORT_EVERY == 0:
                 producer.abort_transaction(60)
                 rewind()
@@ -188,6 +214,7 @@ def test_confluent_consume_transform_produce_exactly_once_through_three_kills(br
 
 # ---- kafka-python ------------------------------------------------------------------------------------
 
+
 def copy_kafka_python(broker, src: str, dst: str, total: int, per_txn: int, killer: Killer) -> int:
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KTP
@@ -195,8 +222,13 @@ def copy_kafka_python(broker, src: str, dst: str, total: int, per_txn: int, kill
     from kafka.structs import OffsetAndMetadata
 
     group, txn_id = f"kp-{uuid.uuid4().hex[:6]}", f"kp-{uuid.uuid4().hex[:6]}"
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
-                             isolation_level="read_committed", auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+    )
     tps = [KTP(src, p) for p in range(PARTITIONS)]
     consumer.assign(tps)
 
@@ -233,7 +265,8 @@ def copy_kafka_python(broker, src: str, dst: str, total: int, per_txn: int, kill
             producer.flush(60)
             killer.maybe(txn_no)
             producer.send_offsets_to_transaction(
-                {KTP(src, p): OffsetAndMetadata(o, "", -1) for p, o in positions.items()}, group)
+                {KTP(src, p): OffsetAndMetadata(o, "", -1) for p, o in positions.items()}, group
+            )
             if txn_no % ABORT_EVERY == 0:
                 producer.abort_transaction()
                 rewind()
@@ -257,14 +290,20 @@ def test_kafka_python_consume_transform_produce_exactly_once_through_three_kills
 
 # ---- aiokafka -----------------------------------------------------------------------------------------
 
+
 async def copy_aiokafka(broker, src: str, dst: str, total: int, per_txn: int, killer: Killer) -> int:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka import TopicPartition as ATP
     from aiokafka.errors import KafkaError
 
     group, txn_id = f"aio-{uuid.uuid4().hex[:6]}", f"aio-{uuid.uuid4().hex[:6]}"
-    consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
-                                isolation_level="read_committed", auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+    )
     await consumer.start()
     tps = [ATP(src, p) for p in range(PARTITIONS)]
     consumer.assign(tps)

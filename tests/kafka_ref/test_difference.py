@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker_process import BrokerProcess
 from kafka_process import KafkaProcess
+
 from tidelog.cli.client import KafkaClient
 from tidelog.log.records import Record, build_batch
 from tidelog.wire import control
@@ -69,9 +70,12 @@ CODES_ONLY = {
 }
 # (api_key, version, path) -> why tidelog answers differently on purpose
 KNOWN: dict[tuple[int, int | None, str], str] = {
-    (32, None, "results[0].configs[4].config_source"):
-        "min.insync.replicas: Kafka 4's KRaft format writes a cluster-wide default "
-        "(DYNAMIC_DEFAULT_BROKER_CONFIG); tidelog's is the built-in default",
+    (
+        32,
+        None,
+        "results[0].configs[4].config_source",
+    ): "min.insync.replicas: Kafka 4's KRaft format writes a cluster-wide default "
+    "(DYNAMIC_DEFAULT_BROKER_CONFIG); tidelog's is the built-in default",
 }
 
 
@@ -119,8 +123,10 @@ def diff(a, b, path: str = "") -> list[str]:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     kafka = KafkaProcess(tmp_path_factory.mktemp("kafka"))
-    tide = BrokerProcess(tmp_path_factory.mktemp("tidelog") / "data", {
-        "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"})
+    tide = BrokerProcess(
+        tmp_path_factory.mktemp("tidelog") / "data",
+        {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"},
+    )
     kafka.start()
     tide.start()
     try:
@@ -141,9 +147,17 @@ def pair(tmp_path_factory):
 
 
 def _prepare(c: KafkaClient) -> None:
-    created = c.request(19, {"topics": [{"name": TOPIC, "num_partitions": PARTITIONS, "replication_factor": 1,
-                                         "assignments": [], "configs": []}], "timeout": 20_000,
-                             "validate_only": False}, version=5)
+    created = c.request(
+        19,
+        {
+            "topics": [
+                {"name": TOPIC, "num_partitions": PARTITIONS, "replication_factor": 1, "assignments": [], "configs": []}
+            ],
+            "timeout": 20_000,
+            "validate_only": False,
+        },
+        version=5,
+    )
     assert created.topics[0].error_code.value == 0, created
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # Kafka answers CreateTopics before its partitions lead
@@ -154,8 +168,16 @@ def _prepare(c: KafkaClient) -> None:
     for p in range(PARTITIONS):
         records = build_batch([Record(b"k%d" % i, b"v%d-%d" % (p, i), T0 + 1000 * i) for i in range(5)])
         for _attempt in range(100):  # Kafka's partitions may not lead yet (NOT_LEADER_OR_FOLLOWER): retry
-            resp = c.request(0, {"transactional_id": None, "acks": -1, "timeout": 10_000, "topic_data": [
-                {"name": TOPIC, "partition_data": [{"index": p, "records": records}]}]}, version=9)
+            resp = c.request(
+                0,
+                {
+                    "transactional_id": None,
+                    "acks": -1,
+                    "timeout": 10_000,
+                    "topic_data": [{"name": TOPIC, "partition_data": [{"index": p, "records": records}]}],
+                },
+                version=9,
+            )
             if resp.responses[0].partition_responses[0].error_code.value != 6:
                 break
             time.sleep(0.2)
@@ -164,15 +186,31 @@ def _prepare(c: KafkaClient) -> None:
 
 def _prepare_errors(c: KafkaClient) -> None:
     """A topic with a small max.message.bytes, and an idempotent producer id of this broker's."""
-    created = c.request(19, {"topics": [{"name": SMALL, "num_partitions": 1, "replication_factor": 1,
-                                         "assignments": [], "configs": [{"name": "max.message.bytes",
-                                                                         "value": "1024"}]}],
-                             "timeout": 20_000, "validate_only": False}, version=5)
+    created = c.request(
+        19,
+        {
+            "topics": [
+                {
+                    "name": SMALL,
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [{"name": "max.message.bytes", "value": "1024"}],
+                }
+            ],
+            "timeout": 20_000,
+            "validate_only": False,
+        },
+        version=5,
+    )
     assert created.topics[0].error_code.value == 0, created
     deadline = time.monotonic() + 60
     while True:  # Kafka loads its producer-id state lazily: COORDINATOR_LOAD_IN_PROGRESS meanwhile
-        init = c.request(22, {"transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
-                              "producer_epoch": -1}, version=4)
+        init = c.request(
+            22,
+            {"transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1},
+            version=4,
+        )
         if init.error_code.value not in (14, 15) or time.monotonic() > deadline:
             break
         time.sleep(0.3)
@@ -181,23 +219,35 @@ def _prepare_errors(c: KafkaClient) -> None:
 
 
 def _produce(topic: str, records: bytes, partition: int = 0, txn_id: str | None = None) -> dict:
-    return {"transactional_id": txn_id, "acks": -1, "timeout": 10_000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+    return {
+        "transactional_id": txn_id,
+        "acks": -1,
+        "timeout": 10_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
+    }
 
 
 def _produce_errors(v: int, c: KafkaClient) -> list[dict]:
     """Produce requests that must fail, built with this broker's own producer id."""
+
     def idem(seq: int, epoch_shift: int = 0, **kw) -> bytes:
-        return build_batch([Record(b"k", b"v", T0)], producer_id=c.pid, producer_epoch=c.epoch + epoch_shift,
-                           base_sequence=seq, **kw)
+        return build_batch(
+            [Record(b"k", b"v", T0)], producer_id=c.pid, producer_epoch=c.epoch + epoch_shift, base_sequence=seq, **kw
+        )
 
     return [
         _produce(SMALL, build_batch([Record(b"k", b"x" * 2000, T0)])),  # larger than max.message.bytes
         _produce(TOPIC, idem(0), partition=1),  # the first batch of this producer: accepted
         _produce(TOPIC, idem(5), partition=1),  # a gap in the sequence
         _produce(TOPIC, idem(1, epoch_shift=3), partition=1),  # an epoch ahead of the broker's
-        _produce(TOPIC, build_batch([Record(b"k", b"v", T0)], producer_id=987_654, producer_epoch=0,
-                                    base_sequence=0, transactional=True), partition=1, txn_id="no-such-txn"),
+        _produce(
+            TOPIC,
+            build_batch(
+                [Record(b"k", b"v", T0)], producer_id=987_654, producer_epoch=0, base_sequence=0, transactional=True
+            ),
+            partition=1,
+            txn_id="no-such-txn",
+        ),
         _produce("no-such-topic-p", build_batch([Record(b"k", b"v", T0)])),
     ]
 
@@ -229,14 +279,16 @@ def _common_versions(clients, api_key: int) -> list[int]:
 
 
 def _list_offsets(v):
-    parts = [{"partition_index": 0, "timestamp": ts, "current_leader_epoch": -1, "max_num_offsets": 1}
-             for ts in (-2, -1, T0 + 2500, T0 + 99_000)]
+    parts = [
+        {"partition_index": 0, "timestamp": ts, "current_leader_epoch": -1, "max_num_offsets": 1}
+        for ts in (-2, -1, T0 + 2500, T0 + 99_000)
+    ]
     if v >= 7:
         parts.append({"partition_index": 1, "timestamp": -3, "current_leader_epoch": -1, "max_num_offsets": 1})
     # one timestamp per partition and request (Kafka refuses repeats): one partition each
-    return [{"replica_id": -1, "isolation_level": 0, "topics": [{"name": TOPIC, "partitions": [p]}]}
-            for p in parts] + [
-        {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "no-such-topic", "partitions": [parts[0]]}]}]
+    return [{"replica_id": -1, "isolation_level": 0, "topics": [{"name": TOPIC, "partitions": [p]}]} for p in parts] + [
+        {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "no-such-topic", "partitions": [parts[0]]}]}
+    ]
 
 
 CASES = {
@@ -244,57 +296,200 @@ CASES = {
     # dicts when a request carries that broker's own ids)
     "Produce errors": (0, _produce_errors),
     "ApiVersions": (18, lambda v: [{"client_software_name": "diff", "client_software_version": "1"}]),
-    "Metadata": (3, lambda v: [
-        {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False,
-         "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False},
-        *([{"topics": [{"name": "no-such-topic"}], "allow_auto_topic_creation": False,
-            "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}]
-          if v >= 4 else []),  # v0-3 always auto-create (asynchronously on Kafka)
-        {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": False,
-         "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False},
-    ]),
+    "Metadata": (
+        3,
+        lambda v: [
+            {
+                "topics": [{"name": TOPIC}],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+            *(
+                [
+                    {
+                        "topics": [{"name": "no-such-topic"}],
+                        "allow_auto_topic_creation": False,
+                        "include_cluster_authorized_operations": False,
+                        "include_topic_authorized_operations": False,
+                    }
+                ]
+                if v >= 4
+                else []
+            ),  # v0-3 always auto-create (asynchronously on Kafka)
+            {
+                "topics": [{"name": "bad name!"}],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        ],
+    ),
     "ListOffsets": (2, _list_offsets),
-    "Fetch": (1, lambda v: [
-        {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": iso,
-         "session_id": 0, "session_epoch": -1, "topics": [{"topic": TOPIC, "topic_id": None, "partitions": [
-             {"partition": 0, "current_leader_epoch": -1, "fetch_offset": offset, "last_fetched_epoch": -1,
-              "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
-         "forgotten_topics_data": [], "rack_id": ""}
-        for offset in (99, 5) for iso in (0, 1)]),  # out of range; at the end (nothing to read)
-    "CreateTopics errors": (19, lambda v: [
-        {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
-         "timeout": 5000, "validate_only": True},
-        {"topics": [{"name": "bad name!", "num_partitions": 1, "replication_factor": 1, "assignments": [],
-                     "configs": []}], "timeout": 5000, "validate_only": True},
-        {"topics": [{"name": "zero-parts", "num_partitions": 0, "replication_factor": 1, "assignments": [],
-                     "configs": []}], "timeout": 5000, "validate_only": True},
-        {"topics": [{"name": "bad-config", "num_partitions": 1, "replication_factor": 1, "assignments": [],
-                     "configs": [{"name": "retention.ms", "value": "soon"}]}], "timeout": 5000, "validate_only": True},
-    ]),
-    "DeleteTopics unknown": (20, lambda v: [
-        {"topic_names": ["no-such-topic"], "topics": [{"name": "no-such-topic", "topic_id": uuid.UUID(int=0)}],
-         "timeout": 5000}]),
+    "Fetch": (
+        1,
+        lambda v: [
+            {
+                "replica_id": -1,
+                "max_wait": 0,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "isolation_level": iso,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": TOPIC,
+                        "topic_id": None,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": offset,
+                                "last_fetched_epoch": -1,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 1 << 20,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            }
+            for offset in (99, 5)
+            for iso in (0, 1)
+        ],
+    ),  # out of range; at the end (nothing to read)
+    "CreateTopics errors": (
+        19,
+        lambda v: [
+            {
+                "topics": [
+                    {"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                ],
+                "timeout": 5000,
+                "validate_only": True,
+            },
+            {
+                "topics": [
+                    {
+                        "name": "bad name!",
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 5000,
+                "validate_only": True,
+            },
+            {
+                "topics": [
+                    {
+                        "name": "zero-parts",
+                        "num_partitions": 0,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 5000,
+                "validate_only": True,
+            },
+            {
+                "topics": [
+                    {
+                        "name": "bad-config",
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [{"name": "retention.ms", "value": "soon"}],
+                    }
+                ],
+                "timeout": 5000,
+                "validate_only": True,
+            },
+        ],
+    ),
+    "DeleteTopics unknown": (
+        20,
+        lambda v: [
+            {
+                "topic_names": ["no-such-topic"],
+                "topics": [{"name": "no-such-topic", "topic_id": uuid.UUID(int=0)}],
+                "timeout": 5000,
+            }
+        ],
+    ),
     "FindCoordinator": (10, lambda v: [{"key": "g1", "key_type": 0, "coordinator_keys": ["g1"]}]),
     "DescribeGroups unknown": (15, lambda v: [{"groups": ["no-such-group"], "include_authorized_operations": False}]),
-    "OffsetFetch unknown group": (9, lambda v: [
-        {"group_id": "no-such-group", "topics": [{"name": TOPIC, "partition_indexes": [0]}],
-         "groups": [{"group_id": "no-such-group", "member_id": None, "member_epoch": -1,
-                     "topics": [{"name": TOPIC, "partition_indexes": [0]}]}], "require_stable": False}]),
-    "DescribeConfigs unknown topic": (32, lambda v: [
-        {"resources": [{"resource_type": 2, "resource_name": "no-such-topic", "configuration_keys": None}],
-         "include_synonyms": False, "include_documentation": False}]),
-    "DescribeConfigs topic keys": (32, lambda v: [
-        {"resources": [{"resource_type": 2, "resource_name": TOPIC, "configuration_keys": [
-            "retention.ms", "retention.bytes", "cleanup.policy", "segment.bytes", "max.message.bytes",
-            "message.timestamp.type", "min.insync.replicas", "compression.type"]}],
-         "include_synonyms": False, "include_documentation": False}]),
-    "DeleteRecords": (21, lambda v: [
-        {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 1, "offset": 2}]}], "timeout": 5000},
-        {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 99}]}], "timeout": 5000},
-    ]),
+    "OffsetFetch unknown group": (
+        9,
+        lambda v: [
+            {
+                "group_id": "no-such-group",
+                "topics": [{"name": TOPIC, "partition_indexes": [0]}],
+                "groups": [
+                    {
+                        "group_id": "no-such-group",
+                        "member_id": None,
+                        "member_epoch": -1,
+                        "topics": [{"name": TOPIC, "partition_indexes": [0]}],
+                    }
+                ],
+                "require_stable": False,
+            }
+        ],
+    ),
+    "DescribeConfigs unknown topic": (
+        32,
+        lambda v: [
+            {
+                "resources": [{"resource_type": 2, "resource_name": "no-such-topic", "configuration_keys": None}],
+                "include_synonyms": False,
+                "include_documentation": False,
+            }
+        ],
+    ),
+    "DescribeConfigs topic keys": (
+        32,
+        lambda v: [
+            {
+                "resources": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": TOPIC,
+                        "configuration_keys": [
+                            "retention.ms",
+                            "retention.bytes",
+                            "cleanup.policy",
+                            "segment.bytes",
+                            "max.message.bytes",
+                            "message.timestamp.type",
+                            "min.insync.replicas",
+                            "compression.type",
+                        ],
+                    }
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            }
+        ],
+    ),
+    "DeleteRecords": (
+        21,
+        lambda v: [
+            {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 1, "offset": 2}]}], "timeout": 5000},
+            {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 99}]}], "timeout": 5000},
+        ],
+    ),
     "ListGroups": (16, lambda v: [{"states_filter": [], "types_filter": []}]),
-    "DescribeTopicPartitions": (75, lambda v: [
-        {"topics": [{"name": TOPIC}, {"name": "no-such-topic"}], "response_partition_limit": 1, "cursor": None}]),
+    "DescribeTopicPartitions": (
+        75,
+        lambda v: [
+            {"topics": [{"name": TOPIC}, {"name": "no-such-topic"}], "response_partition_limit": 1, "cursor": None}
+        ],
+    ),
     "DescribeLogDirs": (35, lambda v: [{"topics": [{"topic": TOPIC, "partitions": [0, 1]}]}]),
 }
 
@@ -315,16 +510,25 @@ def test_same_answer_as_kafka(pair, case):
                 cls = request_schema(api_key, v)
                 sent = req
                 if isinstance(req.get("topics"), list):  # TOPIC by each broker's own id where asked (None)
-                    sent = {**req, "topics": [
-                        {**t, "topic_id": c.topic_ids[TOPIC]}
-                        if isinstance(t, dict) and "topic_id" in t and t["topic_id"] is None
-                        and TOPIC in (t.get("topic"), t.get("name")) else t
-                        for t in req["topics"]]}
+                    sent = {
+                        **req,
+                        "topics": [
+                            {**t, "topic_id": c.topic_ids[TOPIC]}
+                            if isinstance(t, dict)
+                            and "topic_id" in t
+                            and t["topic_id"] is None
+                            and TOPIC in (t.get("topic"), t.get("name"))
+                            else t
+                            for t in req["topics"]
+                        ],
+                    }
                 answers_raw[name] = control.to_plain(c.request(api_key, _fit(cls, sent), version=v))
                 answers[name] = normalize(answers_raw[name])
             found = differences(api_key, v, answers["kafka"], answers["tidelog"])
             if found:  # the free-text messages help reading a finding (they are not compared)
-                found.append(f"messages: kafka {_messages(answers_raw['kafka'])} tidelog {_messages(answers_raw['tidelog'])}")
+                found.append(
+                    f"messages: kafka {_messages(answers_raw['kafka'])} tidelog {_messages(answers_raw['tidelog'])}"
+                )
             findings += [f"{case} v{v} request {i}: {d}" for d in found]
     assert not findings, "\n".join(findings)
 
@@ -335,8 +539,11 @@ def differences(api_key: int, version: int, kafka, tidelog) -> list[str]:
     a, b = _sorted_lists(kafka), _sorted_lists(tidelog)
     if api_key in CODES_ONLY:
         a, b = a.get("error_code"), b.get("error_code")
-    return [d for d in diff(a, b) if (api_key, version, d.split(":")[0]) not in KNOWN
-            and (api_key, None, d.split(":")[0]) not in KNOWN]
+    return [
+        d
+        for d in diff(a, b)
+        if (api_key, version, d.split(":")[0]) not in KNOWN and (api_key, None, d.split(":")[0]) not in KNOWN
+    ]
 
 
 def _messages(value) -> list[str]:
@@ -384,6 +591,7 @@ def test_apis_kafka_serves_and_tidelog_does_not_are_listed_in_the_readme(pair):
     assert len(section) == 2, "README lacks the list of APIs Kafka serves that tidelog does not"
     missing = sorted(set(pair["kafka"].versions) - set(pair["tidelog"].versions))
     text = section[1][:6000]
-    unlisted = [ApiKey(k).name for k in missing if "".join(w.capitalize() for w in ApiKey(k).name.split("_"))
-                not in text]
+    unlisted = [
+        ApiKey(k).name for k in missing if "".join(w.capitalize() for w in ApiKey(k).name.split("_")) not in text
+    ]
     assert not unlisted, f"not in the README's list: {unlisted}"

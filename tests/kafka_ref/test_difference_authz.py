@@ -10,23 +10,26 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from broker_process import BrokerProcess, free_port
 from kafka_process import KafkaProcess
+from test_difference import T0, _common_versions, _fit, differences, normalize
+
 from tidelog.log.records import Record, build_batch
 from tidelog.wire import control
 from tidelog.wire.schemas import request_schema
 
-from test_difference import T0, _common_versions, _fit, differences, normalize
-
 pytestmark = pytest.mark.interop
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-        'password="admin-secret" user_admin="admin-secret" user_bob="bob-secret";')
+JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+    'password="admin-secret" user_admin="admin-secret" user_bob="bob-secret";'
+)
 TOPIC = "authz-t"
-AUTHZ = {"sasl.enabled.mechanisms": "PLAIN",
-         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+AUTHZ = {
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+}
 
 
 def _client(port: int, user: str, password: str):
@@ -55,25 +58,56 @@ def pairs(tmp_path_factory):
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "super.users": "User:admin;User:ANONYMOUS",  # ANONYMOUS: the KRaft controller's PLAINTEXT listener
     }
-    kafka.client_config = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-                           "sasl.username": "admin", "sasl.password": "admin-secret"}
+    kafka.client_config = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "admin",
+        "sasl.password": "admin-secret",
+    }
     port = free_port()
-    tide = BrokerProcess(tmp_path_factory.mktemp("tidelog-authz") / "data", {
-        **AUTHZ, "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}", "super.users": "User:admin",
-        "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"}, port=port)
+    tide = BrokerProcess(
+        tmp_path_factory.mktemp("tidelog-authz") / "data",
+        {
+            **AUTHZ,
+            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}",
+            "super.users": "User:admin",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+        },
+        port=port,
+    )
     kafka.start()
     tide.start()
     try:
-        admins = {"kafka": _client(kafka.port, "admin", "admin-secret"), "tidelog": _client(tide.port, "admin", "admin-secret")}
+        admins = {
+            "kafka": _client(kafka.port, "admin", "admin-secret"),
+            "tidelog": _client(tide.port, "admin", "admin-secret"),
+        }
         for c in admins.values():
-            r = c.request(19, {"topics": [{"name": TOPIC, "num_partitions": 2, "replication_factor": 1,
-                                           "assignments": [], "configs": []}], "timeout": 20_000,
-                               "validate_only": False}, version=5)
+            r = c.request(
+                19,
+                {
+                    "topics": [
+                        {"name": TOPIC, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}
+                    ],
+                    "timeout": 20_000,
+                    "validate_only": False,
+                },
+                version=5,
+            )
             assert r.topics[0].error_code.value == 0, r
             records = build_batch([Record(b"k", b"v", T0)])
             for _ in range(100):  # Kafka's partition may not lead yet
-                r = c.request(0, {"transactional_id": None, "acks": -1, "timeout": 10_000, "topic_data": [
-                    {"name": TOPIC, "partition_data": [{"index": 0, "records": records}]}]}, version=9)
+                r = c.request(
+                    0,
+                    {
+                        "transactional_id": None,
+                        "acks": -1,
+                        "timeout": 10_000,
+                        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": records}]}],
+                    },
+                    version=9,
+                )
                 if r.responses[0].partition_responses[0].error_code.value == 0:
                     break
                 time.sleep(0.2)
@@ -92,49 +126,174 @@ def _records() -> bytes:
 
 
 CASES = {
-    "Metadata, named topic": (3, lambda v: [{"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False,
-                                             "include_cluster_authorized_operations": False,
-                                             "include_topic_authorized_operations": False}]),
-    "Metadata, all topics (filtered)": (3, lambda v: [{"topics": None if v >= 1 else [],  # v0: [] is "all"
-                                                       "allow_auto_topic_creation": False,
-                                                       "include_cluster_authorized_operations": False,
-                                                       "include_topic_authorized_operations": False}]),
-    "Produce": (0, lambda v: [{"transactional_id": None, "acks": -1, "timeout": 5000, "topic_data": [
-        {"name": TOPIC, "partition_data": [{"index": 0, "records": _records()}]}]}]),
-    "ListOffsets": (2, lambda v: [{"replica_id": -1, "isolation_level": 0, "topics": [{"name": TOPIC, "partitions": [
-        {"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1, "max_num_offsets": 1}]}]}]),
-    "CreateTopics": (19, lambda v: [{"topics": [{"name": "bob-topic", "num_partitions": 1, "replication_factor": 1,
-                                                 "assignments": [], "configs": []}], "timeout": 5000,
-                                     "validate_only": False}]),
-    "DeleteTopics": (20, lambda v: [{"topic_names": [TOPIC], "topics": [{"name": TOPIC, "topic_id": None}],
-                                     "timeout": 5000}]),
-    "DescribeConfigs": (32, lambda v: [{"resources": [{"resource_type": 2, "resource_name": TOPIC,
-                                                       "configuration_keys": ["retention.ms"]}],
-                                        "include_synonyms": False, "include_documentation": False}]),
-    "IncrementalAlterConfigs": (44, lambda v: [{"resources": [{"resource_type": 2, "resource_name": TOPIC, "configs": [
-        {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": False}]),
-    "CreatePartitions": (37, lambda v: [{"topics": [{"name": TOPIC, "count": 4, "assignments": None}],
-                                         "timeout": 5000, "validate_only": False}]),
-    "DeleteRecords": (21, lambda v: [{"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 1}]}],
-                                      "timeout": 5000}]),
+    "Metadata, named topic": (
+        3,
+        lambda v: [
+            {
+                "topics": [{"name": TOPIC}],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            }
+        ],
+    ),
+    "Metadata, all topics (filtered)": (
+        3,
+        lambda v: [
+            {
+                "topics": None if v >= 1 else [],  # v0: [] is "all"
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            }
+        ],
+    ),
+    "Produce": (
+        0,
+        lambda v: [
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout": 5000,
+                "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": _records()}]}],
+            }
+        ],
+    ),
+    "ListOffsets": (
+        2,
+        lambda v: [
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": TOPIC,
+                        "partitions": [
+                            {"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1, "max_num_offsets": 1}
+                        ],
+                    }
+                ],
+            }
+        ],
+    ),
+    "CreateTopics": (
+        19,
+        lambda v: [
+            {
+                "topics": [
+                    {
+                        "name": "bob-topic",
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 5000,
+                "validate_only": False,
+            }
+        ],
+    ),
+    "DeleteTopics": (
+        20,
+        lambda v: [{"topic_names": [TOPIC], "topics": [{"name": TOPIC, "topic_id": None}], "timeout": 5000}],
+    ),
+    "DescribeConfigs": (
+        32,
+        lambda v: [
+            {
+                "resources": [{"resource_type": 2, "resource_name": TOPIC, "configuration_keys": ["retention.ms"]}],
+                "include_synonyms": False,
+                "include_documentation": False,
+            }
+        ],
+    ),
+    "IncrementalAlterConfigs": (
+        44,
+        lambda v: [
+            {
+                "resources": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": TOPIC,
+                        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
+                    }
+                ],
+                "validate_only": False,
+            }
+        ],
+    ),
+    "CreatePartitions": (
+        37,
+        lambda v: [
+            {"topics": [{"name": TOPIC, "count": 4, "assignments": None}], "timeout": 5000, "validate_only": False}
+        ],
+    ),
+    "DeleteRecords": (
+        21,
+        lambda v: [{"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 1}]}], "timeout": 5000}],
+    ),
     "FindCoordinator group": (10, lambda v: [{"key": "bobs-group", "key_type": 0, "coordinator_keys": ["bobs-group"]}]),
-    "FindCoordinator transaction": (10, lambda v: [{"key": "bobs-txn", "key_type": 1, "coordinator_keys": ["bobs-txn"]}]),
-    "OffsetFetch": (9, lambda v: [{"group_id": "bobs-group", "require_stable": False,
-                                   # null ("every partition") only from v2
-                                   "topics": None if v >= 2 else [{"name": TOPIC, "partition_indexes": [0]}],
-                                   "groups": [{"group_id": "bobs-group", "topics": None}]}]),
+    "FindCoordinator transaction": (
+        10,
+        lambda v: [{"key": "bobs-txn", "key_type": 1, "coordinator_keys": ["bobs-txn"]}],
+    ),
+    "OffsetFetch": (
+        9,
+        lambda v: [
+            {
+                "group_id": "bobs-group",
+                "require_stable": False,
+                # null ("every partition") only from v2
+                "topics": None if v >= 2 else [{"name": TOPIC, "partition_indexes": [0]}],
+                "groups": [{"group_id": "bobs-group", "topics": None}],
+            }
+        ],
+    ),
     "DescribeGroups": (15, lambda v: [{"groups": ["bobs-group"], "include_authorized_operations": False}]),
     "ListGroups": (16, lambda v: [{"states_filter": [], "types_filter": []}]),
-    "InitProducerId transactional": (22, lambda v: [{"transactional_id": "bobs-txn", "transaction_timeout": 60_000,
-                                                     "producer_id": -1, "producer_epoch": -1}]),
-    "InitProducerId idempotent": (22, lambda v: [{"transactional_id": None, "transaction_timeout": 60_000,
-                                                  "producer_id": -1, "producer_epoch": -1}]),
-    "DescribeAcls": (29, lambda v: [{"resource_type_filter": 1, "resource_name_filter": None,
-                                     "pattern_type_filter": 1, "principal_filter": None, "host_filter": None,
-                                     "operation": 1, "permission_type": 1}]),
-    "CreateAcls": (30, lambda v: [{"creations": [{"resource_type": 2, "resource_name": TOPIC, "resource_pattern_type": 3,
-                                                  "principal": "User:bob", "host": "*", "operation": 3,
-                                                  "permission_type": 3}]}]),
+    "InitProducerId transactional": (
+        22,
+        lambda v: [
+            {"transactional_id": "bobs-txn", "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
+        ],
+    ),
+    "InitProducerId idempotent": (
+        22,
+        lambda v: [{"transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}],
+    ),
+    "DescribeAcls": (
+        29,
+        lambda v: [
+            {
+                "resource_type_filter": 1,
+                "resource_name_filter": None,
+                "pattern_type_filter": 1,
+                "principal_filter": None,
+                "host_filter": None,
+                "operation": 1,
+                "permission_type": 1,
+            }
+        ],
+    ),
+    "CreateAcls": (
+        30,
+        lambda v: [
+            {
+                "creations": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": TOPIC,
+                        "resource_pattern_type": 3,
+                        "principal": "User:bob",
+                        "host": "*",
+                        "operation": 3,
+                        "permission_type": 3,
+                    }
+                ]
+            }
+        ],
+    ),
     "DescribeLogDirs": (35, lambda v: [{"topics": [{"topic": TOPIC, "partitions": [0]}]}]),
     "DescribeProducers": (61, lambda v: [{"topics": [{"name": TOPIC, "partition_indexes": [0]}]}]),
 }
@@ -149,8 +308,11 @@ def test_unauthorised_user_gets_the_same_answer_as_from_kafka(pairs, case):
     for v in versions:
         cls = request_schema(api_key, v)
         for i, req in enumerate(build(v)):
-            answers = {name: normalize(control.to_plain(c.request(api_key, _fit(cls, req), version=v)))
-                       for name, c in pairs.items()}
-            findings += [f"{case} v{v} request {i}: {d}"
-                         for d in differences(api_key, v, answers["kafka"], answers["tidelog"])]
+            answers = {
+                name: normalize(control.to_plain(c.request(api_key, _fit(cls, req), version=v)))
+                for name, c in pairs.items()
+            }
+            findings += [
+                f"{case} v{v} request {i}: {d}" for d in differences(api_key, v, answers["kafka"], answers["tidelog"])
+            ]
     assert not findings, "\n".join(findings)

@@ -25,25 +25,49 @@ from kafka_process import classpath  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
-BROKER_OVERRIDES = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3",
-                    "group.initial.rebalance.delay.ms": "0"}
+BROKER_OVERRIDES = {
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 @pytest.fixture(scope="session")
 def java_checks(tmp_path_factory):
     cp = classpath()
     out = tmp_path_factory.mktemp("java-classes")
-    subprocess.run(["javac", "-cp", cp, "-d", str(out), str(ROOT / "java" / "clients" / "ClientChecks.java")],
-                   check=True, capture_output=True, text=True, timeout=180)
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(out), str(ROOT / "java" / "clients" / "ClientChecks.java")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     log4j = out / "log4j2.properties"
-    log4j.write_text("status = warn\nappender.c.type = Console\nappender.c.name = E\nappender.c.target = SYSTEM_ERR\n"
-                     "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
-                     "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n")
+    log4j.write_text(
+        "status = warn\nappender.c.type = Console\nappender.c.name = E\nappender.c.target = SYSTEM_ERR\n"
+        "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
+        "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n"
+    )
 
     def run(bootstrap: str, check: str, *extra: str) -> dict:
-        r = subprocess.run(["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{out}:{cp}",
-                            "ClientChecks", bootstrap, check, f"j{uuid.uuid4().hex[:6]}", *extra],
-                           capture_output=True, text=True, timeout=240)
+        r = subprocess.run(
+            [
+                "java",
+                "-Xmx256m",
+                f"-Dlog4j2.configurationFile={log4j}",
+                "-cp",
+                f"{out}:{cp}",
+                "ClientChecks",
+                bootstrap,
+                check,
+                f"j{uuid.uuid4().hex[:6]}",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert r.returncode == 0, f"{check}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
         return json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
 
@@ -87,7 +111,8 @@ def _java_sasl_properties(path: Path, ca: Path, user: tuple[str, str]) -> Path:
         "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
         f"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         f'username="{user[0]}" password="{user[1]}";\n'
-        f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n")
+        f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+    )
     return path
 
 
@@ -132,14 +157,39 @@ def test_kafka_acls_tool(secure_broker, tmp_path):
     topic = f"acl-tool-{uuid.uuid4().hex[:6]}"
 
     def acls(*args: str) -> str:
-        r = subprocess.run(["java", "-Xmx256m", "-cp", cp, "org.apache.kafka.tools.AclCommand",
-                            "--bootstrap-server", secure_broker.sasl_bootstrap, "--command-config", str(admin), *args],
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                "java",
+                "-Xmx256m",
+                "-cp",
+                cp,
+                "org.apache.kafka.tools.AclCommand",
+                "--bootstrap-server",
+                secure_broker.sasl_bootstrap,
+                "--command-config",
+                str(admin),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
         return r.stdout
 
-    acls("--add", "--allow-principal", "User:carol", "--operation", "Read", "--operation", "Describe",
-         "--topic", topic, "--group", "carols")
+    acls(
+        "--add",
+        "--allow-principal",
+        "User:carol",
+        "--operation",
+        "Read",
+        "--operation",
+        "Describe",
+        "--topic",
+        topic,
+        "--group",
+        "carols",
+    )
     listed = acls("--list", "--topic", topic)
     assert "principal=User:carol" in listed and "operation=READ" in listed and "operation=DESCRIBE" in listed
     assert "User:carol" in acls("--list", "--group", "carols")

@@ -24,8 +24,11 @@ from kafka_process import classpath
 
 pytestmark = pytest.mark.interop
 
-BROKER_OVERRIDES = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3",
-                    "group.initial.rebalance.delay.ms": "0"}
+BROKER_OVERRIDES = {
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
 LOG4J = """status = warn
 appender.console.type = Console
 appender.console.name = STDERR
@@ -58,32 +61,110 @@ def _ok(r: subprocess.CompletedProcess) -> str:
 def test_topics_configs_console_groups_offsets(module_broker, tool):
     b = module_broker.bootstrap
     topic = f"jt-{uuid.uuid4().hex[:6]}"
-    out = _ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--create", "--topic", topic,
-                   "--partitions", "2", "--replication-factor", "1"))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.TopicCommand",
+            "--bootstrap-server",
+            b,
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "2",
+            "--replication-factor",
+            "1",
+        )
+    )
     assert f"Created topic {topic}." in out
     out = _ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--describe", "--topic", topic))
     assert "PartitionCount: 2" in out and out.count("Leader: 1") == 2
     assert topic in _ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--list")).split()
-    _ok(tool("kafka.admin.ConfigCommand", "--bootstrap-server", b, "--entity-type", "topics", "--entity-name", topic,
-             "--alter", "--add-config", "retention.ms=123456"))
-    out = _ok(tool("kafka.admin.ConfigCommand", "--bootstrap-server", b, "--entity-type", "topics",
-                   "--entity-name", topic, "--describe"))
+    _ok(
+        tool(
+            "kafka.admin.ConfigCommand",
+            "--bootstrap-server",
+            b,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            topic,
+            "--alter",
+            "--add-config",
+            "retention.ms=123456",
+        )
+    )
+    out = _ok(
+        tool(
+            "kafka.admin.ConfigCommand",
+            "--bootstrap-server",
+            b,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            topic,
+            "--describe",
+        )
+    )
     assert "retention.ms=123456" in out and "DYNAMIC_TOPIC_CONFIG" in out
 
-    _ok(tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", b, "--topic", topic,
-             "--property", "parse.key=true", "--property", "key.separator=:", stdin="k1:a\nk2:b\nk3:c\n"))
-    out = _ok(tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", b, "--topic", topic,
-                   "--from-beginning", "--max-messages", "3", "--group", f"{topic}-g"))
+    _ok(
+        tool(
+            "org.apache.kafka.tools.ConsoleProducer",
+            "--bootstrap-server",
+            b,
+            "--topic",
+            topic,
+            "--property",
+            "parse.key=true",
+            "--property",
+            "key.separator=:",
+            stdin="k1:a\nk2:b\nk3:c\n",
+        )
+    )
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server",
+            b,
+            "--topic",
+            topic,
+            "--from-beginning",
+            "--max-messages",
+            "3",
+            "--group",
+            f"{topic}-g",
+        )
+    )
     assert sorted(out.split()) == ["a", "b", "c"]
-    out = _ok(tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", b,
-                   "--describe", "--group", f"{topic}-g"))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            b,
+            "--describe",
+            "--group",
+            f"{topic}-g",
+        )
+    )
     rows = [line.split() for line in out.splitlines() if line.startswith(f"{topic}-g ")]
     assert sum(int(r[3]) for r in rows) == 3 and all(r[3] == r[4] for r in rows)  # committed = log end
     out = _ok(tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", b, "--topic", topic))
     assert sum(int(line.rsplit(":", 1)[1]) for line in out.split()) == 3
-    out = _ok(tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server", b,
-                   "--reset-offsets", "--group", f"{topic}-g", "--topic", topic,
-                   "--to-datetime", "2020-01-01T00:00:00.000", "--execute"))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            b,
+            "--reset-offsets",
+            "--group",
+            f"{topic}-g",
+            "--topic",
+            topic,
+            "--to-datetime",
+            "2020-01-01T00:00:00.000",
+            "--execute",
+        )
+    )
     new = [line.split() for line in out.splitlines() if line.startswith(f"{topic}-g ")]
     assert len(new) == 2 and all(r[3] == "0" for r in new)
 
@@ -91,12 +172,37 @@ def test_topics_configs_console_groups_offsets(module_broker, tool):
 def test_perf_tests(module_broker, tool):
     b = module_broker.bootstrap
     topic = f"perf-{uuid.uuid4().hex[:6]}"
-    out = _ok(tool("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "20000",
-                   "--record-size", "100", "--throughput", "-1", "--producer-props", f"bootstrap.servers={b}",
-                   "acks=all", "compression.type=lz4"))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.ProducerPerformance",
+            "--topic",
+            topic,
+            "--num-records",
+            "20000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={b}",
+            "acks=all",
+            "compression.type=lz4",
+        )
+    )
     assert "20000 records sent" in out
-    out = _ok(tool("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", b, "--topic", topic,
-                   "--messages", "20000", "--timeout", "30000"))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.ConsumerPerformance",
+            "--bootstrap-server",
+            b,
+            "--topic",
+            topic,
+            "--messages",
+            "20000",
+            "--timeout",
+            "30000",
+        )
+    )
     fields = out.strip().splitlines()[-1].split(", ")
     assert int(fields[4]) >= 20000  # data.consumed.in.nMsg
 
@@ -105,13 +211,38 @@ def test_verifiable_producer_and_consumer(module_broker, tool):
     """Kafka's own delivery checkers: every acknowledged record is consumed."""
     b = module_broker.bootstrap
     topic = f"ver-{uuid.uuid4().hex[:6]}"
-    out = _ok(tool("org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", b, "--topic", topic,
-                   "--max-messages", "500", "--acks", "-1"))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.VerifiableProducer",
+            "--bootstrap-server",
+            b,
+            "--topic",
+            topic,
+            "--max-messages",
+            "500",
+            "--acks",
+            "-1",
+        )
+    )
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     acked = sum(1 for e in events if e.get("name") == "producer_send_success")
     assert acked == 500 and not [e for e in events if e.get("name") == "producer_send_error"]
-    out = _ok(tool("org.apache.kafka.tools.VerifiableConsumer", "--bootstrap-server", b, "--topic", topic,
-                   "--group-id", f"{topic}-g", "--max-messages", "500", "--reset-policy", "earliest", timeout=120))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.VerifiableConsumer",
+            "--bootstrap-server",
+            b,
+            "--topic",
+            topic,
+            "--group-id",
+            f"{topic}-g",
+            "--max-messages",
+            "500",
+            "--reset-policy",
+            "earliest",
+            timeout=120,
+        )
+    )
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     consumed = sum(e.get("count", 0) for e in events if e.get("name") == "records_consumed")
     assert consumed == 500
@@ -131,8 +262,16 @@ def test_transactions_tool(module_broker, tool):
     p.commit_transaction(20)
     out = _ok(tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", b, "list"))
     assert txn_id in out
-    out = _ok(tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", b, "describe",
-                   "--transactional-id", txn_id))
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server",
+            b,
+            "describe",
+            "--transactional-id",
+            txn_id,
+        )
+    )
     assert "CompleteCommit" in out
 
 
@@ -144,8 +283,9 @@ def test_dump_log_reads_tidelog_files(broker_factory, tool):
     broker = broker_factory(BROKER_OVERRIDES)
     topic = "dump"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics(
-        [NewTopic(topic, 1, 1, config={"segment.bytes": "4096", "index.interval.bytes": "200"})])[topic].result(20)
+    admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": "4096", "index.interval.bytes": "200"})])[
+        topic
+    ].result(20)
     p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "dump-tx", "linger.ms": 0})
     p.init_transactions(20)
     for i in range(30):
@@ -163,8 +303,11 @@ def test_dump_log_reads_tidelog_files(broker_factory, tool):
     txnindexes = [f for f in sorted(d.glob("*.txnindex")) if f.stat().st_size]
     assert txnindexes, "aborted transactions were indexed"
     files = [logs[0], logs[0].with_suffix(".index"), logs[0].with_suffix(".timeindex"), txnindexes[0]]
-    out = _ok(tool("kafka.tools.DumpLogSegments", "--files", ",".join(map(str, files)), "--deep-iteration",
-                   "--print-data-log"))
+    out = _ok(
+        tool(
+            "kafka.tools.DumpLogSegments", "--files", ",".join(map(str, files)), "--deep-iteration", "--print-data-log"
+        )
+    )
     assert "Exception" not in out and "corrupt" not in out.lower(), out[-3000:]
     assert "baseOffset: 0" in out and "isTransactional: true" in out
     assert "endTxnMarker: ABORT" in out and "endTxnMarker: COMMIT" in out

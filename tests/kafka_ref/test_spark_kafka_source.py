@@ -28,8 +28,20 @@ pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(600)]
 
 def jars() -> str:
     if not CLASSPATH.exists() or CLASSPATH.stat().st_mtime < POM.stat().st_mtime:
-        subprocess.run(["mvn", "-B", "-q", "-f", str(POM), "dependency:build-classpath", "-DincludeScope=runtime",
-                        "-Dmdep.outputFile=target/classpath.txt"], check=True, timeout=600)
+        subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "-f",
+                str(POM),
+                "dependency:build-classpath",
+                "-DincludeScope=runtime",
+                "-Dmdep.outputFile=target/classpath.txt",
+            ],
+            check=True,
+            timeout=600,
+        )
     found = [p for p in CLASSPATH.read_text().strip().split(":") if any(n in Path(p).name for n in NEEDED)]
     assert len(found) == len(NEEDED), found
     return ",".join(found)
@@ -63,9 +75,20 @@ def test_spark_kafka_source_batch_and_streaming_read_committed(broker_factory, t
 
     classpath = jars()
     for isolation, expected in (("read_committed", committed), ("read_uncommitted", committed | aborted)):
-        out = subprocess.run([sys.executable, str(ROOT / "tests" / "kafka_ref" / "spark_kafka_driver.py"),
-                              broker.bootstrap, topic, isolation, classpath, str(tmp_path / f"ckpt-{isolation}")],
-                             capture_output=True, text=True, timeout=400)
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "kafka_ref" / "spark_kafka_driver.py"),
+                broker.bootstrap,
+                topic,
+                isolation,
+                classpath,
+                str(tmp_path / f"ckpt-{isolation}"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         assert out.returncode == 0, out.stderr[-4000:]
         got = json.loads(out.stdout.strip().splitlines()[-1])
         for mode in ("batch", "stream"):

@@ -27,11 +27,16 @@ from kafka_process import classpath  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
-OVERRIDES = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3",
-             "group.initial.rebalance.delay.ms": "0"}
-LOG4J = ("status = warn\nappender.c.type = Console\nappender.c.name = E\nappender.c.target = SYSTEM_ERR\n"
-         "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
-         "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n")
+OVERRIDES = {
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
+LOG4J = (
+    "status = warn\nappender.c.type = Console\nappender.c.name = E\nappender.c.target = SYSTEM_ERR\n"
+    "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
+    "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n"
+)
 
 
 def _create(bootstrap: str, *topics: str, partitions: int = 2) -> None:
@@ -50,14 +55,33 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
     _create(broker.bootstrap, src, dst)
     cp = classpath()
     classes = tmp_path / "classes"
-    subprocess.run(["javac", "-cp", cp, "-d", str(classes), str(ROOT / "java" / "streams" / "WordCount.java")],
-                   check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(classes), str(ROOT / "java" / "streams" / "WordCount.java")],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     (tmp_path / "log4j2.properties").write_text(LOG4J)
     stop = tmp_path / "stop"
     out = open(tmp_path / "streams.log", "wb")
-    proc = subprocess.Popen(["java", "-Xmx384m", f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
-                             "-cp", f"{classes}:{cp}", "WordCount", broker.bootstrap, app, src, dst,
-                             str(tmp_path / "state"), str(stop)], stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            "java",
+            "-Xmx384m",
+            f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+            "-cp",
+            f"{classes}:{cp}",
+            "WordCount",
+            broker.bootstrap,
+            app,
+            src,
+            dst,
+            str(tmp_path / "state"),
+            str(stop),
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     words = ["alpha", "beta", "gamma", "delta", "eps"]
     sent = Counter()
     try:
@@ -76,9 +100,15 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
         broker.start()
         send(200, 2)
         expected = dict(sent)
-        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                      "isolation.level": "read_committed", "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest"})
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         c.assign([TopicPartition(dst, p, 0) for p in range(2)])
         latest: dict[str, int] = {}
         deadline = time.monotonic() + 120
@@ -110,19 +140,33 @@ def test_connect_file_source_and_sink(module_broker_for_connect, tmp_path):
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
         "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
         f"offset.storage.file.filename={tmp_path / 'offsets'}\n"
-        "offset.flush.interval.ms=500\nplugin.discovery=only_scan\nlisteners=http://127.0.0.1:0\n")
+        "offset.flush.interval.ms=500\nplugin.discovery=only_scan\nlisteners=http://127.0.0.1:0\n"
+    )
     (tmp_path / "source.properties").write_text(
         "name=file-source\nconnector.class=org.apache.kafka.connect.file.FileStreamSourceConnector\n"
-        f"tasks.max=1\nfile={source_file}\ntopic={topic}\n")
+        f"tasks.max=1\nfile={source_file}\ntopic={topic}\n"
+    )
     (tmp_path / "sink.properties").write_text(
         "name=file-sink\nconnector.class=org.apache.kafka.connect.file.FileStreamSinkConnector\n"
-        f"tasks.max=1\nfile={sink_file}\ntopics={topic}\n")
+        f"tasks.max=1\nfile={sink_file}\ntopics={topic}\n"
+    )
     (tmp_path / "log4j2.properties").write_text(LOG4J)
     log = open(tmp_path / "connect.log", "wb")
-    proc = subprocess.Popen(["java", "-Xmx384m", f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
-                             "-cp", classpath(), "org.apache.kafka.connect.cli.ConnectStandalone",
-                             str(tmp_path / "worker.properties"), str(tmp_path / "source.properties"),
-                             str(tmp_path / "sink.properties")], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            "java",
+            "-Xmx384m",
+            f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+            "-cp",
+            classpath(),
+            "org.apache.kafka.connect.cli.ConnectStandalone",
+            str(tmp_path / "worker.properties"),
+            str(tmp_path / "source.properties"),
+            str(tmp_path / "sink.properties"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 90
         got: list[str] = []

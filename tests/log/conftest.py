@@ -1,7 +1,7 @@
 import pytest
+from loghelpers import T0
 
 from tidelog.log import LogConfig, PartitionLog
-from loghelpers import T0
 
 
 class FakeClock:
@@ -35,5 +35,3 @@ def open_log(tmp_path, clock):
             log.close()
         except Exception:  # noqa: BLE001 - a test that already closed or broke its log
             pass
-
-

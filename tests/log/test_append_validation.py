@@ -3,10 +3,10 @@
 import struct
 
 import pytest
+from loghelpers import T0, all_records, batch_of
 
-from tidelog.log import LogAppendError, LogConfig, OffsetOutOfRangeError
+from tidelog.log import LogAppendError, LogConfig, OffsetOutOfRangeError, legacy
 from tidelog.log import compression as C
-from tidelog.log import legacy
 from tidelog.log.records import (
     CRC_OFFSET,
     RECORDS_COUNT_OFFSET,
@@ -17,8 +17,6 @@ from tidelog.log.records import (
     decode_records,
     iter_batches,
 )
-
-from loghelpers import T0, all_records, batch_of
 
 
 def codes(log, data, **kw):
@@ -147,7 +145,9 @@ def test_append_listener_and_before_write(open_log):
 
 
 def test_config_from_properties():
-    cfg = LogConfig.from_properties({"retention.ms": "1000", "cleanup.policy": "compact,delete", "min.insync.replicas": "2"})
+    cfg = LogConfig.from_properties(
+        {"retention.ms": "1000", "cleanup.policy": "compact,delete", "min.insync.replicas": "2"}
+    )
     assert cfg.retention_ms == 1000 and cfg.compact and cfg.delete
     with pytest.raises(ValueError, match="segment.bytes"):
         LogConfig.from_properties({"segment.bytes": "abc"})

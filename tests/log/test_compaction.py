@@ -3,13 +3,13 @@ delete.retention.ms, offsets kept, active segment untouched."""
 
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loghelpers import T0, all_records
 
 from tidelog.log import LogConfig, PartitionLog
 from tidelog.log import compression as C
 from tidelog.log.records import Record, build_batch
-
-from loghelpers import T0, all_records
 
 DAY = 86_400_000
 
@@ -25,7 +25,11 @@ def test_compaction_matches_brute_force(tmp_path_factory, seed):
     keys = [b"k%d" % i for i in range(rng.randint(1, 12))]
     for _ in range(rng.randint(1, 80)):
         recs = [
-            Record(rng.choice(keys), None if rng.random() < 0.15 else b"v%d" % rng.randrange(1000), T0 + rng.randint(0, 1000))
+            Record(
+                rng.choice(keys),
+                None if rng.random() < 0.15 else b"v%d" % rng.randrange(1000),
+                T0 + rng.randint(0, 1000),
+            )
             for _ in range(rng.randint(1, 4))
         ]
         log.append(build_batch(recs, codec=rng.choice([C.NONE, C.GZIP, C.ZSTD])))
@@ -37,11 +41,12 @@ def test_compaction_matches_brute_force(tmp_path_factory, seed):
     after = all_records(log)
     closed = [r for r in before if r.offset < active_base]
     last = {r.key: r.offset for r in closed}
-    want = [
-        r for r in closed
-        if last[r.key] == r.offset and not (r.value is None and expire)
-    ] + [r for r in before if r.offset >= active_base]
-    assert [(r.offset, r.key, r.value, r.timestamp) for r in after] == [(r.offset, r.key, r.value, r.timestamp) for r in want]
+    want = [r for r in closed if last[r.key] == r.offset and not (r.value is None and expire)] + [
+        r for r in before if r.offset >= active_base
+    ]
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in after] == [
+        (r.offset, r.key, r.value, r.timestamp) for r in want
+    ]
     assert log.log_end_offset == before[-1].offset + 1
     # the compacted log survives a restart and stays consistent
     log.close()

@@ -8,7 +8,9 @@ the latest value of each key (and no expired tombstone) is left."""
 
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loghelpers import T0
 
 from tidelog.log import LogConfig, PartitionLog
 from tidelog.log import compression as C
@@ -22,8 +24,6 @@ from tidelog.log.records import (
     iter_batches,
     parse_control_record,
 )
-
-from loghelpers import T0
 
 DAY = 86_400_000
 
@@ -74,10 +74,17 @@ def _open(d, cfg, now):
 
 
 def _txn(log, pid, keys_values, rng=None):
-    log.append_raw(build_batch(
-        [Record(k, v, T0) for k, v in keys_values], producer_id=pid, producer_epoch=0,
-        base_sequence=0, transactional=True, codec=rng.choice([C.NONE, C.GZIP]) if rng else C.NONE,
-    ), now_ms=T0)
+    log.append_raw(
+        build_batch(
+            [Record(k, v, T0) for k, v in keys_values],
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=0,
+            transactional=True,
+            codec=rng.choice([C.NONE, C.GZIP]) if rng else C.NONE,
+        ),
+        now_ms=T0,
+    )
 
 
 def _filler(log, n=6):

@@ -4,7 +4,8 @@ import struct
 
 import cramjam
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tidelog.log import compression as C
 from tidelog.log import legacy

@@ -6,13 +6,12 @@ import random
 import shutil
 
 import pytest
+from loghelpers import T0, all_records, batch_of
 
 from tidelog.log import LogConfig, LogManager, PartitionLog
 from tidelog.log.manager import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, read_checkpoint
 from tidelog.log.records import Record, build_batch
 from tidelog.log.segment import LogSegment
-
-from loghelpers import T0, all_records, batch_of
 
 CFG = LogConfig(segment_bytes=700, index_interval_bytes=50)
 
@@ -22,7 +21,9 @@ def build(path, n=30):
     rng = random.Random(1)
     sizes = []
     for i in range(n):
-        b = build_batch([Record(b"k%d" % i, b"v" * rng.randint(0, 30), T0 + rng.randint(0, 100)) for _ in range(1 + i % 3)])
+        b = build_batch(
+            [Record(b"k%d" % i, b"v" * rng.randint(0, 30), T0 + rng.randint(0, 100)) for _ in range(1 + i % 3)]
+        )
         sizes.append((log.log_end_offset, len(b)))
         log.append(b)
     log.flush()
@@ -51,7 +52,9 @@ def test_truncated_at_every_byte_of_last_batch(tmp_path, caplog):
         rec = PartitionLog.open(d, "t", 0, CFG, lambda: T0)
         assert rec.log_end_offset == last_base
         got = all_records(rec)
-        assert [(r.offset, r.key, r.value) for r in got] == [(r.offset, r.key, r.value) for r in expected if r.offset < last_base]
+        assert [(r.offset, r.key, r.value) for r in got] == [
+            (r.offset, r.key, r.value) for r in expected if r.offset < last_base
+        ]
         # the log goes on from there
         assert rec.append(batch_of(1, T0)).first_offset == last_base
         rec.close()
@@ -210,7 +213,6 @@ def test_time_index_cut_to_whole_entries_is_rebuilt_below_the_recovery_point(tmp
             rec = PartitionLog.open(d, "t", 0, CFG, lambda: T0, clean_shutdown=True)
             assert {ts: rec.offset_for_timestamp(ts) for ts in lookups} == lookups, (path.name, keep)
             rec.close()
-
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,12 @@ import struct
 from pathlib import Path
 
 from crc32c import crc32c
+from loghelpers import T0, all_records, batch_of
 
 from tidelog.log import LogConfig, PartitionLog
-from tidelog.log.epochs import FILE as EPOCH_FILE, LeaderEpochCache
+from tidelog.log.epochs import FILE as EPOCH_FILE
+from tidelog.log.epochs import LeaderEpochCache
 from tidelog.log.records import iter_batches
-from loghelpers import T0, all_records, batch_of
 
 SMALL = LogConfig(segment_bytes=400, index_interval_bytes=100)
 
@@ -86,7 +87,7 @@ def test_leader_stamps_epoch_outside_the_crc(tmp_path, clock):
     for pos, _h in iter_batches(data):
         length = struct.unpack_from(">i", data, pos + 8)[0]
         crc = struct.unpack_from(">I", data, pos + 17)[0]
-        assert crc32c(data[pos + 21: pos + 12 + length]) == crc
+        assert crc32c(data[pos + 21 : pos + 12 + length]) == crc
     assert log.epoch_end(7) == (7, 4)
     assert log.epoch_end(6) == (-1, -1)
 
@@ -106,8 +107,9 @@ def test_follower_copy_is_byte_identical_across_segments(tmp_path, clock):
     assert follower.epochs.entries() == [(1, 0), (2, 18)]
     # follower segments may roll at other points (it appends what one fetch brings); the
     # records, offsets and per-batch bytes are the same
-    assert [(r.offset, r.key, r.value, r.timestamp) for r in records(follower)] == \
-        [(r.offset, r.key, r.value, r.timestamp) for r in all_records(leader)]
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in records(follower)] == [
+        (r.offset, r.key, r.value, r.timestamp) for r in all_records(leader)
+    ]
     a = b"".join(s.log.pread(0, s.size) for s in leader.segments)
     b = b"".join(s.log.pread(0, s.size) for s in follower.segments)
     assert a == b

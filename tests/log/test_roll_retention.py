@@ -1,13 +1,11 @@
 """Rolling (bytes, record time, index full, offset overflow) and retention with a fake clock."""
 
 import pytest
-
-from tidelog.log.errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
+from loghelpers import T0, all_records, batch_of
 
 from tidelog.log import LogConfig
+from tidelog.log.errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
 from tidelog.log.records import Record, build_batch
-
-from loghelpers import T0, all_records, batch_of
 
 HOUR = 3_600_000
 

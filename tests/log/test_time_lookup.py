@@ -3,13 +3,13 @@ many segments; ListOffsets -3 and the v0 offsets_before answer."""
 
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loghelpers import T0, all_records
 
 from tidelog.log import LogConfig, PartitionLog
 from tidelog.log import compression as C
 from tidelog.log.records import Record, build_batch
-
-from loghelpers import T0, all_records
 
 
 def brute_first_at_or_after(records, ts, start=0):

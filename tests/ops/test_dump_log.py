@@ -17,12 +17,15 @@ from tidelog.log.txnindex import AbortedTxn
 
 pytestmark = pytest.mark.interop
 
-BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .* compresscodec: (\w+) crc: \d+ isvalid: (\w+)$")
+BATCH = re.compile(
+    r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .* compresscodec: (\w+) crc: \d+ isvalid: (\w+)$"
+)
 
 
 def dump(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tidelog", "dump-log", *map(str, args)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "tidelog", "dump-log", *map(str, args)], capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +34,9 @@ def segments(tmp_path_factory):
     segments and an index entry for every batch."""
     from broker_process import BrokerProcess
 
-    b = BrokerProcess(tmp_path_factory.mktemp("dump") / "data",
-                      {"log.segment.bytes": "400", "log.index.interval.bytes": "0"}).start()
+    b = BrokerProcess(
+        tmp_path_factory.mktemp("dump") / "data", {"log.segment.bytes": "400", "log.index.interval.bytes": "0"}
+    ).start()
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic("dumped", num_partitions=1, replication_factor=1)])["dumped"].result(10)
     p = Producer({"bootstrap.servers": b.bootstrap, "compression.type": "gzip", "linger.ms": 20})
@@ -40,8 +44,14 @@ def segments(tmp_path_factory):
     for call in range(6):
         for i in range(10):
             n = call * 10 + i
-            p.produce("dumped", key=b"key-%d" % n, value=b"value-%d" % n, headers=[("h", b"%d" % n)],
-                      timestamp=1_700_000_000_000 + n, on_delivery=lambda e, m: e and errors.append(e))
+            p.produce(
+                "dumped",
+                key=b"key-%d" % n,
+                value=b"value-%d" % n,
+                headers=[("h", b"%d" % n)],
+                timestamp=1_700_000_000_000 + n,
+                on_delivery=lambda e, m: e and errors.append(e),
+            )
         p.flush(10)
     assert not errors
     running = dump(*sorted((b.data_dir / "dumped-0").glob("*.index")))  # active index is preallocated
@@ -70,8 +80,10 @@ def test_batches_and_records_of_every_segment(segments):
     assert [(int(b[0]), int(b[1])) for b in batches] == [(10 * i, 10 * i + 9) for i in range(6)]
     assert {b[3] for b in batches} == {"gzip"} and {b[4] for b in batches} == {"true"}
     assert len(records) == 60
-    assert records[42] == ("| offset: 42 CreateTime: 1700000000042 keySize: 6 valueSize: 8 sequence: -1 "
-                           "headerKeys: [h] key: key-42 payload: value-42 headers: h=42")
+    assert records[42] == (
+        "| offset: 42 CreateTime: 1700000000042 keySize: 6 valueSize: 8 sequence: -1 "
+        "headerKeys: [h] key: key-42 payload: value-42 headers: h=42"
+    )
 
 
 def test_index_files_are_consistent_with_their_logs(segments):
@@ -119,10 +131,12 @@ def test_damaged_files_are_reported(segments, tmp_path):
 def test_transaction_markers_and_txnindex(tmp_path):
     log = PartitionLog.open(tmp_path, "txn", 0)
     t = 1_700_000_000_000
-    log.append_raw(build_batch([Record(b"a", b"1", t)], producer_id=7, producer_epoch=0, base_sequence=0,
-                               transactional=True))
-    log.append_raw(build_batch([Record(b"b", b"2", t)], producer_id=8, producer_epoch=0, base_sequence=0,
-                               transactional=True))
+    log.append_raw(
+        build_batch([Record(b"a", b"1", t)], producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+    )
+    log.append_raw(
+        build_batch([Record(b"b", b"2", t)], producer_id=8, producer_epoch=0, base_sequence=0, transactional=True)
+    )
     log.append_control(CONTROL_ABORT, 7, 0, 3, now_ms=t)
     log.append_aborted_txn(AbortedTxn(7, 0, 2, 1))
     log.append_control(CONTROL_COMMIT, 8, 0, 3, now_ms=t)
@@ -130,8 +144,12 @@ def test_transaction_markers_and_txnindex(tmp_path):
     seg = tmp_path / "txn-0" / ("0" * 20)
     res = dump(seg.with_suffix(".log"), "--deep-iteration")
     assert res.returncode == 0, res.stdout
-    assert re.search(r"^baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId: 7 "
-                     r"producerEpoch: 0 partitionLeaderEpoch: -?\d+ isTransactional: true isControl: false", res.stdout, re.M)
+    assert re.search(
+        r"^baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId: 7 "
+        r"producerEpoch: 0 partitionLeaderEpoch: -?\d+ isTransactional: true isControl: false",
+        res.stdout,
+        re.M,
+    )
     assert re.search(r"baseOffset: 2 .*isTransactional: true isControl: true", res.stdout)
     markers = re.findall(r"^\| offset: (\d+) .* endTxnMarker: (\w+) coordinatorEpoch: 3$", res.stdout, re.M)
     assert markers == [("2", "ABORT"), ("3", "COMMIT")]
@@ -140,8 +158,14 @@ def test_transaction_markers_and_txnindex(tmp_path):
     assert res.returncode == 0, res.stdout
     assert "version: 0 producerId: 7 firstOffset: 0 lastOffset: 2 lastStableOffset: 1" in res.stdout
     # an entry naming the COMMIT marker (offset 3) of producer 8 as an abort is inconsistent
-    txn.write_bytes(txn.read_bytes() + bytes.fromhex("0000") + (8).to_bytes(8, "big") + (1).to_bytes(8, "big")
-                    + (3).to_bytes(8, "big") + (4).to_bytes(8, "big"))
+    txn.write_bytes(
+        txn.read_bytes()
+        + bytes.fromhex("0000")
+        + (8).to_bytes(8, "big")
+        + (1).to_bytes(8, "big")
+        + (3).to_bytes(8, "big")
+        + (4).to_bytes(8, "big")
+    )
     res = dump(txn)
     assert res.returncode == 1 and "offset 3 is not an ABORT marker of producer 8" in res.stdout
 
@@ -177,5 +201,8 @@ def test_producer_snapshot_of_a_real_broker(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     lines = [line for line in res.stdout.splitlines() if line.startswith("producerId: ")]
     assert len(lines) == 1
-    assert re.match(r"producerId: \d+ producerEpoch: 0 coordinatorEpoch: -?\d+ currentTxnFirstOffset: None "
-                    r"lastTimestamp: \d+ firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4 ", lines[0])
+    assert re.match(
+        r"producerId: \d+ producerEpoch: 0 coordinatorEpoch: -?\d+ currentTxnFirstOffset: None "
+        r"lastTimestamp: \d+ firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4 ",
+        lines[0],
+    )

@@ -11,11 +11,10 @@ import time
 import urllib.request
 
 import pytest
+from broker_process import free_port
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
-
-from broker_process import free_port
 
 pytestmark = pytest.mark.interop
 
@@ -40,14 +39,16 @@ def test_metrics_match_what_was_produced_fetched_and_committed(broker_factory):
     admin.create_topics([NewTopic("metered", num_partitions=2, replication_factor=1)])["metered"].result(10)
 
     # 3 produce calls per partition, batches of known size: p0 gets 3x10 records, p1 3x5.
-    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 50, "compression.type": "none",
-                  "batch.num.messages": 1000})
+    p = Producer(
+        {"bootstrap.servers": b.bootstrap, "linger.ms": 50, "compression.type": "none", "batch.num.messages": 1000}
+    )
     sent = {0: 0, 1: 0}
     errors = []
 
     def delivered(err, msg):
         if err is not None:
             errors.append(err)
+
     for _ in range(3):
         for part, n in ((0, 10), (1, 5)):
             for i in range(n):
@@ -58,8 +59,9 @@ def test_metrics_match_what_was_produced_fetched_and_committed(broker_factory):
     assert not errors
     before = scrape(mport)
     assert value(before, "tidelog_topic_messages_in_total", topic="metered") == 45
-    size = value(before, "tidelog_log_size_bytes", topic="metered", partition=0) + \
-        value(before, "tidelog_log_size_bytes", topic="metered", partition=1)
+    size = value(before, "tidelog_log_size_bytes", topic="metered", partition=0) + value(
+        before, "tidelog_log_size_bytes", topic="metered", partition=1
+    )
     assert value(before, "tidelog_topic_bytes_in_total", topic="metered") == size
     assert size > 45 * 100
     for part in (0, 1):
@@ -69,13 +71,20 @@ def test_metrics_match_what_was_produced_fetched_and_committed(broker_factory):
     # segment.bytes=2000 and batches of 10 x ~110 bytes: every batch rolls a new segment on p0
     assert value(before, "tidelog_log_segments", topic="metered", partition=0) == 3
     assert value(before, "tidelog_request_latency_seconds_count", api="Produce") >= 6
-    assert value(before, "tidelog_request_latency_seconds_bucket", api="Produce", le="+Inf") == \
-        value(before, "tidelog_request_latency_seconds_count", api="Produce")
+    assert value(before, "tidelog_request_latency_seconds_bucket", api="Produce", le="+Inf") == value(
+        before, "tidelog_request_latency_seconds_count", api="Produce"
+    )
     assert value(before, "tidelog_producer_ids") >= 0  # present even before transactions exist
 
     # A group reads partition 0 entirely and commits offset 7 on partition 1: lag 0 and 8.
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "meter-group", "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "group.id": "meter-group",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     c.assign([TopicPartition("metered", 0, 0)])
     got, deadline = 0, time.monotonic() + 30
     while got < sent[0] and time.monotonic() < deadline:
@@ -83,11 +92,11 @@ def test_metrics_match_what_was_produced_fetched_and_committed(broker_factory):
         if m is not None and not m.error():
             got += 1
     assert got == sent[0]
-    c.commit(offsets=[TopicPartition("metered", 0, sent[0]), TopicPartition("metered", 1, 7)],
-             asynchronous=False)
+    c.commit(offsets=[TopicPartition("metered", 0, sent[0]), TopicPartition("metered", 1, 7)], asynchronous=False)
     after = scrape(mport)
-    assert value(after, "tidelog_topic_bytes_out_total", topic="metered") >= \
-        value(after, "tidelog_log_size_bytes", topic="metered", partition=0)
+    assert value(after, "tidelog_topic_bytes_out_total", topic="metered") >= value(
+        after, "tidelog_log_size_bytes", topic="metered", partition=0
+    )
     assert value(after, "tidelog_group_lag", group="meter-group", topic="metered", partition=0) == 0
     assert value(after, "tidelog_group_lag", group="meter-group", topic="metered", partition=1) == sent[1] - 7
     assert value(after, "tidelog_group_state", group="meter-group", state="Empty") == 1
@@ -98,18 +107,24 @@ def test_metrics_match_what_was_produced_fetched_and_committed(broker_factory):
 
 def test_json_log_lines_and_env_prefix(tmp_path):
     port, mport = free_port(), free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1",
-           "KAFKA_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}", "KAFKA_LOG_DIRS": str(tmp_path / "data"),
-           "KAFKA_METRICS_LISTENER": f"127.0.0.1:{mport}", "KAFKA_LOG_FORMAT": "json"}
-    proc = subprocess.Popen([sys.executable, "-m", "tidelog", "serve", "--env-prefix", "KAFKA_"],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "KAFKA_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
+        "KAFKA_LOG_DIRS": str(tmp_path / "data"),
+        "KAFKA_METRICS_LISTENER": f"127.0.0.1:{mport}",
+        "KAFKA_LOG_FORMAT": "json",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidelog", "serve", "--env-prefix", "KAFKA_"], env=env, stderr=subprocess.PIPE, text=True
+    )
     try:
         lines = []
         for line in proc.stderr:
             lines.append(json.loads(line))
             if "started (cluster" in lines[-1]["msg"]:
                 break
-        assert any(x["msg"].startswith("listening on PLAINTEXT://127.0.0.1:%d" % port) for x in lines), lines
+        assert any(x["msg"].startswith(f"listening on PLAINTEXT://127.0.0.1:{port}") for x in lines), lines
         assert all({"ts", "level", "logger", "msg"} <= set(x) for x in lines)
         assert value(scrape(mport), "tidelog_connections") == 0
     finally:

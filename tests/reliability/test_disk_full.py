@@ -32,8 +32,17 @@ def small_disk(tmp_path):
 
 def produce(boot, values):
     """Produce each value (acks=all, no retries); returns [(value, error code or offset)]."""
-    p = Producer({"bootstrap.servers": boot, "acks": "all", "retries": 0, "enable.idempotence": False,
-                  "message.timeout.ms": 10000, "linger.ms": 0, "batch.num.messages": 1})
+    p = Producer(
+        {
+            "bootstrap.servers": boot,
+            "acks": "all",
+            "retries": 0,
+            "enable.idempotence": False,
+            "message.timeout.ms": 10000,
+            "linger.ms": 0,
+            "batch.num.messages": 1,
+        }
+    )
     out = []
 
     def done(err, msg):
@@ -47,8 +56,15 @@ def produce(boot, values):
 
 
 def consume_all(boot, n_expected):
-    c = Consumer({"bootstrap.servers": boot, "group.id": uuid.uuid4().hex, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "check.crcs": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": boot,
+            "group.id": uuid.uuid4().hex,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "check.crcs": True,
+        }
+    )
     c.assign([TopicPartition(TOPIC, 0, 0)])
     got, deadline = [], time.monotonic() + 30
     while len(got) < n_expected and time.monotonic() < deadline:
@@ -63,8 +79,14 @@ def consume_all(boot, n_expected):
 
 
 def test_disk_full_refuses_writes_keeps_reads_and_recovers(broker_factory, small_disk):
-    b = broker_factory({"log.dirs": str(small_disk), "offsets.topic.num.partitions": "1",
-                        "log.flush.interval.messages": "1", "num.partitions": "1"})
+    b = broker_factory(
+        {
+            "log.dirs": str(small_disk),
+            "offsets.topic.num.partitions": "1",
+            "log.flush.interval.messages": "1",
+            "num.partitions": "1",
+        }
+    )
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": b.bootstrap})

@@ -92,8 +92,12 @@ def stopped_reading(broker_port: int, client: socket.socket) -> bool:
 
 
 def fetch_frame(corr: int) -> bytes:
-    req = fetch.FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=8 << 20, topics=[
-        fetch.FetchRequestTopic(TOPIC, [fetch.FetchRequestPartition(0, 0, 8 << 20)])])
+    req = fetch.FetchRequest(
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=8 << 20,
+        topics=[fetch.FetchRequestTopic(TOPIC, [fetch.FetchRequestPartition(0, 0, 8 << 20)])],
+    )
     body = b"".join(bytes(c) for c in fetch.encode_request(req, 11))
     payload = struct.pack(">hhih", 1, 11, corr, 4) + b"slow" + body
     return struct.pack(">i", len(payload)) + payload
@@ -121,7 +125,7 @@ def test_a_client_that_never_reads_cannot_grow_broker_memory(broker_factory):
     # socket buffers are full and the broker has stopped reading them (that is the point)
     while sent < 200 * len(frames) and time.monotonic() < deadline:
         try:
-            sent += slow.send(frames[sent % len(frames):])
+            sent += slow.send(frames[sent % len(frames) :])
         except BlockingIOError:
             if stopped_reading(b.port, slow):
                 break

@@ -93,7 +93,9 @@ def pristine_dir(scratch):
             if i == 40:  # an aborted transaction: 2 transactional batches, then the ABORT marker
                 first = log.log_end_offset
                 log.append(build_batch(recs, producer_id=9, producer_epoch=0, base_sequence=0, transactional=True))
-                log.append(build_batch(recs, producer_id=9, producer_epoch=0, base_sequence=len(recs), transactional=True))
+                log.append(
+                    build_batch(recs, producer_id=9, producer_epoch=0, base_sequence=len(recs), transactional=True)
+                )
                 marker = log.append_control(CONTROL_ABORT, 9, 0, 0, now_ms=T0 + 300)
                 log.append_aborted_txn(AbortedTxn(9, first, marker.last_offset, marker.last_offset + 1))
                 continue

@@ -24,8 +24,14 @@ def garble_tail(path, rng, lo=0.5):
 
 
 def read_values(boot, n_max):
-    c = Consumer({"bootstrap.servers": boot, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest",
-                  "isolation.level": "read_committed"})
+    c = Consumer(
+        {
+            "bootstrap.servers": boot,
+            "group.id": uuid.uuid4().hex,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
     c.assign([TopicPartition(TOPIC, 0, 0)])
     got, idle = [], 0
     while idle < 3 and len(got) < n_max:
@@ -38,8 +44,14 @@ def read_values(boot, n_max):
 
 def test_garbled_internal_and_data_files_after_a_crash(broker_factory):
     rng = random.Random(5)
-    b = broker_factory({"log.flush.interval.messages": "1", "offsets.topic.num.partitions": "1",
-                        "transaction.state.log.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"})
+    b = broker_factory(
+        {
+            "log.flush.interval.messages": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+    )
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(20)
     p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "acks": "all"})
@@ -61,8 +73,14 @@ def test_garbled_internal_and_data_files_after_a_crash(broker_factory):
     b.kill()
 
     damaged = {}
-    for pattern in ("__consumer_offsets-0/*.log", "__transaction_state-0/*.log", f"{TOPIC}-0/*.log",
-                    f"{TOPIC}-0/*.snapshot", f"{TOPIC}-0/*.index", "recovery-point-offset-checkpoint"):
+    for pattern in (
+        "__consumer_offsets-0/*.log",
+        "__transaction_state-0/*.log",
+        f"{TOPIC}-0/*.log",
+        f"{TOPIC}-0/*.snapshot",
+        f"{TOPIC}-0/*.index",
+        "recovery-point-offset-checkpoint",
+    ):
         files = sorted(b.data_dir.glob(pattern))
         files = [f for f in files if f.stat().st_size > 0]
         if files:

@@ -48,8 +48,14 @@ def test_soak_rss_does_not_grow(broker_factory):
         p.flush(30)
 
     def consumer(i):
-        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"soak-{i}", "enable.auto.commit": False,
-                      "auto.offset.reset": "latest"})
+        c = Consumer(
+            {
+                "bootstrap.servers": b.bootstrap,
+                "group.id": f"soak-{i}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+            }
+        )
         c.assign([TopicPartition(TOPIC, i % 5, -1)])
         while not stop.is_set():
             for m in c.consume(200, 0.5):
@@ -75,8 +81,10 @@ def test_soak_rss_does_not_grow(broker_factory):
             t.join(60)
     q = max(1, len(samples) // 4)
     second, last = max(samples[q : 2 * q]), max(samples[-q:])
-    print(f"soak {SECONDS}s: produced {sum(produced)}, consumed {sum(consumed)}, "
-          f"RSS {samples[0]:.0f} -> {second:.0f} (2nd quarter max) -> {last:.0f} MB (last quarter max)")
+    print(
+        f"soak {SECONDS}s: produced {sum(produced)}, consumed {sum(consumed)}, "
+        f"RSS {samples[0]:.0f} -> {second:.0f} (2nd quarter max) -> {last:.0f} MB (last quarter max)"
+    )
     assert not errors, errors[:5]
     assert all(c > 0 for c in consumed), consumed
     assert last - second < 32, f"RSS still growing: {samples}"

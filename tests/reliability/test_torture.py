@@ -86,8 +86,16 @@ def committed(boot) -> dict[int, int]:
 
 def read_all(boot, isolation: str) -> list[tuple[int, int, str]]:
     marks = watermarks(boot)
-    c = Consumer({"bootstrap.servers": boot, "group.id": uuid.uuid4().hex, "isolation.level": isolation,
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "check.crcs": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": boot,
+            "group.id": uuid.uuid4().hex,
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "check.crcs": True,
+        }
+    )
     c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     out, done, deadline = [], set(), time.monotonic() + 90
     while len(done) < PARTITIONS and time.monotonic() < deadline:
@@ -108,9 +116,16 @@ def test_sigkill_torture(broker_factory, tmp_path):
     rng = random.Random(seed)
     print(f"torture seed {seed}, {KILLS} kills")
     flush = {} if DEFAULT_FLUSH else {"log.flush.interval.messages": "1"}
-    b = broker_factory({**flush, "num.partitions": str(PARTITIONS),
-                        "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3",
-                        "group.initial.rebalance.delay.ms": "0", "log.segment.bytes": "262144"})
+    b = broker_factory(
+        {
+            **flush,
+            "num.partitions": str(PARTITIONS),
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+            "group.initial.rebalance.delay.ms": "0",
+            "log.segment.bytes": "262144",
+        }
+    )
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(20)
     stop = tmp_path / "stop"
@@ -118,8 +133,14 @@ def test_sigkill_torture(broker_factory, tmp_path):
     for role in ("idempotent", "transactional", "consumer"):
         out = tmp_path / f"{role}.jsonl"
         err = open(tmp_path / f"{role}.log", "w")
-        procs[role] = (subprocess.Popen([sys.executable, str(CLIENTS), role, b.bootstrap, TOPIC, str(out), str(stop)],
-                                        stdout=err, stderr=subprocess.STDOUT), out)
+        procs[role] = (
+            subprocess.Popen(
+                [sys.executable, str(CLIENTS), role, b.bootstrap, TOPIC, str(out), str(stop)],
+                stdout=err,
+                stderr=subprocess.STDOUT,
+            ),
+            out,
+        )
     behind, unsynced = [], []
     try:
         time.sleep(2)
@@ -150,9 +171,11 @@ def test_sigkill_torture(broker_factory, tmp_path):
     # SIGKILL loses none of them (the page cache survives the process); an OS crash or power
     # loss at that moment could have lost up to this many acknowledged records.
     if DEFAULT_FLUSH:
-        print(f"default flush: acknowledged records above the checkpointed recovery point at each kill "
-              f"(what an OS crash then could lose, at worst): max {max(unsynced)}, "
-              f"mean {sum(unsynced) / len(unsynced):.0f}")
+        print(
+            f"default flush: acknowledged records above the checkpointed recovery point at each kill "
+            f"(what an OS crash then could lose, at worst): max {max(unsynced)}, "
+            f"mean {sum(unsynced) / len(unsynced):.0f}"
+        )
 
     final = read_all(b.bootstrap, "read_committed")
     raw = read_all(b.bootstrap, "read_uncommitted")
@@ -160,9 +183,11 @@ def test_sigkill_torture(broker_factory, tmp_path):
     txns = records(procs["transactional"][1])
     seen = records(procs["consumer"][1])
     acked = [r for r in idem if "acked" in r]
-    print(f"kills {KILLS}: {len(acked)} idempotent records acked, {len(txns)} transactions "
-          f"({Counter(t['outcome'] for t in txns)}), {len(final)} records read_committed, "
-          f"{len(raw)} read_uncommitted, consumer received {sum(1 for r in seen if 'v' in r)}")
+    print(
+        f"kills {KILLS}: {len(acked)} idempotent records acked, {len(txns)} transactions "
+        f"({Counter(t['outcome'] for t in txns)}), {len(final)} records read_committed, "
+        f"{len(raw)} read_uncommitted, consumer received {sum(1 for r in seen if 'v' in r)}"
+    )
     assert len(acked) > 100 and sum(1 for t in txns if t["outcome"] == "committed") > 10
 
     by_offset = {(p, o): v for p, o, v in raw}

@@ -36,9 +36,17 @@ def writer(path):
 
 
 def idempotent(boot, topic, emit, stop):
-    p = Producer({"bootstrap.servers": boot, "enable.idempotence": True, "acks": "all",
-                  "linger.ms": 5, "message.timeout.ms": 120000, "reconnect.backoff.max.ms": 200,
-                  "client.id": "torture-idempotent"})
+    p = Producer(
+        {
+            "bootstrap.servers": boot,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 120000,
+            "reconnect.backoff.max.ms": 200,
+            "client.id": "torture-idempotent",
+        }
+    )
 
     def done(err, msg):
         if err is None:
@@ -61,9 +69,17 @@ def transactional(boot, topic, emit, stop):
     rng = random.Random(os.getpid())
 
     def make():
-        p = Producer({"bootstrap.servers": boot, "transactional.id": "torture-txn", "acks": "all",
-                      "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
-                      "reconnect.backoff.max.ms": 200, "client.id": "torture-txn"})
+        p = Producer(
+            {
+                "bootstrap.servers": boot,
+                "transactional.id": "torture-txn",
+                "acks": "all",
+                "transaction.timeout.ms": 60000,
+                "message.timeout.ms": 60000,
+                "reconnect.backoff.max.ms": 200,
+                "client.id": "torture-txn",
+            }
+        )
         while True:
             try:
                 p.init_transactions(30)
@@ -110,8 +126,7 @@ def transactional(boot, topic, emit, stop):
                     continue
                 except KafkaException:
                     pass
-            emit({"txn": n, "values": values, "outcome": "uncertain" if commit_called else "aborted",
-                  "why": str(err)})
+            emit({"txn": n, "values": values, "outcome": "uncertain" if commit_called else "aborted", "why": str(err)})
             try:
                 p.flush(5)
             except Exception:  # noqa: BLE001
@@ -121,9 +136,18 @@ def transactional(boot, topic, emit, stop):
 
 
 def consumer(boot, topic, emit, stop):
-    c = Consumer({"bootstrap.servers": boot, "group.id": "torture-group", "isolation.level": "read_committed",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 45000,
-                  "reconnect.backoff.max.ms": 200, "client.id": "torture-consumer"})
+    c = Consumer(
+        {
+            "bootstrap.servers": boot,
+            "group.id": "torture-group",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 45000,
+            "reconnect.backoff.max.ms": 200,
+            "client.id": "torture-consumer",
+        }
+    )
     c.subscribe([topic])
     idle_since = None
     while True:
@@ -148,7 +172,9 @@ def consumer(boot, topic, emit, stop):
 
 def main() -> None:
     role, boot, topic, out, stop = sys.argv[1:6]
-    {"idempotent": idempotent, "transactional": transactional, "consumer": consumer}[role](boot, topic, writer(out), stop)
+    {"idempotent": idempotent, "transactional": transactional, "consumer": consumer}[role](
+        boot, topic, writer(out), stop
+    )
 
 
 if __name__ == "__main__":

@@ -22,12 +22,56 @@ def _run(*args: str, cwd: Path) -> None:
 
 def make_pki(d: Path) -> Pki:
     d.mkdir(parents=True, exist_ok=True)
-    _run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-         "-subj", "/CN=tidelog-test-ca", cwd=d)
+    _run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=tidelog-test-ca",
+        cwd=d,
+    )
     (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name, subj, ext in (("server", "/CN=localhost", ["-extfile", "san.ext"]), ("client", "/O=tidelog/CN=client", [])):
-        _run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subj, cwd=d)
-        _run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", f"{name}.pem", "-days", "2", *ext, cwd=d)
+    for name, subj, ext in (
+        ("server", "/CN=localhost", ["-extfile", "san.ext"]),
+        ("client", "/O=tidelog/CN=client", []),
+    ):
+        _run(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subj,
+            cwd=d,
+        )
+        _run(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.pem",
+            "-days",
+            "2",
+            *ext,
+            cwd=d,
+        )
     (d / "server-keystore.pem").write_text((d / "server.key").read_text() + (d / "server.pem").read_text())
     return Pki(d / "ca.pem", d / "server-keystore.pem", d / "client.pem", d / "client.key")

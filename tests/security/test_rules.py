@@ -8,34 +8,51 @@ from types import SimpleNamespace
 
 import pytest
 
-from tidelog.wire.frame import FrameDecoder
-from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
+from tidelog.server.broker import Broker
 from tidelog.server.router import NO_RESPONSE
-from tidelog.server.security.acls import AclBinding, Operation as Op, PatternType as P, Permission, ResourceType as R
+from tidelog.server.security.acls import AclBinding, Permission
+from tidelog.server.security.acls import Operation as Op
+from tidelog.server.security.acls import PatternType as P
+from tidelog.server.security.acls import ResourceType as R
 from tidelog.server.security.rules import RULES, Partial, Reply
 from tidelog.server.security.session import Session
 from tidelog.wire import control
+from tidelog.wire.frame import FrameDecoder
 from tidelog.wire.schemas import request_schema
 
 
 @pytest.fixture
 def broker(tmp_path):
-    config = load_config(None, [f"log.dirs={tmp_path}", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
-                                "authorizer.class.name=tidelog", "super.users=User:root"])
+    config = load_config(
+        None,
+        [
+            f"log.dirs={tmp_path}",
+            "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+            "authorizer.class.name=tidelog",
+            "super.users=User:root",
+        ],
+    )
     return Broker(config)
 
 
 def session_for(broker, principal: str) -> Session:
-    conn = SimpleNamespace(peer=("10.1.1.1", 5555), transport=None, listener_name="SASL_PLAINTEXT",
-                           close_with=lambda reason: None, decoder=FrameDecoder(10**8))
+    conn = SimpleNamespace(
+        peer=("10.1.1.1", 5555),
+        transport=None,
+        listener_name="SASL_PLAINTEXT",
+        close_with=lambda reason: None,
+        decoder=FrameDecoder(10**8),
+    )
     s = broker.security.session(conn)
     s._principal, s.authenticated = principal, True
     return s
 
 
 def grant(broker, rt, name, op, principal="User:alice"):
-    broker.security.acls.add([AclBinding(int(rt), name, int(P.LITERAL), principal, "*", int(op), int(Permission.ALLOW))])
+    broker.security.acls.add(
+        [AclBinding(int(rt), name, int(P.LITERAL), principal, "*", int(op), int(Permission.ALLOW))]
+    )
 
 
 def run(broker, session, api_key, version, data):
@@ -70,10 +87,21 @@ def test_txn_rules(broker):
     grant(broker, R.TRANSACTIONAL_ID, "t1", Op.WRITE)
     assert run(broker, alice, 22, 4, {"transactional_id": "t1", "transaction_timeout": 60000})[0] is None
 
-    verdict, _ = run(broker, alice, 24, 3, {"v3_and_below_transactional_id": "t1", "v3_and_below_topics": [
-        {"name": "orders", "partitions": [0]}, {"name": "secret", "partitions": [0, 1]}]})
-    codes = {(t["name"], p["partition_index"]): p["partition_error_code"]
-             for t in verdict.response["results_by_topic_v3_and_below"] for p in t["results_by_partition"]}
+    verdict, _ = run(
+        broker,
+        alice,
+        24,
+        3,
+        {
+            "v3_and_below_transactional_id": "t1",
+            "v3_and_below_topics": [{"name": "orders", "partitions": [0]}, {"name": "secret", "partitions": [0, 1]}],
+        },
+    )
+    codes = {
+        (t["name"], p["partition_index"]): p["partition_error_code"]
+        for t in verdict.response["results_by_topic_v3_and_below"]
+        for p in t["results_by_partition"]
+    }
     assert codes == {("orders", 0): 55, ("secret", 0): 29, ("secret", 1): 29}  # OPERATION_NOT_ATTEMPTED
     verdict, _ = run(broker, alice, 24, 5, {"transactions": []})
     assert code(verdict.response["error_code"]) == 31  # v4+ is broker-to-broker: ClusterAction
@@ -84,23 +112,60 @@ def test_txn_rules(broker):
     assert run(broker, alice, 25, 3, {"transactional_id": "t1", "group_id": "g"})[0] is None
     verdict, _ = run(broker, alice, 26, 3, {"transactional_id": "t2", "committed": True})
     assert code(verdict.response["error_code"]) == 53
-    verdict, _ = run(broker, alice, 27, 1, {"markers": [{"producer_id": 7, "topics": [
-        {"name": "orders", "partition_indexes": [0, 1]}]}]})
+    verdict, _ = run(
+        broker,
+        alice,
+        27,
+        1,
+        {"markers": [{"producer_id": 7, "topics": [{"name": "orders", "partition_indexes": [0, 1]}]}]},
+    )
     assert [p["error_code"] for p in verdict.response["markers"][0]["topics"][0]["partitions"]] == [31, 31]
 
-    verdict, req = run(broker, alice, 28, 3, {"transactional_id": "t1", "group_id": "g", "topics": [
-        {"name": "orders", "partitions": [{"partition_index": 0}]},
-        {"name": "secret", "partitions": [{"partition_index": 0}]}]})
+    verdict, req = run(
+        broker,
+        alice,
+        28,
+        3,
+        {
+            "transactional_id": "t1",
+            "group_id": "g",
+            "topics": [
+                {"name": "orders", "partitions": [{"partition_index": 0}]},
+                {"name": "secret", "partitions": [{"partition_index": 0}]},
+            ],
+        },
+    )
     grant(broker, R.TOPIC, "orders", Op.READ)
-    verdict, req = run(broker, alice, 28, 3, {"transactional_id": "t1", "group_id": "g", "topics": [
-        {"name": "orders", "partitions": [{"partition_index": 0}]},
-        {"name": "secret", "partitions": [{"partition_index": 0}]}]})
+    verdict, req = run(
+        broker,
+        alice,
+        28,
+        3,
+        {
+            "transactional_id": "t1",
+            "group_id": "g",
+            "topics": [
+                {"name": "orders", "partitions": [{"partition_index": 0}]},
+                {"name": "secret", "partitions": [{"partition_index": 0}]},
+            ],
+        },
+    )
     assert isinstance(verdict, Partial) and [t.name for t in verdict.request.topics] == ["orders"]
-    merged = verdict.merge({"throttle_time": 0, "topics": [{"name": "orders", "partitions": [
-        {"partition_index": 0, "error_code": 0}]}]})
+    merged = verdict.merge(
+        {"throttle_time": 0, "topics": [{"name": "orders", "partitions": [{"partition_index": 0, "error_code": 0}]}]}
+    )
     assert [(t["name"], t["partitions"][0]["error_code"]) for t in merged["topics"]] == [("orders", 0), ("secret", 29)]
-    verdict, _ = run(broker, alice, 28, 3, {"transactional_id": "t9", "group_id": "g", "topics": [
-        {"name": "orders", "partitions": [{"partition_index": 0}]}]})
+    verdict, _ = run(
+        broker,
+        alice,
+        28,
+        3,
+        {
+            "transactional_id": "t9",
+            "group_id": "g",
+            "topics": [{"name": "orders", "partitions": [{"partition_index": 0}]}],
+        },
+    )
     assert verdict.response["topics"][0]["partitions"][0]["error_code"] == 53
 
 
@@ -112,9 +177,15 @@ def test_produce_rule_transactional_and_acks0(broker):
     ctx = SimpleNamespace(api_version=9, broker=broker, connection=alice.conn)
 
     def req(txn, acks=-1):
-        return c.ProduceRequest(acks, 1000, [c.ProduceRequestTopic("orders", [c.ProduceRequestPartition(0, b"x")]),
-                                             c.ProduceRequestTopic("secret", [c.ProduceRequestPartition(0, b"x")])],
-                                transactional_id=txn)
+        return c.ProduceRequest(
+            acks,
+            1000,
+            [
+                c.ProduceRequestTopic("orders", [c.ProduceRequestPartition(0, b"x")]),
+                c.ProduceRequestTopic("secret", [c.ProduceRequestPartition(0, b"x")]),
+            ],
+            transactional_id=txn,
+        )
 
     verdict = RULES[0](alice, ctx, req("t-unknown"))
     assert {p.error_code for t in verdict.response.responses for p in t.partition_responses} == {53}
@@ -128,16 +199,31 @@ def test_produce_rule_transactional_and_acks0(broker):
 
 def test_super_user_passes_everything(broker):
     root = session_for(broker, "User:root")
-    for key, version, data in ((22, 4, {"transactional_id": "x"}), (27, 1, {"markers": []}), (29, 1, {}),
-                               (51, 0, {}), (11, 5, {"group_id": "g"}), (10, 3, {"key": "g"})):
+    for key, version, data in (
+        (22, 4, {"transactional_id": "x"}),
+        (27, 1, {"markers": []}),
+        (29, 1, {}),
+        (51, 0, {}),
+        (11, 5, {"group_id": "g"}),
+        (10, 3, {"key": "g"}),
+    ):
         assert run(broker, root, key, version, data)[0] is None
 
 
 def test_authorized_operations_bit_fields(broker):
     alice = session_for(broker, "User:alice")
     grant(broker, R.TOPIC, "orders", Op.READ)
-    verdict, _ = run(broker, alice, 3, 10, {"topics": [{"name": "orders"}], "allow_auto_topic_creation": False,
-                                            "include_topic_authorized_operations": True})
+    verdict, _ = run(
+        broker,
+        alice,
+        3,
+        10,
+        {
+            "topics": [{"name": "orders"}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": True,
+        },
+    )
     merged = verdict.merge({"topics": [{"name": "orders", "error_code": 0, "partitions": []}]})
     assert merged["topics"][0]["topic_authorized_operations"] == (1 << 3) | (1 << 8)  # READ, DESCRIBE
     verdict, _ = run(broker, alice, 3, 10, {"topics": [{"name": "orders"}], "allow_auto_topic_creation": False})
@@ -148,8 +234,9 @@ def test_authorized_operations_bit_fields(broker):
     assert ops == sum(1 << o for o in (5, 7, 8, 9, 10, 11, 12))
     grant(broker, R.GROUP, "g", Op.READ)
     verdict, _ = run(broker, alice, 15, 5, {"groups": ["g"], "include_authorized_operations": True})
-    assert verdict.merge({"groups": [{"group_id": "g", "error_code": 0}]})["groups"][0]["authorized_operations"] == \
-        (1 << 3) | (1 << 8)
+    assert verdict.merge({"groups": [{"group_id": "g", "error_code": 0}]})["groups"][0]["authorized_operations"] == (
+        1 << 3
+    ) | (1 << 8)
 
 
 def test_every_refusal_encodes_in_every_version(broker):
@@ -165,9 +252,21 @@ def test_every_refusal_encodes_in_every_version(broker):
             cls = request_schema(api_key, version)
             if cls is None or response_schema(api_key, version) is None:
                 continue
-            req = control.build(cls, {"topics": [], "groups": [], "group_id": "g", "key": "k",
-                                      "transactional_id": "t", "resources": [], "creations": [{}],
-                                      "filters": [{}], "markers": [], "coordinator_keys": ["k"]})
+            req = control.build(
+                cls,
+                {
+                    "topics": [],
+                    "groups": [],
+                    "group_id": "g",
+                    "key": "k",
+                    "transactional_id": "t",
+                    "resources": [],
+                    "creations": [{}],
+                    "filters": [{}],
+                    "markers": [],
+                    "coordinator_keys": ["k"],
+                },
+            )
             ctx = SimpleNamespace(api_version=version, broker=broker, connection=nobody.conn)
             verdict = fn(nobody, ctx, req)
             if isinstance(verdict, Reply) and verdict.response is not NO_RESPONSE:

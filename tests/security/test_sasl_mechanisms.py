@@ -27,8 +27,9 @@ def test_rfc7677_example_both_directions():
     first = server.step(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
     assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
     assert not server.complete
-    final = server.step(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    final = server.step(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert server.complete and server.username == "user"
     with pytest.raises(SaslFailure):
@@ -69,17 +70,20 @@ def test_scram_round_trip_and_wrong_password(tmp_path, mechanism):
             assert not server.complete
 
 
-@pytest.mark.parametrize("first,final,match", [
-    (b"n,,n=nobody,r=x", None, "invalid credentials"),
-    (b"p=tls-unique,,n=user,r=x", None, "channel binding"),
-    (b"n,,r=x", None, "lacks"),
-    (b"n,,n=user,r=", None, "non-empty r="),  # RFC 5802: the client nonce is required
-    (b"n,,n=us=er,r=x", None, "username"),
-    (b"n,a=other,n=user,r=x", None, "authorization id"),
-    (b"n,,n=user,r=x", b"c=biws,r=x-not-the-nonce,p=AAAA", "nonce"),
-    (b"n,,n=user,r=x", b"c=biws,r=x%s", "lacks p="),
-    (b"\xff\xfe", None, "invalid SCRAM"),
-])
+@pytest.mark.parametrize(
+    "first,final,match",
+    [
+        (b"n,,n=nobody,r=x", None, "invalid credentials"),
+        (b"p=tls-unique,,n=user,r=x", None, "channel binding"),
+        (b"n,,r=x", None, "lacks"),
+        (b"n,,n=user,r=", None, "non-empty r="),  # RFC 5802: the client nonce is required
+        (b"n,,n=us=er,r=x", None, "username"),
+        (b"n,a=other,n=user,r=x", None, "authorization id"),
+        (b"n,,n=user,r=x", b"c=biws,r=x-not-the-nonce,p=AAAA", "nonce"),
+        (b"n,,n=user,r=x", b"c=biws,r=x%s", "lacks p="),
+        (b"\xff\xfe", None, "invalid SCRAM"),
+    ],
+)
 def test_scram_malformed_or_unknown(first, final, match):
     server = ScramServer("SCRAM-SHA-256", rfc_store(), nonce=lambda: "s")
     if final is None:
@@ -98,15 +102,18 @@ def test_scram_channel_binding_header_must_match():
         server.step(b"c=eSws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=AAAA")
 
 
-@pytest.mark.parametrize("token,user,error", [
-    (b"\x00admin\x00admin-secret", "admin", None),
-    (b"admin\x00admin\x00admin-secret", "admin", None),
-    (b"other\x00admin\x00admin-secret", None, "authorization id"),
-    (b"\x00admin\x00wrong", None, "Invalid username or password"),
-    (b"\x00ghost\x00admin-secret", None, "Invalid username or password"),
-    (b"\x00\x00x", None, "username not specified"),
-    (b"\x00admin", None, "invalid SASL/PLAIN"),
-])
+@pytest.mark.parametrize(
+    "token,user,error",
+    [
+        (b"\x00admin\x00admin-secret", "admin", None),
+        (b"admin\x00admin\x00admin-secret", "admin", None),
+        (b"other\x00admin\x00admin-secret", None, "authorization id"),
+        (b"\x00admin\x00wrong", None, "Invalid username or password"),
+        (b"\x00ghost\x00admin-secret", None, "Invalid username or password"),
+        (b"\x00\x00x", None, "username not specified"),
+        (b"\x00admin", None, "invalid SASL/PLAIN"),
+    ],
+)
 def test_plain(token, user, error):
     server = PlainServer({"admin": "admin-secret"})
     if error:

@@ -11,11 +11,13 @@ from tidelog.log.manager import RECOVERY_POINT_CHECKPOINT, read_checkpoint
 
 
 def test_recovery_point_checkpointed_periodically_and_used_after_kill(broker_factory):
-    b = broker_factory({
-        "log.flush.interval.messages": "1",
-        "log.flush.offset.checkpoint.interval.ms": "200",
-        "num.partitions": "1",
-    }).start()
+    b = broker_factory(
+        {
+            "log.flush.interval.messages": "1",
+            "log.flush.offset.checkpoint.interval.ms": "200",
+            "num.partitions": "1",
+        }
+    ).start()
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
     for i in range(20):
         p.produce("ckpt", value=b"v%d" % i)

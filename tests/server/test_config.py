@@ -16,20 +16,36 @@ def test_defaults_and_overrides(tmp_path):
     assert str(cfg.log_dirs[0]) == "/x"
 
 
-@pytest.mark.parametrize("override,needle", [
-    ("num.partitions=zero", "num.partitions"),
-    ("listeners=nowhere", "listeners"),
-    ("log.message.timestamp.type=Tomorrow", "log.message.timestamp.type"),
-    ("auto.create.topics.enable=maybe", "auto.create.topics.enable"),
-])
+@pytest.mark.parametrize(
+    "override,needle",
+    [
+        ("num.partitions=zero", "num.partitions"),
+        ("listeners=nowhere", "listeners"),
+        ("log.message.timestamp.type=Tomorrow", "log.message.timestamp.type"),
+        ("auto.create.topics.enable=maybe", "auto.create.topics.enable"),
+    ],
+)
 def test_invalid_values_refused(override, needle):
     with pytest.raises(ConfigError, match=needle):
         load_config(None, [override])
 
 
 def test_serve_refuses_invalid_config_with_clear_message(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "tidelog", "serve", "--override", "message.max.bytes=-5",
-                          "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tidelog",
+            "serve",
+            "--override",
+            "message.max.bytes=-5",
+            "--override",
+            f"log.dirs={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 2
     assert "message.max.bytes" in out.stderr
 

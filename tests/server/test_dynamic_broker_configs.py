@@ -6,8 +6,15 @@ restart; static-only keys and bad values refused."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
-                                   NewTopic, ResourceType)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
 
 
 def describe(admin: AdminClient, rtype, name: str) -> dict:
@@ -19,17 +26,34 @@ def alter(admin: AdminClient, name: str, *entries: tuple[str, str | None], boots
     """IncrementalAlterConfigs on a BROKER resource: confluent-kafka for a broker id; the
     cluster-wide default ("", which confluent-kafka refuses to name) with a raw request."""
     if name:
-        ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
-                           else AlterConfigOpType.DELETE) for k, v in entries]
+        ops = [
+            ConfigEntry(
+                k, v, incremental_operation=AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE
+            )
+            for k, v in entries
+        ]
         res = ConfigResource(ResourceType.BROKER, name, incremental_configs=ops)
         admin.incremental_alter_configs([res])[res].result(20)
         return
     from tidelog.cli.client import KafkaClient
 
     with KafkaClient(bootstrap) as client:
-        r = client.request(44, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
-            {"name": k, "config_operation": 0 if v is not None else 1, "value": v} for k, v in entries]}],
-            "validate_only": False}, version=1)
+        r = client.request(
+            44,
+            {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": "",
+                        "configs": [
+                            {"name": k, "config_operation": 0 if v is not None else 1, "value": v} for k, v in entries
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+            version=1,
+        )
     code = r.responses[0].error_code.value
     if code:
         raise RuntimeError(f"error {code}: {r.responses[0].error_message}")
@@ -37,7 +61,9 @@ def alter(admin: AdminClient, name: str, *entries: tuple[str, str | None], boots
 
 def test_cluster_default_and_per_broker_values_apply_to_topics_and_survive_a_restart(broker):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic("dyn", 1, 1), NewTopic("own", 1, 1, config={"retention.ms": "1000"})])["dyn"].result(20)
+    admin.create_topics([NewTopic("dyn", 1, 1), NewTopic("own", 1, 1, config={"retention.ms": "1000"})])["dyn"].result(
+        20
+    )
     assert describe(admin, ResourceType.TOPIC, "dyn")["retention.ms"].value == str(7 * 24 * 3600 * 1000)
     alter(admin, "", ("log.retention.ms", "3600000"), bootstrap=broker.bootstrap)  # every broker's default
     topic = describe(admin, ResourceType.TOPIC, "dyn")["retention.ms"]

@@ -21,9 +21,19 @@ def _request(api_key: int, version: int, correlation: int, body: bytes) -> bytes
 
 
 def _fetch_body(topic: str, offset: int, max_bytes: int, version: int) -> bytes:
-    req = codec.FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, topics=[
-        codec.FetchRequestTopic(topic=topic, partitions=[
-            codec.FetchRequestPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes)])])
+    req = codec.FetchRequest(
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=max_bytes,
+        topics=[
+            codec.FetchRequestTopic(
+                topic=topic,
+                partitions=[
+                    codec.FetchRequestPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes)
+                ],
+            )
+        ],
+    )
     return b"".join(bytes(c) for c in codec.encode_request(req, version))
 
 
@@ -57,9 +67,11 @@ def test_large_fetch_is_the_segment_bytes_and_keeps_order_with_a_slow_reader(bro
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         # A large fetch, then another fetch and an ApiVersions, pipelined; read nothing for a
         # while so the broker's socket fills and the sendfile has to wait for writability.
-        s.sendall(_request(1, 11, 1, _fetch_body(topic, 0, 64 << 20, 11))
-                  + _request(1, 11, 2, _fetch_body(topic, 5000, 4096, 11))
-                  + _request(18, 0, 3, b""))
+        s.sendall(
+            _request(1, 11, 1, _fetch_body(topic, 0, 64 << 20, 11))
+            + _request(1, 11, 2, _fetch_body(topic, 5000, 4096, 11))
+            + _request(18, 0, 3, b"")
+        )
         time.sleep(1.0)
         first, second, third = _read_frame(s), _read_frame(s), _read_frame(s)
     assert [_I32.unpack_from(f)[0] for f in (first, second, third)] == [1, 2, 3]
@@ -76,7 +88,9 @@ def test_old_fetch_versions_still_convert(broker):
     topic = "zc-old"
     _produce(broker.bootstrap, topic, 100, 100)
     with socket.create_connection(("127.0.0.1", broker.port)) as s:
-        s.sendall(_request(1, 3, 7, _fetch_body(topic, 0, 1 << 20, 3)) + _request(1, 4, 8, _fetch_body(topic, 0, 1 << 20, 4)))
+        s.sendall(
+            _request(1, 3, 7, _fetch_body(topic, 0, 1 << 20, 3)) + _request(1, 4, 8, _fetch_body(topic, 0, 1 << 20, 4))
+        )
         old, new = _read_frame(s), _read_frame(s)
     assert _I32.unpack_from(old)[0] == 7 and _I32.unpack_from(new)[0] == 8
     recs_old = bytes(codec.decode_response(memoryview(old)[4:], 3).responses[0].partitions[0].records[0])

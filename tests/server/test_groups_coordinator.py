@@ -6,19 +6,18 @@ its loop time, however loaded the machine is."""
 import asyncio
 
 import pytest
+from virtual_time import VirtualTimePolicy
 
-
-from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
 from tidelog.groups import GroupCoordinator
 from tidelog.groups.records import OffsetValue
 from tidelog.groups.state import GroupState as S
 from tidelog.groups.store import MemoryGroupLog
-from virtual_time import VirtualTimePolicy
+from tidelog.server.broker import Broker
 
 # pytest-asyncio 1.x deprecates overriding this fixture for a loop factory hook that applies to
 # every test of a session; this module alone runs on virtual time, so the fixture stays.
-pytestmark = pytest.mark.filterwarnings("ignore:Overriding the \"event_loop_policy\" fixture:DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings('ignore:Overriding the "event_loop_policy" fixture:DeprecationWarning')
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +30,13 @@ SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
 
 
 def make(tmp_path, backend=None, **overrides):
-    conf = {"log.dirs": str(tmp_path), "group.initial.rebalance.delay.ms": "0",
-            "group.min.session.timeout.ms": "10", "offsets.topic.num.partitions": "3", **overrides}
+    conf = {
+        "log.dirs": str(tmp_path),
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "10",
+        "offsets.topic.num.partitions": "3",
+        **overrides,
+    }
     broker = Broker(load_config(None, [f"{k}={v}" for k, v in conf.items()]))
     # the in-memory backend instead of the data path
     coord = GroupCoordinator(broker.config, broker.admin, backend or MemoryGroupLog())
@@ -41,10 +45,21 @@ def make(tmp_path, backend=None, **overrides):
     return broker, coord
 
 
-def join(coord, group, member_id="", session=200, rebalance=300, protocols=(("range", SUB),), instance=None,
-         client="c"):
-    return coord.join(group, member_id, instance, client, "/127.0.0.1", session, rebalance, "consumer",
-                      list(protocols), require_known_member_id=False)
+def join(
+    coord, group, member_id="", session=200, rebalance=300, protocols=(("range", SUB),), instance=None, client="c"
+):
+    return coord.join(
+        group,
+        member_id,
+        instance,
+        client,
+        "/127.0.0.1",
+        session,
+        rebalance,
+        "consumer",
+        list(protocols),
+        require_known_member_id=False,
+    )
 
 
 async def test_two_members_one_generation_and_protocol_vote(tmp_path):
@@ -68,8 +83,9 @@ async def test_two_members_one_generation_and_protocol_vote(tmp_path):
     fs = asyncio.ensure_future(coord.sync("g", follower["member_id"], None, 2, None, None, {}))
     await asyncio.sleep(0.01)
     assert not fs.done()  # the follower waits for the leader's assignment
-    ls = await coord.sync("g", leader["member_id"], None, 2, None, None,
-                          {leader["member_id"]: b"L", follower["member_id"]: b"F"})
+    ls = await coord.sync(
+        "g", leader["member_id"], None, 2, None, None, {leader["member_id"]: b"L", follower["member_id"]: b"F"}
+    )
     assert ls["assignment"] == b"L" and (await fs)["assignment"] == b"F"
 
 
@@ -112,8 +128,9 @@ async def test_restart_restores_stable_group_and_offsets(tmp_path):
     await coord.sync("g", r["member_id"], None, 1, None, None, {r["member_id"]: b"asg"})
     res = await coord.commit_offsets("g", 1, r["member_id"], None, {("t", 0): OffsetValue(42, "m", 1)})
     assert res == {("t", 0): NONE}
-    assert (await coord.commit_offsets("g", 0, r["member_id"], None, {("t", 1): OffsetValue(1)})) == \
-        {("t", 1): ILLEGAL_GENERATION}
+    assert (await coord.commit_offsets("g", 0, r["member_id"], None, {("t", 1): OffsetValue(1)})) == {
+        ("t", 1): ILLEGAL_GENERATION
+    }
     coord.stop()
     _, again = make(tmp_path, backend)
     g = again.groups["g"]
@@ -121,9 +138,20 @@ async def test_restart_restores_stable_group_and_offsets(tmp_path):
     assert again.heartbeat("g", r["member_id"], None, 1) == NONE
     s = await again.sync("g", r["member_id"], None, 1, None, None, {})
     assert s["assignment"] == b"asg"
-    assert again.fetch_offsets("g", None)[1] == [{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 42, "committed_leader_epoch": -1, "metadata": "m",
-         "error_code": 0}]}]
+    assert again.fetch_offsets("g", None)[1] == [
+        {
+            "name": "t",
+            "partitions": [
+                {
+                    "partition_index": 0,
+                    "committed_offset": 42,
+                    "committed_leader_epoch": -1,
+                    "metadata": "m",
+                    "error_code": 0,
+                }
+            ],
+        }
+    ]
     again.stop()
 
 
@@ -131,11 +159,11 @@ async def test_offset_retention(tmp_path):
     _, coord = make(tmp_path, **{"offsets.retention.minutes": "1"})
     minute = 60_000
     # An offsets-only group: each offset expires a retention period after its commit.
-    await coord.commit_offsets("simple", -1, "", None, {("t", 0): OffsetValue(1, "", 1000),
-                                                          ("t", 1): OffsetValue(2, "", 1000 + minute)})
+    await coord.commit_offsets(
+        "simple", -1, "", None, {("t", 0): OffsetValue(1, "", 1000), ("t", 1): OffsetValue(2, "", 1000 + minute)}
+    )
     # An explicit expire timestamp (OffsetCommit v2-v4 retention_time) wins.
-    await coord.commit_offsets("explicit", -1, "", None, {("t", 0): OffsetValue(1, "", 1000,
-                                                                                expire_timestamp=5000)})
+    await coord.commit_offsets("explicit", -1, "", None, {("t", 0): OffsetValue(1, "", 1000, expire_timestamp=5000)})
     # A consumer group that went Empty keeps its offsets a retention period after that.
     r = await join(coord, "cg", session=5000)
     await coord.sync("cg", r["member_id"], None, 1, None, None, {})
@@ -158,18 +186,22 @@ async def test_txn_offsets_visible_only_after_commit_marker(tmp_path):
     r = await join(coord, "g", session=5000)
     await coord.sync("g", r["member_id"], None, 1, None, None, {})
     txn = coord.offsets
-    assert await txn.commit_txn("g", 7, 0, 2, r["member_id"], None, {("t", 0): OffsetValue(5)}) == \
-        {("t", 0): ILLEGAL_GENERATION}
-    assert await txn.commit_txn("g", 7, 0, 1, "nobody", None, {("t", 0): OffsetValue(5)}) == \
-        {("t", 0): UNKNOWN_MEMBER_ID}
+    assert await txn.commit_txn("g", 7, 0, 2, r["member_id"], None, {("t", 0): OffsetValue(5)}) == {
+        ("t", 0): ILLEGAL_GENERATION
+    }
+    assert await txn.commit_txn("g", 7, 0, 1, "nobody", None, {("t", 0): OffsetValue(5)}) == {
+        ("t", 0): UNKNOWN_MEMBER_ID
+    }
     assert await coord.commit_offsets("g", 1, r["member_id"], None, {("t", 1): OffsetValue(3)}) == {("t", 1): NONE}
     assert await txn.commit_txn("g", 7, 0, 1, r["member_id"], None, {("t", 0): OffsetValue(5)}) == {("t", 0): NONE}
     assert await txn.commit_txn("g", 8, 0, -1, "", None, {("t", 1): OffsetValue(9)}) == {("t", 1): NONE}
     # Staged, not committed: OffsetFetch with require_stable reports UNSTABLE_OFFSET_COMMIT (88)
     # and no offset; without it, the committed offsets.
     assert {tp: v.offset for tp, v in coord.store.committed("g").items()} == {("t", 1): 3}
-    fetch = lambda stable: [(p["committed_offset"], p["error_code"]) for p in
-                            coord.fetch_offsets("g", [("t", [0, 1, 2])], require_stable=stable)[1][0]["partitions"]]
+    fetch = lambda stable: [
+        (p["committed_offset"], p["error_code"])
+        for p in coord.fetch_offsets("g", [("t", [0, 1, 2])], require_stable=stable)[1][0]["partitions"]
+    ]
     assert fetch(True) == [(-1, 88), (-1, 88), (-1, NONE)]
     assert fetch(False) == [(-1, NONE), (3, NONE), (-1, NONE)]
     await txn.complete_txn(7, 0, commit=True)

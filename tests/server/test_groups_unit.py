@@ -6,11 +6,19 @@ import datetime as dt
 
 import pytest
 
-from tidelog.cli.groups import (ResetSpec, UsageError, parse_assignment, parse_duration, parse_instant,
-                                       parse_topic_spec, plan_reset)
+from tidelog.cli.groups import (
+    ResetSpec,
+    UsageError,
+    parse_assignment,
+    parse_duration,
+    parse_instant,
+    parse_topic_spec,
+    plan_reset,
+)
 from tidelog.groups import records as R
 from tidelog.groups.group import parse_subscription_topics
-from tidelog.groups.state import TRANSITIONS, Event, GroupState as S, IllegalTransition, next_state
+from tidelog.groups.state import TRANSITIONS, Event, IllegalTransition, next_state
+from tidelog.groups.state import GroupState as S
 from tidelog.groups.store import MemoryGroupLog, OffsetStore
 
 # ---- state machine -----------------------------------------------------------------------------
@@ -58,16 +66,16 @@ def test_kafka_valid_previous_states():
 
 # ---- record formats --------------------------------------------------------------------------
 
-KEY_BYTES = bytes.fromhex("0001" "0001" "67" "0001" "74" "00000003")
-VALUE_V3 = bytes.fromhex("0003" "000000000000000a" "00000005" "0002" "6d64" "00000000000003e8")
-VALUE_V1 = bytes.fromhex("0001" "000000000000000a" "0000" "00000000000003e8" "00000000000007d0")
-GROUP_KEY = bytes.fromhex("0002" "0002" "6731")
+KEY_BYTES = bytes.fromhex("000100016700017400000003")
+VALUE_V3 = bytes.fromhex("0003000000000000000a0000000500026d6400000000000003e8")
+VALUE_V1 = bytes.fromhex("0001000000000000000a000000000000000003e800000000000007d0")
+GROUP_KEY = bytes.fromhex("000200026731")
 
 
 def test_offset_key_golden():
     assert R.encode_offset_key(R.OffsetKey("g", "t", 3)) == KEY_BYTES
     assert R.decode_key(KEY_BYTES) == R.OffsetKey("g", "t", 3)
-    assert R.decode_key(bytes.fromhex("0000" "0001" "67" "0001" "74" "00000003")) == R.OffsetKey("g", "t", 3)
+    assert R.decode_key(bytes.fromhex("000000016700017400000003")) == R.OffsetKey("g", "t", 3)
 
 
 def test_offset_value_golden():
@@ -77,8 +85,9 @@ def test_offset_value_golden():
     expiring = R.OffsetValue(10, "", 1000, expire_timestamp=2000)
     assert R.encode_offset_value(expiring) == VALUE_V1
     assert R.decode_offset_value(VALUE_V1) == expiring
-    assert R.decode_offset_value(bytes.fromhex("0000" "000000000000000a" "0000" "00000000000003e8")) == \
-        R.OffsetValue(10, "", 1000)
+    assert R.decode_offset_value(bytes.fromhex("0000000000000000000a000000000000000003e8")) == R.OffsetValue(
+        10, "", 1000
+    )
     with pytest.raises(R.RecordFormatError):
         R.decode_offset_value(bytes.fromhex("0004") + VALUE_V3[2:])
 
@@ -89,26 +98,49 @@ def test_group_key_and_value_golden():
     member = R.MemberValue("m-1", "cid", "/127.0.0.1", 30000, 10000, b"\x00\x01", b"\x02", "inst")
     value = R.GroupValue("consumer", 7, "range", "m-1", 1234, (member,))
     data = R.encode_group_value(value)
-    expected = bytes.fromhex(
-        "0003" "0008") + b"consumer" + bytes.fromhex("00000007" "0005") + b"range" + bytes.fromhex("0003") + \
-        b"m-1" + bytes.fromhex("00000000000004d2" "00000001" "0003") + b"m-1" + bytes.fromhex("0004") + b"inst" + \
-        bytes.fromhex("0003") + b"cid" + bytes.fromhex("000a") + b"/127.0.0.1" + \
-        bytes.fromhex("00007530" "00002710" "00000002" "0001" "00000001" "02")
+    expected = (
+        bytes.fromhex("00030008")
+        + b"consumer"
+        + bytes.fromhex("000000070005")
+        + b"range"
+        + bytes.fromhex("0003")
+        + b"m-1"
+        + bytes.fromhex("00000000000004d2000000010003")
+        + b"m-1"
+        + bytes.fromhex("0004")
+        + b"inst"
+        + bytes.fromhex("0003")
+        + b"cid"
+        + bytes.fromhex("000a")
+        + b"/127.0.0.1"
+        + bytes.fromhex("00007530000027100000000200010000000102")
+    )
     assert data == expected
     assert R.decode_group_value(data) == value
 
 
 def test_group_value_v0_reads_session_as_rebalance_timeout():
-    v0 = bytes.fromhex("0000" "0001") + b"c" + bytes.fromhex("00000002" "ffff" "ffff" "00000001" "0001") + b"m" + \
-        bytes.fromhex("0001") + b"c" + bytes.fromhex("0001") + b"h" + bytes.fromhex("00001388" "00000000" "00000000")
+    v0 = (
+        bytes.fromhex("00000001")
+        + b"c"
+        + bytes.fromhex("00000002ffffffff000000010001")
+        + b"m"
+        + bytes.fromhex("0001")
+        + b"c"
+        + bytes.fromhex("0001")
+        + b"h"
+        + bytes.fromhex("000013880000000000000000")
+    )
     g = R.decode_group_value(v0)
     assert g.protocol is None and g.leader is None and g.generation == 2
     assert g.members[0].session_timeout == 5000 and g.members[0].rebalance_timeout == 5000
     assert g.members[0].group_instance_id is None
 
 
-@pytest.mark.parametrize("group,hash_", [("", 0), ("a", 97), ("hello", 99162322),
-                                         ("polygenelubricants", -(1 << 31)), ("\U0001f600", 0xD83D * 31 + 0xDE00)])
+@pytest.mark.parametrize(
+    "group,hash_",
+    [("", 0), ("a", 97), ("hello", 99162322), ("polygenelubricants", -(1 << 31)), ("\U0001f600", 0xD83D * 31 + 0xDE00)],
+)
 def test_java_string_hash(group, hash_):
     assert R.java_string_hash(group) == hash_
 
@@ -121,6 +153,7 @@ def test_partition_for_follows_kafka():
 
 
 # ---- store replay ------------------------------------------------------------------------------
+
 
 def run(coro):
     return asyncio.run(coro)
@@ -165,15 +198,17 @@ def test_transactional_offsets_visible_only_after_commit_marker():
 
 # ---- consumer protocol parsing -----------------------------------------------------------------
 
+
 def test_subscription_and_assignment_parsing():
-    sub = bytes.fromhex("0001" "00000002" "0001") + b"a" + bytes.fromhex("0002") + b"bb" + bytes.fromhex("ffffffff")
+    sub = bytes.fromhex("0001000000020001") + b"a" + bytes.fromhex("0002") + b"bb" + bytes.fromhex("ffffffff")
     assert parse_subscription_topics(sub) == {"a", "bb"}
     assert parse_subscription_topics(b"\x00") is None
-    asg = bytes.fromhex("0000" "00000001" "0001") + b"a" + bytes.fromhex("00000002" "00000000" "00000003" "ffffffff")
+    asg = bytes.fromhex("0000000000010001") + b"a" + bytes.fromhex("000000020000000000000003ffffffff")
     assert parse_assignment(asg) == [("a", 0), ("a", 3)]
 
 
 # ---- reset-offsets planning --------------------------------------------------------------------
+
 
 def test_parse_duration_and_instant():
     assert parse_duration("PT2H") == dt.timedelta(hours=2)
@@ -182,12 +217,13 @@ def test_parse_duration_and_instant():
     for bad in ("2H", "P", "PT", "PTXH"):
         with pytest.raises(UsageError):
             parse_duration(bad)
-    now = dt.datetime(2026, 1, 1, 12, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
     assert parse_instant("-PT30M", now) == int(now.timestamp() * 1000) - 30 * 60_000
-    assert parse_instant("2026-01-01T10:00:00Z") == int(dt.datetime(2026, 1, 1, 10, tzinfo=dt.timezone.utc)
-                                                         .timestamp() * 1000)
-    assert parse_instant("2026-01-01T10:00:00.250+02:00") == \
-        int(dt.datetime(2026, 1, 1, 8, tzinfo=dt.timezone.utc).timestamp() * 1000) + 250
+    assert parse_instant("2026-01-01T10:00:00Z") == int(dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC).timestamp() * 1000)
+    assert (
+        parse_instant("2026-01-01T10:00:00.250+02:00")
+        == int(dt.datetime(2026, 1, 1, 8, tzinfo=dt.UTC).timestamp() * 1000) + 250
+    )
     with pytest.raises(UsageError):
         parse_instant("yesterday")
     assert parse_topic_spec("t") == ("t", None)
@@ -205,5 +241,7 @@ def test_plan_reset_clamps_like_kafka():
     with pytest.raises(UsageError):
         plan_reset(ResetSpec("shift-by", 1), tps, cur, lo, hi, {})
     # by time: the found offset, or the log end when no record is at or after the time
-    assert plan_reset(ResetSpec("to-datetime", 1), tps, cur, lo, hi, {("t", 0): 42, ("t", 1): -1}) == \
-        {("t", 0): 42, ("t", 1): 5}
+    assert plan_reset(ResetSpec("to-datetime", 1), tps, cur, lo, hi, {("t", 0): 42, ("t", 1): -1}) == {
+        ("t", 0): 42,
+        ("t", 1): 5,
+    }

@@ -9,16 +9,27 @@ import contextlib
 from types import SimpleNamespace
 
 import pytest
+
+from tidelog.core.config import load_config
 from tidelog.log.records import Record, build_batch
 from tidelog.server.broker import Broker
-from tidelog.core.config import load_config
 from tidelog.server.connection import RequestContext
 from tidelog.server.handlers import (
-    add_partitions_to_txn, end_txn, fetch, heartbeat, init_producer_id, join_group, list_offsets, produce,
+    add_partitions_to_txn,
+    end_txn,
+    fetch,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    list_offsets,
+    produce,
     sync_group,
 )
 from tidelog.server.router import NO_RESPONSE
-from tidelog.wire import control, fetch as fetch_codec, list_offsets as lo_codec, produce as produce_codec
+from tidelog.wire import control
+from tidelog.wire import fetch as fetch_codec
+from tidelog.wire import list_offsets as lo_codec
+from tidelog.wire import produce as produce_codec
 from tidelog.wire.header import RequestHeader
 from tidelog.wire.schemas import request_schema
 
@@ -29,9 +40,18 @@ T0 = 1_767_225_600_000
 async def started_broker(tmp_path, *settings: str):
     """A Broker from its composition root on `tmp_path`, its services started, topic "t" (2
     partitions) created; stopped on exit. No listener is opened."""
-    b = Broker(load_config(None, [f"log.dirs={tmp_path / 'data'}", "listeners=PLAINTEXT://127.0.0.1:0",
-                                  "offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1",
-                                  *settings]))
+    b = Broker(
+        load_config(
+            None,
+            [
+                f"log.dirs={tmp_path / 'data'}",
+                "listeners=PLAINTEXT://127.0.0.1:0",
+                "offsets.topic.num.partitions=1",
+                "transaction.state.log.num.partitions=1",
+                *settings,
+            ],
+        )
+    )
     b.partitions.start()
     b.groups.start()
     b.txn.start()
@@ -61,8 +81,16 @@ def control_request(api_key: int, version: int, data: dict):
 
 
 def produce_request(records: bytes, partition: int = 0, acks: int = -1, topic: str = "t", txn_id=None):
-    return produce_codec.ProduceRequest(acks, 10_000, [produce_codec.ProduceRequestTopic(
-        topic, [produce_codec.ProduceRequestPartition(partition, bytearray(records))])], transactional_id=txn_id)
+    return produce_codec.ProduceRequest(
+        acks,
+        10_000,
+        [
+            produce_codec.ProduceRequestTopic(
+                topic, [produce_codec.ProduceRequestPartition(partition, bytearray(records))]
+            )
+        ],
+        transactional_id=txn_id,
+    )
 
 
 def batch(n: int, start_ts: int = T0, **kw) -> bytes:
@@ -108,8 +136,12 @@ async def test_fetch_returns_whole_batches_and_out_of_range_offsets(broker):
     await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(4))))
 
     def request(offset: int, version: int = 11):
-        return fetch_codec.FetchRequest(0, 1, [fetch_codec.FetchRequestTopic(
-            "t", [fetch_codec.FetchRequestPartition(0, offset, 1 << 20)])], max_bytes=1 << 20)
+        return fetch_codec.FetchRequest(
+            0,
+            1,
+            [fetch_codec.FetchRequestTopic("t", [fetch_codec.FetchRequestPartition(0, offset, 1 << 20)])],
+            max_bytes=1 << 20,
+        )
 
     got = await answer(fetch.handle(broker, ctx(broker, 1, 11), request(1)))
     part = got.responses[0].partitions[0]
@@ -124,8 +156,9 @@ async def test_list_offsets_sentinels_and_time_lookup(broker):
     await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(5))))
 
     def ask(ts: int):
-        req = lo_codec.ListOffsetsRequest(-1, [lo_codec.ListOffsetsRequestTopic(
-            "t", [lo_codec.ListOffsetsRequestPartition(0, ts)])])
+        req = lo_codec.ListOffsetsRequest(
+            -1, [lo_codec.ListOffsetsRequestTopic("t", [lo_codec.ListOffsetsRequestPartition(0, ts)])]
+        )
         resp = list_offsets.handle(broker, ctx(broker, 2, 7), req)
         p = resp.topics[0].partitions[0]
         return p.error_code, p.offset, p.timestamp
@@ -139,44 +172,94 @@ async def test_list_offsets_sentinels_and_time_lookup(broker):
 
 async def test_group_join_sync_heartbeat(broker):
     sub = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
+
     def join_request(member_id: str):
-        return control_request(11, 5, {
-            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000, "member_id": member_id,
-            "group_instance_id": None, "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": sub}]})
+        return control_request(
+            11,
+            5,
+            {
+                "group_id": "g",
+                "session_timeout": 10_000,
+                "rebalance_timeout": 10_000,
+                "member_id": member_id,
+                "group_instance_id": None,
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": sub}],
+            },
+        )
 
     first = await join_group.handle(broker, ctx(broker, 11, 5), join_request(""))
     assert first["error_code"] == 79 and first["member_id"]  # MEMBER_ID_REQUIRED (KIP-394): join again with it
     join = await join_group.handle(broker, ctx(broker, 11, 5), join_request(first["member_id"]))
     assert join["error_code"] == 0 and join["generation_id"] == 1 and join["protocol_name"] == "range"
     member = join["member_id"]
-    sync = await sync_group.handle(broker, ctx(broker, 14, 4), control_request(14, 4, {
-        "group_id": "g", "generation_id": 1, "member_id": member, "group_instance_id": None,
-        "assignments": [{"member_id": member, "assignment": b"A"}]}))
+    sync = await sync_group.handle(
+        broker,
+        ctx(broker, 14, 4),
+        control_request(
+            14,
+            4,
+            {
+                "group_id": "g",
+                "generation_id": 1,
+                "member_id": member,
+                "group_instance_id": None,
+                "assignments": [{"member_id": member, "assignment": b"A"}],
+            },
+        ),
+    )
     assert sync["error_code"] == 0 and bytes(sync["assignment"]) == b"A"
-    beat = heartbeat.handle(broker, ctx(broker, 12, 4), control_request(12, 4, {
-        "group_id": "g", "generation_id": 1, "member_id": member, "group_instance_id": None}))
+    beat = heartbeat.handle(
+        broker,
+        ctx(broker, 12, 4),
+        control_request(12, 4, {"group_id": "g", "generation_id": 1, "member_id": member, "group_instance_id": None}),
+    )
     assert (await answer(beat))["error_code"] == 0
-    stale = heartbeat.handle(broker, ctx(broker, 12, 4), control_request(12, 4, {
-        "group_id": "g", "generation_id": 7, "member_id": member, "group_instance_id": None}))
+    stale = heartbeat.handle(
+        broker,
+        ctx(broker, 12, 4),
+        control_request(12, 4, {"group_id": "g", "generation_id": 7, "member_id": member, "group_instance_id": None}),
+    )
     assert (await answer(stale))["error_code"] == 22  # ILLEGAL_GENERATION
 
 
 async def test_transaction_moves_the_lso_and_commits(broker):
-    init = await init_producer_id.handle(broker, ctx(broker, 22, 4), control_request(22, 4, {
-        "transactional_id": "tx", "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}))
+    init = await init_producer_id.handle(
+        broker,
+        ctx(broker, 22, 4),
+        control_request(
+            22, 4, {"transactional_id": "tx", "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
+        ),
+    )
     assert init["error_code"] == 0
     pid, epoch = init["producer_id"], init["producer_epoch"]
-    added = await add_partitions_to_txn.handle(broker, ctx(broker, 24, 3), control_request(24, 3, {
-        "v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": pid,
-        "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": "t", "partitions": [0]}]}))
+    added = await add_partitions_to_txn.handle(
+        broker,
+        ctx(broker, 24, 3),
+        control_request(
+            24,
+            3,
+            {
+                "v3_and_below_transactional_id": "tx",
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch,
+                "v3_and_below_topics": [{"name": "t", "partitions": [0]}],
+            },
+        ),
+    )
     assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
     records = batch(3, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
     resp = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(records, txn_id="tx")))
     assert resp.responses[0].partition_responses[0].error_code == 0
     plog = broker.partitions.get("t", 0)
     assert plog.last_stable_offset == 0 and plog.high_watermark == 3  # open: read_committed sees nothing
-    done = await end_txn.handle(broker, ctx(broker, 26, 3), control_request(26, 3, {
-        "transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch, "committed": True}))
+    done = await end_txn.handle(
+        broker,
+        ctx(broker, 26, 3),
+        control_request(
+            26, 3, {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch, "committed": True}
+        ),
+    )
     assert done["error_code"] == 0
     assert plog.last_stable_offset == plog.log_end_offset == 4  # 3 records + the COMMIT marker
 

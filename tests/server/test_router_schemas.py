@@ -3,8 +3,8 @@ the router loads schemas lazily at first use)."""
 
 import asyncio
 
-from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
+from tidelog.server.broker import Broker
 from tidelog.server.router import missing_schemas
 
 

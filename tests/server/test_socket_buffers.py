@@ -4,8 +4,8 @@ import asyncio
 import socket
 from pathlib import Path
 
-from tidelog.server.broker import Broker
 from tidelog.core.config import load_config
+from tidelog.server.broker import Broker
 
 
 def _rcvbuf_of_accepted(tmp_path, overrides):

@@ -110,8 +110,7 @@ def final_check(sim: SimCluster, h: History, topic: str) -> list[str]:
                 else:
                     committed_values[v] = (p, r.offset)
         for pid, recs in open_txn.items():
-            out.append(f"{topic}-{p}: transaction of producer {pid} left open ({len(recs)} records, "
-                       f"first {recs[0]})")
+            out.append(f"{topic}-{p}: transaction of producer {pid} left open ({len(recs)} records, first {recs[0]})")
         out += _read_committed_matches(leader, topic, p, {v for v, (pp, _o) in committed_values.items() if pp == p})
 
     for v, (t, p, off) in sorted(h.acked.items()):
@@ -125,8 +124,11 @@ def final_check(sim: SimCluster, h: History, topic: str) -> list[str]:
     for v, where in seen.items():
         kind = h.sent.get(v, "")
         if len(where) > 1 and (kind.startswith("idempotent") or kind.startswith("once") or kind.startswith("txn")):
-            if kind.startswith("txn") and sum(1 for w in where if committed_values.get(v) == w) <= 1 \
-                    and txn_state.get(v) != "committed":
+            if (
+                kind.startswith("txn")
+                and sum(1 for w in where if committed_values.get(v) == w) <= 1
+                and txn_state.get(v) != "committed"
+            ):
                 continue
             out.append(f"{v} ({kind}) appears {len(where)} times: {where}")
     for txn in h.txns:
@@ -151,8 +153,10 @@ def _read_committed_matches(leader: Any, topic: str, p: int, expected: set[str])
     got = set(values)
     if got != expected:
         missing, extra = sorted(expected - got)[:5], sorted(got - expected)[:5]
-        return [f"{topic}-{p}: read_committed serves {len(got)} values, the markers commit {len(expected)}: "
-                f"missing {missing}, extra {extra}"]
+        return [
+            f"{topic}-{p}: read_committed serves {len(got)} values, the markers commit {len(expected)}: "
+            f"missing {missing}, extra {extra}"
+        ]
     return []
 
 
@@ -165,8 +169,12 @@ def _read_committed(leader: Any, topic: str, p: int) -> tuple[list[str], tuple[i
     out: list[str] = []
     offset = plog.log_start_offset
     while offset < plog.last_stable_offset:
-        req = fetch_codec.FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, topics=[
-            fetch_codec.FetchRequestTopic(topic, [fetch_codec.FetchRequestPartition(p, offset, 1 << 20)])])
+        req = fetch_codec.FetchRequest(
+            max_wait_ms=0,
+            min_bytes=0,
+            isolation_level=1,
+            topics=[fetch_codec.FetchRequestTopic(topic, [fetch_codec.FetchRequestPartition(p, offset, 1 << 20)])],
+        )
         resp, _total, _errors, _keys = leader.proc.run(read_all, leader.broker, req, 11)
         pr = resp.responses[0].partitions[0]
         if pr.error_code or not pr.records:
@@ -218,10 +226,12 @@ def eos_check(sim: SimCluster, source: str, target: str) -> list[str]:
     for p in range(cache.topics[target].partitions):
         src, dst = committed_sequence(sim, source, p), committed_sequence(sim, target, p)
         src = [f"copy:{v}" for v in src]
-        if dst != src[:len(dst)]:
+        if dst != src[: len(dst)]:
             first = next((i for i, (a, b) in enumerate(zip(src, dst)) if a != b), min(len(src), len(dst)))
-            out.append(f"exactly once broken on {target}-{p}: {len(dst)} copied of {len(src)}, first difference at "
-                       f"{first}: copied {dst[first:first + 3]}, source {src[first:first + 3]}")
+            out.append(
+                f"exactly once broken on {target}-{p}: {len(dst)} copied of {len(src)}, first difference at "
+                f"{first}: copied {dst[first : first + 3]}, source {src[first : first + 3]}"
+            )
     return out
 
 
@@ -243,10 +253,12 @@ def diagnose(sim: SimCluster, topic: str) -> list[str]:
                 f = fm.fetchers.get(fm.where[key])
                 fs = f.parts.get(key) if f is not None else None
                 fetch = (fm.where[key], fs, f.task.done() if f is not None else None)
-            out.append(f"{b.name} ({b.proc.state if b.proc else '-'}) {key}: cache {st}; role "
-                       f"{r.role if r else None} epoch {r.leader_epoch if r else None}; log "
-                       f"{(plog.log_end_offset, plog.high_watermark) if plog else None}; fetching {fetch}; "
-                       f"registered epoch {getattr(cl, 'broker_epoch', None)}")
+            out.append(
+                f"{b.name} ({b.proc.state if b.proc else '-'}) {key}: cache {st}; role "
+                f"{r.role if r else None} epoch {r.leader_epoch if r else None}; log "
+                f"{(plog.log_end_offset, plog.high_watermark) if plog else None}; fetching {fetch}; "
+                f"registered epoch {getattr(cl, 'broker_epoch', None)}"
+            )
     return out
 
 
@@ -266,14 +278,22 @@ def diagnose_transactions(sim: SimCluster, topics: list[str]) -> list[str]:
             for pid, e in sorted((state.producers if state is not None else {}).items()):
                 if e.txn_first_offset is None:
                     continue
-                out.append(f"{topic}-{p} on {leader.name}: producer {pid} epoch {e.epoch} open from "
-                           f"{e.txn_first_offset} (LSO {plog.last_stable_offset}, HW {plog.high_watermark})")
+                out.append(
+                    f"{topic}-{p} on {leader.name}: producer {pid} epoch {e.epoch} open from "
+                    f"{e.txn_first_offset} (LSO {plog.last_stable_offset}, HW {plog.high_watermark})"
+                )
                 for b in sim.brokers.values():
                     coord = b.broker.txn.coordinator if b.broker is not None else None
                     if coord is None:
                         continue
                     meta = coord.by_pid.get(pid)
-                    out.append(f"  coordinator {b.name}: owns {coord.owned}, loading {sorted(coord.loading)}; "
-                               + (f"{meta.transactional_id} epoch {meta.producer_epoch} {meta.state.kafka_name} "
-                                  f"{sorted(meta.partitions)}" if meta is not None else "producer unknown"))
+                    out.append(
+                        f"  coordinator {b.name}: owns {coord.owned}, loading {sorted(coord.loading)}; "
+                        + (
+                            f"{meta.transactional_id} epoch {meta.producer_epoch} {meta.state.kafka_name} "
+                            f"{sorted(meta.partitions)}"
+                            if meta is not None
+                            else "producer unknown"
+                        )
+                    )
     return out

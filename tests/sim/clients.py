@@ -36,11 +36,20 @@ PRODUCE_VERSION = 8
 # librdkafka resends these at once, counting no retry: they mean the write was not made
 LEADER_REFRESH = {E.not_leader_or_follower.value, E.leader_not_available.value, E.unknown_topic_or_partition.value}
 RETRIABLE = {
-    E.not_leader_or_follower.value, E.not_enough_replicas.value, E.not_enough_replicas_after_append.value,
-    E.request_timed_out.value, E.leader_not_available.value, E.unknown_topic_or_partition.value,
-    E.kafka_storage_error.value, E.fenced_leader_epoch.value, E.unknown_leader_epoch.value,
-    E.network_exception.value, E.coordinator_load_in_progress.value, E.coordinator_not_available.value,
-    E.not_coordinator.value, E.concurrent_transactions.value,
+    E.not_leader_or_follower.value,
+    E.not_enough_replicas.value,
+    E.not_enough_replicas_after_append.value,
+    E.request_timed_out.value,
+    E.leader_not_available.value,
+    E.unknown_topic_or_partition.value,
+    E.kafka_storage_error.value,
+    E.fenced_leader_epoch.value,
+    E.unknown_leader_epoch.value,
+    E.network_exception.value,
+    E.coordinator_load_in_progress.value,
+    E.coordinator_not_available.value,
+    E.not_coordinator.value,
+    E.concurrent_transactions.value,
 }
 
 
@@ -72,8 +81,15 @@ class ClientError(Exception):
 class Client:
     """Connections and a metadata cache, as one process."""
 
-    def __init__(self, proc: Process, name: str, bootstrap: list[tuple[str, int]], connect: Any,
-                 rng: random.Random, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        proc: Process,
+        name: str,
+        bootstrap: list[tuple[str, int]],
+        connect: Any,
+        rng: random.Random,
+        timeout_s: float = 5.0,
+    ) -> None:
         self.proc = proc
         self.name = name
         self.bootstrap = bootstrap
@@ -92,7 +108,9 @@ class Client:
             got = self._conns[key] = (Peer(addr[0], addr[1], self.name, self.timeout_s, self.connect), asyncio.Lock())
         return got
 
-    async def call(self, addr: tuple[str, int], api_key: int, version: int, data: dict[str, Any], lane: Any = None) -> Any:
+    async def call(
+        self, addr: tuple[str, int], api_key: int, version: int, data: dict[str, Any], lane: Any = None
+    ) -> Any:
         peer, lock = self._conn(addr, lane)
         async with lock:
             try:
@@ -112,8 +130,15 @@ class Client:
         raise ClientError(f"no broker answered: {last}")
 
     async def refresh(self, topics: list[str]) -> None:
-        md = await self.any_broker(3, 9, {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False,
-                                          "include_topic_authorized_operations": False})
+        md = await self.any_broker(
+            3,
+            9,
+            {
+                "topics": [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
         for b in md.brokers:
             self.brokers[b.node_id] = (b.host, b.port)
         for t in md.topics:
@@ -127,14 +152,19 @@ class Client:
         node = self.leaders.get((topic, partition), -1)
         return self.brokers.get(node) if node >= 0 else None
 
-    async def produce(self, topic: str, partition: int, batch: bytes, acks: int, timeout_ms: int,
-                      txn_id: str | None = None) -> tuple[int, int]:
+    async def produce(
+        self, topic: str, partition: int, batch: bytes, acks: int, timeout_ms: int, txn_id: str | None = None
+    ) -> tuple[int, int]:
         """(error code, base offset); ClientError when no answer came."""
         addr = self.leader_addr(topic, partition)
         if addr is None:
             return E.leader_not_available.value, -1
-        req = produce_codec.ProduceRequest(acks, timeout_ms, [produce_codec.ProduceRequestTopic(
-            topic, [produce_codec.ProduceRequestPartition(partition, batch)])], txn_id)
+        req = produce_codec.ProduceRequest(
+            acks,
+            timeout_ms,
+            [produce_codec.ProduceRequestTopic(topic, [produce_codec.ProduceRequestPartition(partition, batch)])],
+            txn_id,
+        )
         peer, lock = self._conn(addr, ("produce", topic, partition))
         async with lock:
             try:
@@ -159,8 +189,18 @@ class Client:
 
 
 class Producer:
-    def __init__(self, client: Client, history: History, topic: str, *, idempotent: bool, acks: int = -1,
-                 retries: int = 1_000_000, kind: str = "", delivery_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        history: History,
+        topic: str,
+        *,
+        idempotent: bool,
+        acks: int = -1,
+        retries: int = 1_000_000,
+        kind: str = "",
+        delivery_timeout_s: float = 60.0,
+    ) -> None:
         self.c = client
         self.h = history
         self.topic = topic
@@ -222,8 +262,9 @@ class Producer:
         now = int(asyncio.get_running_loop().time() * 1000)
         recs = [Record(None, v.encode(), now) for v in values]
         if self.idempotent:
-            return build_batch(recs, producer_id=self.pid, producer_epoch=self.epoch, base_sequence=seq,
-                               transactional=transactional)
+            return build_batch(
+                recs, producer_id=self.pid, producer_epoch=self.epoch, base_sequence=seq, transactional=transactional
+            )
         return build_batch(recs)
 
     async def deliver(self, p: int, values: list[str], txn_id: str | None = None) -> int:
@@ -248,8 +289,9 @@ class Producer:
                     self.seq[p] = seq + len(values)
                 for i, v in enumerate(values):
                     if txn_id is None and v in self.h.acked and self.h.acked[v] != (self.topic, p, base + i):
-                        self.h.client_errors.append(f"{v} acknowledged twice: at {self.h.acked[v]} and "
-                                                    f"{(self.topic, p, base + i)}")
+                        self.h.client_errors.append(
+                            f"{v} acknowledged twice: at {self.h.acked[v]} and {(self.topic, p, base + i)}"
+                        )
                     self.h.acked[v] = (self.topic, p, base + i)
                     self.h.acked_by[v] = self.kind
                 return 0
@@ -260,8 +302,10 @@ class Producer:
                 complaint = self.judge(self.topic, p, self.c.leaders.get((self.topic, p), -1))
                 self.h.oosn += 1
                 if complaint:
-                    self.h.client_errors.append(f"{self.kind}: OUT_OF_ORDER_SEQUENCE_NUMBER on {self.topic}-{p} "
-                                                f"(producer {self.pid}, sequence {seq}) {complaint}")
+                    self.h.client_errors.append(
+                        f"{self.kind}: OUT_OF_ORDER_SEQUENCE_NUMBER on {self.topic}-{p} "
+                        f"(producer {self.pid}, sequence {seq}) {complaint}"
+                    )
                 break
             if code not in RETRIABLE and code != -1:
                 break
@@ -303,8 +347,12 @@ class TxnProducer(Producer):
                 await asyncio.sleep(0.1)
                 continue
             code = _first_error(resp)
-            if code in (E.not_coordinator.value, E.coordinator_not_available.value,
-                        E.coordinator_load_in_progress.value, E.concurrent_transactions.value):
+            if code in (
+                E.not_coordinator.value,
+                E.coordinator_not_available.value,
+                E.coordinator_load_in_progress.value,
+                E.concurrent_transactions.value,
+            ):
                 if code != E.concurrent_transactions.value:
                     self.coordinator = None
                 last = code
@@ -316,8 +364,7 @@ class TxnProducer(Producer):
     async def init(self) -> None:
         while True:
             try:
-                resp = await self._coord_call(22, 1, {"transactional_id": self.txn_id,
-                                                      "transaction_timeout": 15000})
+                resp = await self._coord_call(22, 1, {"transactional_id": self.txn_id, "transaction_timeout": 15000})
             except ClientError:
                 if self.stopping:
                     return
@@ -342,14 +389,23 @@ class TxnProducer(Producer):
         txn = Txn(self.kind, self.number)
         self.number += 1
         self.h.txns.append(txn)
-        parts = sorted(rng.sample(range(self.c.partition_count.get(self.topic, 1)),
-                                  k=min(2, self.c.partition_count.get(self.topic, 1))))
+        parts = sorted(
+            rng.sample(
+                range(self.c.partition_count.get(self.topic, 1)), k=min(2, self.c.partition_count.get(self.topic, 1))
+            )
+        )
         ok = True
         try:
-            resp = await self._coord_call(24, 3, {"v3_and_below_transactional_id": self.txn_id,
-                                                  "v3_and_below_producer_id": self.pid,
-                                                  "v3_and_below_producer_epoch": self.epoch,
-                                                  "v3_and_below_topics": [{"name": self.topic, "partitions": parts}]})
+            resp = await self._coord_call(
+                24,
+                3,
+                {
+                    "v3_and_below_transactional_id": self.txn_id,
+                    "v3_and_below_producer_id": self.pid,
+                    "v3_and_below_producer_epoch": self.epoch,
+                    "v3_and_below_topics": [{"name": self.topic, "partitions": parts}],
+                },
+            )
             ok = _first_error(resp) == 0
             if ok:
                 for p in parts:
@@ -360,8 +416,16 @@ class TxnProducer(Producer):
                         ok = False
                         break
                     txn.records += [(self.topic, p, v) for v in values]
-            resp = await self._coord_call(26, 3, {"transactional_id": self.txn_id, "producer_id": self.pid,
-                                                  "producer_epoch": self.epoch, "committed": commit and ok})
+            resp = await self._coord_call(
+                26,
+                3,
+                {
+                    "transactional_id": self.txn_id,
+                    "producer_id": self.pid,
+                    "producer_epoch": self.epoch,
+                    "committed": commit and ok,
+                },
+            )
             code = _first_error(resp)
             if code == 0:
                 txn.outcome = "committed" if commit and ok else "aborted"
@@ -440,8 +504,15 @@ class EosCopier(TxnProducer):
     async def _load_positions(self) -> bool:
         parts = list(range(self.c.partition_count[self.source]))
         try:
-            resp = await self._group_call(9, 7, {"group_id": self.group, "require_stable": True,
-                                                 "topics": [{"name": self.source, "partition_indexes": parts}]})
+            resp = await self._group_call(
+                9,
+                7,
+                {
+                    "group_id": self.group,
+                    "require_stable": True,
+                    "topics": [{"name": self.source, "partition_indexes": parts}],
+                },
+            )
         except ClientError:
             return False
         if resp.error_code.value:
@@ -466,8 +537,15 @@ class EosCopier(TxnProducer):
         if addr is None:
             return None
         peer, lock = self.c._conn(addr, ("fetch", p))
-        req = fetch_codec.FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, max_bytes=1 << 16, topics=[
-            fetch_codec.FetchRequestTopic(self.source, [fetch_codec.FetchRequestPartition(p, offset, 1 << 14)])])
+        req = fetch_codec.FetchRequest(
+            max_wait_ms=0,
+            min_bytes=0,
+            isolation_level=1,
+            max_bytes=1 << 16,
+            topics=[
+                fetch_codec.FetchRequestTopic(self.source, [fetch_codec.FetchRequestPartition(p, offset, 1 << 14)])
+            ],
+        )
         async with lock:
             try:
                 resp = await peer.fetch(req)
@@ -504,10 +582,16 @@ class EosCopier(TxnProducer):
                 txn.outcome = "aborted"
                 return True
             if batches:
-                resp = await self._coord_call(24, 3, {
-                    "v3_and_below_transactional_id": self.txn_id, "v3_and_below_producer_id": self.pid,
-                    "v3_and_below_producer_epoch": self.epoch,
-                    "v3_and_below_topics": [{"name": self.topic, "partitions": sorted(batches)}]})
+                resp = await self._coord_call(
+                    24,
+                    3,
+                    {
+                        "v3_and_below_transactional_id": self.txn_id,
+                        "v3_and_below_producer_id": self.pid,
+                        "v3_and_below_producer_epoch": self.epoch,
+                        "v3_and_below_topics": [{"name": self.topic, "partitions": sorted(batches)}],
+                    },
+                )
                 if _first_error(resp):
                     raise ClientError(f"add partitions: {_first_error(resp)}")
                 for p, values in sorted(batches.items()):
@@ -515,21 +599,58 @@ class EosCopier(TxnProducer):
                     if await self.deliver(p, values, self.txn_id) != 0:
                         raise ClientError("copy not acknowledged")
                     txn.records += [(self.topic, p, v) for v in values]
-            resp = await self._coord_call(25, 3, {"transactional_id": self.txn_id, "producer_id": self.pid,
-                                                  "producer_epoch": self.epoch, "group_id": self.group})
+            resp = await self._coord_call(
+                25,
+                3,
+                {
+                    "transactional_id": self.txn_id,
+                    "producer_id": self.pid,
+                    "producer_epoch": self.epoch,
+                    "group_id": self.group,
+                },
+            )
             if _first_error(resp):
                 raise ClientError(f"add offsets: {_first_error(resp)}")
-            resp = await self._group_call(28, 3, {
-                "transactional_id": self.txn_id, "group_id": self.group, "producer_id": self.pid,
-                "producer_epoch": self.epoch, "generation_id": -1, "member_id": "", "group_instance_id": None,
-                "topics": [{"name": self.source, "partitions": [
-                    {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
-                     "committed_metadata": ""} for p, o in sorted(moved.items())]}]})
+            resp = await self._group_call(
+                28,
+                3,
+                {
+                    "transactional_id": self.txn_id,
+                    "group_id": self.group,
+                    "producer_id": self.pid,
+                    "producer_epoch": self.epoch,
+                    "generation_id": -1,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "topics": [
+                        {
+                            "name": self.source,
+                            "partitions": [
+                                {
+                                    "partition_index": p,
+                                    "committed_offset": o,
+                                    "committed_leader_epoch": -1,
+                                    "committed_metadata": "",
+                                }
+                                for p, o in sorted(moved.items())
+                            ],
+                        }
+                    ],
+                },
+            )
             if _first_error(resp):
                 self.group_coordinator = None
                 raise ClientError(f"txn offset commit: {_first_error(resp)}")
-            resp = await self._coord_call(26, 3, {"transactional_id": self.txn_id, "producer_id": self.pid,
-                                                  "producer_epoch": self.epoch, "committed": commit})
+            resp = await self._coord_call(
+                26,
+                3,
+                {
+                    "transactional_id": self.txn_id,
+                    "producer_id": self.pid,
+                    "producer_epoch": self.epoch,
+                    "committed": commit,
+                },
+            )
             if _first_error(resp) == 0:
                 txn.outcome = "committed" if commit else "aborted"
                 if commit:

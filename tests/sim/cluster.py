@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tidelog.core.config import load_config
 from tidelog.log.records import iter_batches
 from tidelog.server.broker import Broker
-from tidelog.core.config import load_config
 from tidelog.server.connection import KafkaConnection
 
 from .etcd import EtcdServer
@@ -62,7 +62,7 @@ class Violation(AssertionError):
 
 
 class SimBroker:
-    def __init__(self, sim: "SimCluster", node_id: int) -> None:
+    def __init__(self, sim: SimCluster, node_id: int) -> None:
         self.sim = sim
         self.node_id = node_id
         self.host = f"broker{node_id}"
@@ -87,9 +87,15 @@ class SimBroker:
         return self.proc is not None and self.proc.state == "running"
 
     def config(self) -> Any:
-        conf = {**BROKER_DEFAULTS, **self.sim.overrides, **self.overrides,
-                "node.id": str(self.node_id), "listeners": f"{LISTENER}://{self.host}:{PORT}",
-                "log.dirs": str(self.dir), "etcd.connect": "etcd:2379/sim"}
+        conf = {
+            **BROKER_DEFAULTS,
+            **self.sim.overrides,
+            **self.overrides,
+            "node.id": str(self.node_id),
+            "listeners": f"{LISTENER}://{self.host}:{PORT}",
+            "log.dirs": str(self.dir),
+            "etcd.connect": "etcd:2379/sim",
+        }
         return load_config(None, [f"{k}={v}" for k, v in conf.items()])
 
     def start(self) -> None:
@@ -144,7 +150,7 @@ class SimBroker:
         task = self.proc.spawn(self.broker.stop())
         try:
             await asyncio.wait_for(asyncio.shield(task), 30)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.sim.event(f"{self.name} did not stop in 30 s")
         if self.proc.alive:
             self.sim.loop.kill(self.proc)
@@ -165,8 +171,15 @@ class SimBroker:
 
 
 class SimCluster:
-    def __init__(self, loop: SimLoop, seed: int, base: Path, brokers: int = 3,
-                 overrides: dict[str, str] | None = None, check_every: float = 0.25) -> None:
+    def __init__(
+        self,
+        loop: SimLoop,
+        seed: int,
+        base: Path,
+        brokers: int = 3,
+        overrides: dict[str, str] | None = None,
+        check_every: float = 0.25,
+    ) -> None:
         self.loop = loop
         self.seed = seed
         self.rng = random.Random(seed)

@@ -23,6 +23,8 @@ import random
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from etcd_model import EtcdData
+
 from tidelog.cluster.store import (
     Compare,
     KeyValue,
@@ -33,8 +35,6 @@ from tidelog.cluster.store import (
     TxnResult,
     WatchEvent,
 )
-
-from etcd_model import EtcdData
 
 from .loop import Process, SimLoop
 
@@ -119,7 +119,7 @@ class EtcdServer(EtcdData):
             return
         self.drop_lease(lease)
 
-    def client(self, proc: Process, timeout_s: float = 2.0) -> "EtcdClient":
+    def client(self, proc: Process, timeout_s: float = 2.0) -> EtcdClient:
         return EtcdClient(self, proc, timeout_s)
 
 
@@ -162,8 +162,9 @@ class EtcdClient:
             result = fn()  # may raise LeaseExpired: a definite answer (if it reaches us)
             applied = True
         if not lost and applied:
-            await asyncio.sleep(half + max((d for p, d in s.answer_delay.items() if any(k.startswith(p) for k in keys)),
-                                           default=0.0))
+            await asyncio.sleep(
+                half + max((d for p, d in s.answer_delay.items() if any(k.startswith(p) for k in keys)), default=0.0)
+            )
             if s.reachable(self.proc.name) and not self.closed:
                 return result
         await asyncio.sleep(self.timeout_s)
@@ -178,8 +179,8 @@ class EtcdClient:
     async def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
         s = self.server
         return await self._call(  # type: ignore[no-any-return]
-            lambda: (s.range(prefix, prefix=True), s.revision),
-            False)
+            lambda: (s.range(prefix, prefix=True), s.revision), False
+        )
 
     async def put(self, key: str, value: bytes, lease: int = 0) -> int:
         res = await self.txn([], [Op.put(key, value, lease)])
@@ -194,7 +195,8 @@ class EtcdClient:
         mutating = any(o.kind != "get" for o in (*success, *failure))
         keys = [o.key for o in (*success, *failure) if o.kind != "get"]
         return await self._call(  # type: ignore[no-any-return]
-            lambda: self.server.txn(compares, success, failure, self.proc.name), mutating, keys)
+            lambda: self.server.txn(compares, success, failure, self.proc.name), mutating, keys
+        )
 
     async def grant(self, ttl_s: int) -> int:
         return await self._call(lambda: self.server.grant(ttl_s), True)  # type: ignore[no-any-return]

@@ -1,13 +1,13 @@
 """The nemesis of a simulation run: faults chosen by the seed, each lasting a random while, several
 at once (never two on the same broker at the same time).
 
-A lost disk is injected only while every partition the victim holds has another in-sync replica
-(per etcd) and every other replica has the partition's whole committed log (its log end at or
-past the highest high watermark of any replica), the other brokers being up: the loss of one
-copy, which acks=all with min.insync.replicas=2 must survive. (A partition whose only in-sync
-replica loses its disk stays offline, rightly, until an unclean election.) Crashes that keep the disk need no such care: a process that
-dies keeps what it wrote (the page cache survives), so no number of them may lose an acknowledged
-record.
+A lost disk is injected only while every partition the victim holds has another in-sync replica (per
+etcd) and every other replica has the partition's whole committed log (its log end at or past the
+highest high watermark of any replica), the other brokers being up: the loss of one copy, which
+acks=all with min.insync.replicas=2 must survive. (A partition whose only in-sync replica loses its
+disk stays offline, rightly, until an unclean election.) Crashes that keep the disk need no such
+care: a process that dies keeps what it wrote (the page cache survives), so no number of them may
+lose an acknowledged record.
 """
 
 from __future__ import annotations
@@ -22,9 +22,20 @@ from .cluster import SimCluster
 SESSION_S = 6.0
 
 WEIGHTS = {
-    "pause": 14, "crash": 12, "crash-wipe": 6, "double-crash": 4, "shutdown": 6, "isolate": 8,
-    "etcd-cut": 6, "sever": 6, "client-cut": 4, "etcd-down": 4, "lost-outcomes": 5, "watch-lag": 6,
-    "slow": 3, "disk-stall": 5,
+    "pause": 14,
+    "crash": 12,
+    "crash-wipe": 6,
+    "double-crash": 4,
+    "shutdown": 6,
+    "isolate": 8,
+    "etcd-cut": 6,
+    "sever": 6,
+    "client-cut": 4,
+    "etcd-down": 4,
+    "lost-outcomes": 5,
+    "watch-lag": 6,
+    "slow": 3,
+    "disk-stall": 5,
 }
 
 
@@ -113,13 +124,17 @@ class Nemesis:
             if kind == "pause":
                 self.counts[kind] += 1
                 b.pause()
-                await asyncio.sleep(rng.choice([rng.uniform(0.1, SESSION_S * 0.8), rng.uniform(SESSION_S, 2.5 * SESSION_S)]))
+                await asyncio.sleep(
+                    rng.choice([rng.uniform(0.1, SESSION_S * 0.8), rng.uniform(SESSION_S, 2.5 * SESSION_S)])
+                )
                 b.resume()
             elif kind in ("crash", "crash-wipe"):
                 wipe = kind == "crash-wipe" and safe_to_wipe(sim, node)
                 self.counts["crash-wipe" if wipe else "crash"] += 1
                 b.crash(wipe=wipe)
-                await asyncio.sleep(rng.choice([rng.uniform(0.05, SESSION_S * 0.8), rng.uniform(SESSION_S, 2 * SESSION_S)]))
+                await asyncio.sleep(
+                    rng.choice([rng.uniform(0.05, SESSION_S * 0.8), rng.uniform(SESSION_S, 2 * SESSION_S)])
+                )
                 b.start()
             elif kind == "shutdown":
                 if not b.running:
@@ -175,19 +190,38 @@ class Nemesis:
                 sim.event(f"mend client {c} and {x}")
                 sim.net.mend(c, x)
             elif kind == "watch-lag":
-                await self._for_a_while(kind, sim.etcd.watch_lag, b.name, rng.uniform(0.05, 1.5),
-                                        "etcd watch lags {:.2f} s per event", "watch keeps up again")
+                await self._for_a_while(
+                    kind,
+                    sim.etcd.watch_lag,
+                    b.name,
+                    rng.uniform(0.05, 1.5),
+                    "etcd watch lags {:.2f} s per event",
+                    "watch keeps up again",
+                )
             elif kind == "disk-stall":
-                await self._for_a_while(kind, sim.loop.fsync_delay, b.name, rng.uniform(0.005, 0.5),
-                                        "fsyncs slow (+{:.3f} s)", "fsyncs fast again")
+                await self._for_a_while(
+                    kind,
+                    sim.loop.fsync_delay,
+                    b.name,
+                    rng.uniform(0.005, 0.5),
+                    "fsyncs slow (+{:.3f} s)",
+                    "fsyncs fast again",
+                )
             elif kind == "slow":
-                await self._for_a_while(kind, sim.net.slow, b.name, rng.uniform(0.005, 0.3),
-                                        "network slow (+{:.3f} s)", "network fast again")
+                await self._for_a_while(
+                    kind,
+                    sim.net.slow,
+                    b.name,
+                    rng.uniform(0.005, 0.3),
+                    "network slow (+{:.3f} s)",
+                    "network fast again",
+                )
         finally:
             self.busy.discard(node)
 
-    async def _for_a_while(self, kind: str, table: dict[str, float], name: str, value: float, on: str,
-                           off: str) -> None:
+    async def _for_a_while(
+        self, kind: str, table: dict[str, float], name: str, value: float, on: str, off: str
+    ) -> None:
         """`table[name] = value` (a broker's extra delay) for 1-10 s, each end an event."""
         self.counts[kind] += 1
         table[name] = value

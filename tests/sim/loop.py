@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-PROCESS: contextvars.ContextVar["Process | None"] = contextvars.ContextVar("sim_process", default=None)
+PROCESS: contextvars.ContextVar[Process | None] = contextvars.ContextVar("sim_process", default=None)
 
 RUNNING, PAUSED, DEAD = "running", "paused", "dead"
 
@@ -89,8 +89,12 @@ class SimLoop(asyncio.SelectorEventLoop):
         return self.now
 
     # ---- gating --------------------------------------------------------------------------------
-    def call_soon(self, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
-                  context: contextvars.Context | None = None) -> asyncio.Handle:
+    def call_soon(
+        self,
+        callback: Callable[..., Any],
+        *args: Any,  # type: ignore[override]
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
         if self.is_closed():  # a dead process's coroutine, finalised after the run: nothing runs
             return asyncio.Handle(callback, args, self)
         ctx = context if context is not None else contextvars.copy_context()
@@ -102,8 +106,13 @@ class SimLoop(asyncio.SelectorEventLoop):
         cell.append(h)
         return h
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
-                context: contextvars.Context | None = None) -> asyncio.TimerHandle:
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[..., Any],
+        *args: Any,  # type: ignore[override]
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
         ctx = context if context is not None else contextvars.copy_context()
         proc = ctx.get(PROCESS)
         if proc is None:
@@ -113,8 +122,12 @@ class SimLoop(asyncio.SelectorEventLoop):
         cell.append(h)
         return h
 
-    def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
-                             context: contextvars.Context | None = None) -> asyncio.Handle:
+    def call_soon_threadsafe(
+        self,
+        callback: Callable[..., Any],
+        *args: Any,  # type: ignore[override]
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
         return self.call_soon(callback, *args, context=context)
 
     @staticmethod
@@ -146,7 +159,7 @@ class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
     """`run_in_executor` work (fsync) done at once, on the loop, no thread; its answer comes
     after a random virtual delay (an fsync takes time, during which the loop serves others)."""
 
-    def __init__(self, loop: "SimLoop", rng: random.Random) -> None:
+    def __init__(self, loop: SimLoop, rng: random.Random) -> None:
         super().__init__(max_workers=1)
         self.loop = loop
         self.rng = rng
@@ -173,8 +186,15 @@ class Determinism:
     def __init__(self, loop: SimLoop, seed: int) -> None:
         self.loop = loop
         self.rng = random.Random(seed ^ 0x5EED)
-        self._saved = (time.time, time.time_ns, time.monotonic, time.monotonic_ns, time.perf_counter,
-                       uuid.uuid4, random.getstate())
+        self._saved = (
+            time.time,
+            time.time_ns,
+            time.monotonic,
+            time.monotonic_ns,
+            time.perf_counter,
+            uuid.uuid4,
+            random.getstate(),
+        )
         time.time = lambda: WALL_START + loop.now
         time.time_ns = lambda: int((WALL_START + loop.now) * 1e9)
         time.monotonic = lambda: loop.now
@@ -185,6 +205,5 @@ class Determinism:
         loop.set_default_executor(InlineExecutor(loop, random.Random(seed ^ 0xF5)))
 
     def restore(self) -> None:
-        (time.time, time.time_ns, time.monotonic, time.monotonic_ns, time.perf_counter, uuid.uuid4,
-         state) = self._saved
+        (time.time, time.time_ns, time.monotonic, time.monotonic_ns, time.perf_counter, uuid.uuid4, state) = self._saved
         random.setstate(state)

@@ -28,7 +28,7 @@ from .loop import Process, SimLoop
 
 
 class SimTransport(asyncio.Transport):
-    def __init__(self, link: "Link", side: int) -> None:
+    def __init__(self, link: Link, side: int) -> None:
         super().__init__()
         self.link = link
         self.side = side
@@ -86,7 +86,7 @@ class SimTransport(asyncio.Transport):
 class Link:
     """One TCP connection: side 0 is the client, side 1 the server."""
 
-    def __init__(self, net: "Network", client: Process, server: Process) -> None:
+    def __init__(self, net: Network, client: Process, server: Process) -> None:
         self.net = net
         self.procs = (client, server)
         self.protocols: list[Any] = [None, None]
@@ -158,8 +158,9 @@ class Network:
 
         return connect
 
-    async def open_connection(self, proc: Process, host: str, port: int) -> tuple[asyncio.StreamReader,
-                                                                                     asyncio.StreamWriter]:
+    async def open_connection(
+        self, proc: Process, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         await asyncio.sleep(self._latency(proc.name, host))
         target = self.listeners.get((host, port))
         if target is None or not target[0].alive:
@@ -213,8 +214,9 @@ class Network:
     def _schedule(self, link: Link, to_side: int, kind: str, data: Any) -> None:
         # strictly later than the previous delivery: timers due at the same instant may run in
         # any order, and a byte stream must arrive in order
-        at = max(self.loop.time() + self._latency(link.procs[0].name, link.procs[1].name),
-                 link.last_arrival[to_side] + 1e-6)
+        at = max(
+            self.loop.time() + self._latency(link.procs[0].name, link.procs[1].name), link.last_arrival[to_side] + 1e-6
+        )
         link.last_arrival[to_side] = at
         self.loop.call_at(at, self._deliver, link, to_side, kind, data, context=link.procs[to_side].context)
 

@@ -8,10 +8,10 @@ acks=all producers, a plain acks=all producer that never retries, a transactiona
 exactly-once copier (consume, produce, commit the offsets in the transaction) into a second topic;
 `--seconds` of faults chosen by the seed (pauses past the session, crashes with quick restarts and
 lost disks, double crashes, controlled shutdowns, network cuts, etcd outages, lost etcd outcomes,
-lagging watches, slow networks and disks), each lasting a random while and overlapping; then every fault heals, the clients
-stop, the cluster must converge, and the checks in checker.py run. The monitor in cluster.py checks
-its invariants every quarter second of virtual time throughout, and an ERROR logged by a broker is
-a violation too.
+lagging watches, slow networks and disks), each lasting a random while and overlapping; then every
+fault heals, the clients stop, the cluster must converge, and the checks in checker.py run. The
+monitor in cluster.py checks its invariants every quarter second of virtual time throughout, and an
+ERROR logged by a broker is a violation too.
 """
 
 from __future__ import annotations
@@ -68,10 +68,23 @@ async def create_topic(client: Client, name: str, partitions: int, rf: int, conf
 
     while True:
         try:
-            resp = await client.any_broker(19, 4, {"topics": [{
-                "name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [],
-                "configs": [{"name": k, "value": v} for k, v in configs.items()]}], "timeout": 10000,
-                "validate_only": False})
+            resp = await client.any_broker(
+                19,
+                4,
+                {
+                    "topics": [
+                        {
+                            "name": name,
+                            "num_partitions": partitions,
+                            "replication_factor": rf,
+                            "assignments": [],
+                            "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                        }
+                    ],
+                    "timeout": 10000,
+                    "validate_only": False,
+                },
+            )
             code = resp.topics[0].error_code.value
             if code in (0, 36):  # created, or TOPIC_ALREADY_EXISTS after an unknown outcome
                 return
@@ -93,8 +106,11 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
     await sim.until(lambda: converged(sim, TOPICS) is None, 30, "topics ready")
 
     producers = []
-    specs = [("idempotent-1", dict(idempotent=True)), ("idempotent-2", dict(idempotent=True)),
-             ("once", dict(idempotent=False, retries=0))]
+    specs = [
+        ("idempotent-1", dict(idempotent=True)),
+        ("idempotent-2", dict(idempotent=True)),
+        ("once", dict(idempotent=False, retries=0)),
+    ]
     for name, kw in specs:
         proc = sim.client_process(name)
         c = Client(proc, name, sim.bootstrap, sim.net.connector(proc), sim.rng)
@@ -122,8 +138,9 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
         sim.violate(f"{len(pending)} clients did not finish within 120 s after the faults healed")
     ok = await sim.until(lambda: converged(sim, TOPICS) is None, 120, "convergence")
     # transactions the clients left open time out (transaction.timeout.ms) and are aborted
-    ok = ok and await sim.until(lambda: converged(sim, TOPICS) is None
-                                and not any(open_transactions(sim, t) for t in TOPICS), 60)
+    ok = ok and await sim.until(
+        lambda: converged(sim, TOPICS) is None and not any(open_transactions(sim, t) for t in TOPICS), 60
+    )
     if not ok:
         sim.violate(f"no convergence within 120 s of healing: {converged(sim, TOPICS)}")
         for line in diagnose(sim, TOPIC) + diagnose_transactions(sim, TOPICS):
@@ -150,7 +167,13 @@ def _judge(sim: SimCluster, topic: str, p: int, node: int) -> str:
     b = sim.brokers.get(node)
     rm = b.replica_manager() if b is not None else None
     r = rm.replicas.get((topic, p)) if rm is not None else None
-    if st is not None and st.leader == node and r is not None and r.role == "leader" and r.leader_epoch == st.leader_epoch:
+    if (
+        st is not None
+        and st.leader == node
+        and r is not None
+        and r.role == "leader"
+        and r.leader_epoch == st.leader_epoch
+    ):
         return f"from its rightful leader {node} at epoch {st.leader_epoch}"
     return ""
 
@@ -242,7 +265,8 @@ class _Formatter(logging.Formatter):
         proc = PROCESS.get()
         who = proc.name if proc is not None else "sim"
         return f"{self.loop.time():9.3f} {who:8} {record.levelname[0]} {record.name}: {record.getMessage()}" + (
-            "\n" + self.formatException(record.exc_info) if record.exc_info else "")
+            "\n" + self.formatException(record.exc_info) if record.exc_info else ""
+        )
 
 
 def _tmp_root() -> str | None:
@@ -258,8 +282,11 @@ def _worker(args: tuple[int, float]) -> Result:
 
 def _report(r: Result, file: io.TextIOBase | None = None) -> None:
     out = file or sys.stdout
-    print(f"seed {r.seed}: {'ok' if r.ok else 'FAILED'} ({r.acked} acked, txns {r.txns}, faults {r.faults}, "
-          f"{r.virtual_s:.0f} s virtual, {r.wall_s:.1f} s, run {r.fingerprint})", file=out)
+    print(
+        f"seed {r.seed}: {'ok' if r.ok else 'FAILED'} ({r.acked} acked, txns {r.txns}, faults {r.faults}, "
+        f"{r.virtual_s:.0f} s virtual, {r.wall_s:.1f} s, run {r.fingerprint})",
+        file=out,
+    )
     if not r.ok:
         for v in r.violations[:25]:
             print(f"  VIOLATION {v}", file=out)
@@ -269,8 +296,10 @@ def _report(r: Result, file: io.TextIOBase | None = None) -> None:
         for e in r.events[-40:]:
             print(f"    {e}", file=out)
         if r.log_tail:
-            print("  log tail (warnings and errors):\n" + "\n".join("    " + ln for ln in r.log_tail.splitlines()[-60:]),
-                  file=out)
+            print(
+                "  log tail (warnings and errors):\n" + "\n".join("    " + ln for ln in r.log_tail.splitlines()[-60:]),
+                file=out,
+            )
     out.flush()  # a long run's log shows each failure as it happens
 
 
@@ -315,11 +344,16 @@ def main() -> int:
             elif args.verbose:
                 _report(r)
             if args.progress and done % args.progress == 0:
-                print(f"... {done}/{len(seeds)} seeds, {len(failed)} failed, {acked} records acknowledged, "
-                      f"{time.monotonic() - t0:.0f} s", flush=True)
+                print(
+                    f"... {done}/{len(seeds)} seeds, {len(failed)} failed, {acked} records acknowledged, "
+                    f"{time.monotonic() - t0:.0f} s",
+                    flush=True,
+                )
     took = time.monotonic() - t0
-    print(f"{len(seeds) - len(failed)} passed, {len(failed)} failed ({len(seeds)} seeds, {acked} records "
-          f"acknowledged, {took:.0f} s)")
+    print(
+        f"{len(seeds) - len(failed)} passed, {len(failed)} failed ({len(seeds)} seeds, {acked} records "
+        f"acknowledged, {took:.0f} s)"
+    )
     if failed:
         print(f"failed seeds: {sorted(failed)}; replay one: python tests/sim/run.py --seed {min(failed)} -v")
     return 1 if failed else 0

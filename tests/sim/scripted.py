@@ -22,8 +22,13 @@ from .run import create_topic
 logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # dead processes leave pending tasks behind
 
 
-def simulate(body: Callable[[SimCluster], Awaitable[None]], seed: int = 0, brokers: int = 3,
-             overrides: dict[str, str] | None = None, base: Path | None = None) -> SimCluster:
+def simulate(
+    body: Callable[[SimCluster], Awaitable[None]],
+    seed: int = 0,
+    brokers: int = 3,
+    overrides: dict[str, str] | None = None,
+    base: Path | None = None,
+) -> SimCluster:
     """Run `body(sim)` on a fresh simulated cluster; returns the cluster (its `violations`)."""
     loop = SimLoop()
     det = Determinism(loop, seed)
@@ -60,8 +65,9 @@ async def as_client(c: Client, coro: Awaitable[Any]) -> Any:
     return await c.proc.spawn(coro)
 
 
-async def ready_topic(sim: SimCluster, c: Client, topic: str, partitions: int = 1, rf: int = 3,
-                      configs: dict[str, str] | None = None) -> None:
+async def ready_topic(
+    sim: SimCluster, c: Client, topic: str, partitions: int = 1, rf: int = 3, configs: dict[str, str] | None = None
+) -> None:
     await as_client(c, create_topic(c, topic, partitions, rf, configs or {"min.insync.replicas": "2"}))
     assert await sim.until(lambda: converged(sim, [topic]) is None, 30), converged(sim, [topic])
     await as_client(c, c.refresh([topic]))
@@ -90,8 +96,16 @@ def batch(values: list[str]) -> bytes:
     return build_batch([Record(None, v.encode(), 1_790_000_000_000) for v in values])
 
 
-async def produce(c: Client, topic: str, p: int, values: list[str], acks: int = -1, to: int | None = None,
-                  timeout_ms: int = 5000, retry_s: float = 30.0) -> tuple[int, int]:
+async def produce(
+    c: Client,
+    topic: str,
+    p: int,
+    values: list[str],
+    acks: int = -1,
+    to: int | None = None,
+    timeout_ms: int = 5000,
+    retry_s: float = 30.0,
+) -> tuple[int, int]:
     """(error, base offset) of one batch, sent to the leader (or to broker `to`), retried on
     retriable errors for `retry_s` (not at all when `to` is given)."""
 

@@ -38,8 +38,9 @@ def test_acks_all_waiting_on_a_deposed_leader_is_never_acknowledged_at_an_offset
         sim.brokers[old].pause()
         waiting = []
         for i, w in enumerate(clients):
-            waiting.append((f"stale-{i}", asyncio.ensure_future(
-                produce(w, "d1", 0, [f"stale-{i}"], to=old, timeout_ms=60000))))
+            waiting.append(
+                (f"stale-{i}", asyncio.ensure_future(produce(w, "d1", 0, [f"stale-{i}"], to=old, timeout_ms=60000)))
+            )
             await asyncio.sleep(0.05)
         assert await sim.until(lambda: state(sim, "d1").leader not in (old, -1), 20), state(sim, "d1")
         assert (await produce(c, "d1", 0, [f"new-{i}" for i in range(20)]))[0] == 0
@@ -105,11 +106,13 @@ def test_a_controller_whose_election_answer_was_lost_still_acts():
         root = sim.brokers[ctrl].broker.cluster.keys.controller
         sim.etcd.lose_answers[root] = 1
         sim.brokers[ctrl].crash()
-        assert await sim.until(lambda: any(b.up and b.broker.cluster.controller.active for b in sim.brokers.values()),
-                               30), "no controller acts after the answer of its election was lost"
+        assert await sim.until(
+            lambda: any(b.up and b.broker.cluster.controller.active for b in sim.brokers.values()), 30
+        ), "no controller acts after the answer of its election was lost"
         led = [p for p in range(3) if state(sim, "d6", p).leader == ctrl]
-        assert await sim.until(lambda: all(state(sim, "d6", p).leader not in (ctrl, -1) for p in led), 30), \
-            [state(sim, "d6", p) for p in led]
+        assert await sim.until(lambda: all(state(sim, "d6", p).leader not in (ctrl, -1) for p in led), 30), [
+            state(sim, "d6", p) for p in led
+        ]
 
     simulate(body)
 
@@ -181,7 +184,6 @@ def test_a_follower_without_leader_epochs_truncates_to_its_high_watermark():
         assert a == b, {o: (a.get(o), b.get(o)) for o in sorted(set(a) | set(b)) if a.get(o) != b.get(o)}
 
 
-
 def test_a_follower_that_is_not_registered_does_not_join_the_isr():
     """A follower cut off from etcd past its session is no registered broker (its incarnation
     ended), yet it can still fetch from the leader. However far it catches up, the leader must
@@ -197,8 +199,9 @@ def test_a_follower_that_is_not_registered_does_not_join_the_isr():
         sim.net.sever(lname, fname)
         sim.etcd.set_reachable(fname, False)
         brokers_key = next(k for k in sim.etcd.kv if k.endswith(f"/brokers/ids/{f}"))
-        assert await sim.until(lambda: f not in state(sim, "d8b").isr and brokers_key not in sim.etcd.kv, 30), \
-            state(sim, "d8b")
+        assert await sim.until(lambda: f not in state(sim, "d8b").isr and brokers_key not in sim.etcd.kv, 30), state(
+            sim, "d8b"
+        )
         for i in range(5):
             assert (await produce(c, "d8b", 0, [f"x-{i}"]))[0] == 0
         sim.net.mend(lname, fname)  # it fetches, and catches up
@@ -239,14 +242,27 @@ def test_a_marker_written_by_a_deposed_leader_is_not_counted():
         tp = TxnProducer(tc, h, "d2", tid)
         await as_client(tc, tp.init_metadata())
         await as_client(tc, tp.init())
-        resp = await as_client(tc, tp._coord_call(24, 3, {
-            "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": tp.pid,
-            "v3_and_below_producer_epoch": tp.epoch, "v3_and_below_topics": [{"name": "d2", "partitions": [0]}]}))
+        resp = await as_client(
+            tc,
+            tp._coord_call(
+                24,
+                3,
+                {
+                    "v3_and_below_transactional_id": tid,
+                    "v3_and_below_producer_id": tp.pid,
+                    "v3_and_below_producer_epoch": tp.epoch,
+                    "v3_and_below_topics": [{"name": "d2", "partitions": [0]}],
+                },
+            ),
+        )
         assert _errors(resp) == 0
         assert await as_client(tc, tp.deliver(0, ["t-0", "t-1"], tid)) == 0
         sim.brokers[old].pause()
-        end = tc.proc.spawn(tp._coord_call(26, 3, {"transactional_id": tid, "producer_id": tp.pid,
-                                                 "producer_epoch": tp.epoch, "committed": True}))
+        end = tc.proc.spawn(
+            tp._coord_call(
+                26, 3, {"transactional_id": tid, "producer_id": tp.pid, "producer_epoch": tp.epoch, "committed": True}
+            )
+        )
         assert await sim.until(lambda: state(sim, "d2").leader not in (old, -1), 20), state(sim, "d2")
         assert (await produce(c, "d2", 0, [f"new-{i}" for i in range(5)]))[0] == 0
         sim.loop.fsync_delay[sim.brokers[old].name] = 0.05
@@ -356,13 +372,18 @@ def test_a_new_transaction_coordinator_answers_only_from_committed_state():
         sim.etcd.set_reachable(name[L], False)
         sim.net.sever(name[L], name[G])
         sim.net.sever(name[F], name[G])
-        add = {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": tp.pid,
-               "v3_and_below_producer_epoch": tp.epoch, "v3_and_below_topics": [{"name": "d11", "partitions": [0]}]}
+        add = {
+            "v3_and_below_transactional_id": tid,
+            "v3_and_below_producer_id": tp.pid,
+            "v3_and_below_producer_epoch": tp.epoch,
+            "v3_and_below_topics": [{"name": "d11", "partitions": [0]}],
+        }
         adding = tc.proc.spawn(tp._coord_call(24, 3, add))
         ends = lambda n: sim.brokers[n].plog("__transaction_state", sp).log_end_offset
         assert await sim.until(lambda: ends(F) == ends(L) > ends(G), 5), (ends(L), ends(F), ends(G))
-        assert await sim.until(lambda: state(sim, "__transaction_state", sp).leader == F, 30), \
-            state(sim, "__transaction_state", sp)
+        assert await sim.until(lambda: state(sim, "__transaction_state", sp).leader == F, 30), state(
+            sim, "__transaction_state", sp
+        )
         try:
             seen["add"] = _first_error(await asyncio.wait_for(adding, 60))
         except Exception as e:  # noqa: BLE001 - gave up: not added
@@ -370,13 +391,20 @@ def test_a_new_transaction_coordinator_answers_only_from_committed_state():
         if seen["add"] == 0:
             seen["deliver"] = await as_client(tc, tp.deliver(0, ["t-0"], tid))
         sim.brokers[F].crash()
-        assert await sim.until(lambda: state(sim, "__transaction_state", sp).leader == G, 30), \
-            state(sim, "__transaction_state", sp)
+        assert await sim.until(lambda: state(sim, "__transaction_state", sp).leader == G, 30), state(
+            sim, "__transaction_state", sp
+        )
         sim.heal_network()
         sim.brokers[F].start()
         try:
-            end = await as_client(tc, tp._coord_call(26, 3, {"transactional_id": tid, "producer_id": tp.pid,
-                                                            "producer_epoch": tp.epoch, "committed": True}))
+            end = await as_client(
+                tc,
+                tp._coord_call(
+                    26,
+                    3,
+                    {"transactional_id": tid, "producer_id": tp.pid, "producer_epoch": tp.epoch, "committed": True},
+                ),
+            )
             seen["end"] = _first_error(end)
         except Exception as e:  # noqa: BLE001
             seen["end"] = repr(e)
@@ -422,14 +450,23 @@ def test_a_coordinator_partition_led_right_after_an_etcd_outage_is_coordinated()
         sim.etcd_down()
         await asyncio.sleep(8)
         sim.etcd_up()
-        resp = await as_client(c, c.any_broker(43, 2, {
-            "election_type": 0, "topic_partitions": [{"topic": "__transaction_state", "partitions": [sp]}],
-            "timeout": 30000}))
+        resp = await as_client(
+            c,
+            c.any_broker(
+                43,
+                2,
+                {
+                    "election_type": 0,
+                    "topic_partitions": [{"topic": "__transaction_state", "partitions": [sp]}],
+                    "timeout": 30000,
+                },
+            ),
+        )
         assert _first_error(resp) == 0 and st().leader == pref, (resp, st())
         assert not sim.brokers[pref].broker.cluster.lease_valid(), "the election came after a keepalive"
         try:
             await as_client(tc, asyncio.wait_for(tp.init(), 40))
-        except (asyncio.TimeoutError, ClientError) as e:
+        except (TimeoutError, ClientError) as e:
             raise AssertionError(f"{tid} not coordinated by {pref}: {e!r}") from None
 
     simulate(body, overrides={"auto.leader.rebalance.enable": "false"})
@@ -471,15 +508,26 @@ def test_a_deposed_transaction_coordinator_does_not_answer_from_memory():
         tc.bootstrap = [a for a in tc.bootstrap if a != stale]
         tc.brokers.pop(L)
         tp.coordinator = None
-        add = {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": tp.pid,
-               "v3_and_below_producer_epoch": tp.epoch, "v3_and_below_topics": [{"name": "d13", "partitions": [0]}]}
+        add = {
+            "v3_and_below_transactional_id": tid,
+            "v3_and_below_producer_id": tp.pid,
+            "v3_and_below_producer_epoch": tp.epoch,
+            "v3_and_below_topics": [{"name": "d13", "partitions": [0]}],
+        }
         assert _first_error(await as_client(tc, tp._coord_call(24, 3, add))) == 0
         await as_client(tc, tc.refresh(["d13"]))
         assert await as_client(tc, tp.deliver(0, ["t2"], tid)) == 0
         assert sim.brokers[L].broker.txn.coordinator.status(tid) == 0, "L knows it was deposed"
         try:
-            end = await as_client(tc, tc.call(stale, 26, 3, {"transactional_id": tid, "producer_id": tp.pid,
-                                                             "producer_epoch": tp.epoch, "committed": True}))
+            end = await as_client(
+                tc,
+                tc.call(
+                    stale,
+                    26,
+                    3,
+                    {"transactional_id": tid, "producer_id": tp.pid, "producer_epoch": tp.epoch, "committed": True},
+                ),
+            )
             seen["end"] = _first_error(end)
         except ClientError as e:
             seen["end"] = repr(e)

@@ -19,8 +19,9 @@ pytestmark = pytest.mark.timeout(1800)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    return subprocess.run(
+        [sys.executable, str(RUN), *args], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}
+    )
 
 
 def test_random_seeds_keep_every_promise():

@@ -19,9 +19,12 @@ def spark(tmp_path_factory):
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from tidelog.spark_export.session import SparkSettings, build_session
 
-    session = build_session(tmp_path_factory.mktemp("spark-warehouse"),
-                            SparkSettings(app_name="tidelog-tests", shuffle_partitions=2, table_format="delta",
-                                          extra={"spark.ui.enabled": "false"}))
+    session = build_session(
+        tmp_path_factory.mktemp("spark-warehouse"),
+        SparkSettings(
+            app_name="tidelog-tests", shuffle_partitions=2, table_format="delta", extra={"spark.ui.enabled": "false"}
+        ),
+    )
     yield session
     session.stop()
 

@@ -13,11 +13,11 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tidelog.core.topics import TopicRegistry
 from tidelog.log.config import LogConfig
 from tidelog.log.log import PartitionLog
 from tidelog.log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch
 from tidelog.log.txnindex import AbortedTxn
-from tidelog.core.topics import TopicRegistry
 
 DAY_MS = 86_400_000
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z
@@ -36,8 +36,16 @@ class Row:
     state: str = "committed"  # committed | aborted | open
 
     def ident(self) -> tuple:
-        return (self.partition, self.offset, self.key, self.value, self.timestamp,
-                tuple(self.headers), self.producer_id, self.transactional)
+        return (
+            self.partition,
+            self.offset,
+            self.key,
+            self.value,
+            self.timestamp,
+            tuple(self.headers),
+            self.producer_id,
+            self.transactional,
+        )
 
 
 @dataclass
@@ -63,8 +71,16 @@ class Model:
 
 
 class LogWriter:
-    def __init__(self, log_dir: Path, topic: str, partitions: int = 2, segment_bytes: int = 8192,
-                 seed: int = 1, keys: int = 40, compact: bool = False) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        topic: str,
+        partitions: int = 2,
+        segment_bytes: int = 8192,
+        seed: int = 1,
+        keys: int = 40,
+        compact: bool = False,
+    ) -> None:
         self.log_dir = Path(log_dir)
         self.topic = topic
         self.rng = random.Random(seed)
@@ -87,15 +103,26 @@ class LogWriter:
             self.clock += self.rng.randint(0, 3_600_000)  # spreads rows over several days
             key = self.rng.choice(self.keys)
             value = None if tombstones and self.rng.random() < 0.08 else self.rng.randbytes(self.rng.randint(0, 60))
-            headers = [("h%d" % i, self.rng.choice([None, b"x" * i])) for i in range(self.rng.choice([0, 0, 1, 2]))]
+            headers = [(f"h{i}", self.rng.choice([None, b"x" * i])) for i in range(self.rng.choice([0, 0, 1, 2]))]
             out.append(Record(key, value, self.clock, headers))
         return out
 
     def _append(self, partition: int, records: list[Record], state: str, **kw) -> list[Row]:
         info = self.logs[partition].append_raw(build_batch(records, **kw), now_ms=self.clock)
-        rows = [Row(partition, info.first_offset + i, r.key, r.value, r.timestamp, r.headers,
-                    kw.get("producer_id", -1), kw.get("transactional", False), state)
-                for i, r in enumerate(records)]
+        rows = [
+            Row(
+                partition,
+                info.first_offset + i,
+                r.key,
+                r.value,
+                r.timestamp,
+                r.headers,
+                kw.get("producer_id", -1),
+                kw.get("transactional", False),
+                state,
+            )
+            for i, r in enumerate(records)
+        ]
         self.model.rows += rows
         return rows
 
@@ -108,9 +135,16 @@ class LogWriter:
         self.next_pid += 1
         rows: list[Row] = []
         for i in range(batches):
-            rows += self._append(partition, self._records(self.rng.randint(1, 10)), "open",
-                                 codec=self.rng.randint(0, 4), producer_id=pid, producer_epoch=0,
-                                 base_sequence=len(rows), transactional=True)
+            rows += self._append(
+                partition,
+                self._records(self.rng.randint(1, 10)),
+                "open",
+                codec=self.rng.randint(0, 4),
+                producer_id=pid,
+                producer_epoch=0,
+                base_sequence=len(rows),
+                transactional=True,
+            )
             if i + 1 < batches:
                 self.plain(partition)  # interleaved non-transactional data
         self.open_txns[partition] = (pid, rows)

@@ -20,7 +20,7 @@ def _records(rng: random.Random, n: int) -> list[rb.Record]:
         key = None if i % 7 == 0 else rng.randbytes(rng.choice([0, 3, 200]))
         value = None if i % 11 == 0 else rng.randbytes(rng.choice([0, 1, 63, 64, 300, 20000]))
         headers = [(f"h{j}-é", None if j == 2 else rng.randbytes(rng.choice([0, 5, 130]))) for j in range(i % 4)]
-        ts = T0 + rng.randrange(-10**9, 10**9)  # out of order, deltas of every varint width
+        ts = T0 + rng.randrange(-(10**9), 10**9)  # out of order, deltas of every varint width
         out.append(rb.Record(key, value, ts, headers))
     return out
 
@@ -55,11 +55,23 @@ def _as_tuple(c: Columns):
 @pytest.mark.parametrize("ts_type", [rb.CREATE_TIME, rb.LOG_APPEND_TIME])
 def test_columns_match_reference_decoder(codec, ts_type):
     rng = random.Random(codec * 10 + ts_type)
-    batch = rb.build_batch(_records(rng, 300), base_offset=1000, codec=codec, timestamp_type=ts_type,
-                           producer_id=42, producer_epoch=0, base_sequence=0, transactional=True)
+    batch = rb.build_batch(
+        _records(rng, 300),
+        base_offset=1000,
+        codec=codec,
+        timestamp_type=ts_type,
+        producer_id=42,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
     h = rb.HEADER.unpack_from(batch, 0)
-    for lo, hi, t_lo, t_hi in [(0, 1 << 62, None, None), (1100, 1200, None, None),
-                               (0, 1 << 62, T0 - 10**8, T0 + 10**8), (1050, 1250, T0, None)]:
+    for lo, hi, t_lo, t_hi in [
+        (0, 1 << 62, None, None),
+        (1100, 1200, None, None),
+        (0, 1 << 62, T0 - 10**8, T0 + 10**8),
+        (1050, 1250, T0, None),
+    ]:
         got = Columns()
         append_batch(got, batch, 0, h, lo, hi, t_lo, t_hi)
         want = _reference(batch, lo, hi, t_lo, t_hi)
@@ -100,10 +112,19 @@ def test_compiled_decoder_builds_the_same_arrow_batches(codec, with_headers):
     assert DECODER == "numba"  # tidelog[spark] brings numba: the fast path is what runs
     rng = random.Random(codec * 3 + with_headers)
     make = _records if with_headers else _no_headers
-    batches = [rb.build_batch(make(rng, 120), base_offset=1000 + 120 * i, codec=codec,
-                              timestamp_type=rb.LOG_APPEND_TIME if i == 1 else rb.CREATE_TIME,
-                              producer_id=7 + i, producer_epoch=0, base_sequence=0, transactional=i == 2)
-               for i in range(3)]
+    batches = [
+        rb.build_batch(
+            make(rng, 120),
+            base_offset=1000 + 120 * i,
+            codec=codec,
+            timestamp_type=rb.LOG_APPEND_TIME if i == 1 else rb.CREATE_TIME,
+            producer_id=7 + i,
+            producer_epoch=0,
+            base_sequence=0,
+            transactional=i == 2,
+        )
+        for i in range(3)
+    ]
     schema = arrow_schema()
     for lo, hi, t_lo, t_hi in [(0, 1 << 62, None, None), (1050, 1300, None, None), (0, 1 << 62, T0, None)]:
         ref, fast = Columns(), FastColumns()

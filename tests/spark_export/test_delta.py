@@ -54,7 +54,9 @@ def test_each_run_is_one_commit_per_table_with_time_travel(catalog, tmp_path):
     main = wh / "tidelog.db" / "orders"
     # Version 0 creates the table; then one append per run, named by its run id.
     assert history(spark, main) == [(0, "CREATE TABLE", None)] + [(n + 1, "WRITE", i) for n, i in enumerate(ids)]
-    assert [op for _v, op, _m in history(spark, wh / "tidelog.db" / "profiles_latest")] == ["CREATE TABLE"] + ["MERGE"] * 3
+    assert [op for _v, op, _m in history(spark, wh / "tidelog.db" / "profiles_latest")] == ["CREATE TABLE"] + [
+        "MERGE"
+    ] * 3
     for version, want in enumerate(counts, start=1):  # time travel: each run's table
         assert spark.sql(f"SELECT count(*) FROM tidelog.orders VERSION AS OF {version}").first()[0] == want
     # Nothing staged, no Parquet version directories of _latest.
@@ -110,11 +112,28 @@ def test_killed_export_is_completed_by_the_next_command(catalog, tmp_path):
     w = LogWriter(data, "profiles", partitions=2, segment_bytes=8192, seed=24, keys=30, compact=True)
     w.fill(20)
     closed = w.roll()
-    cmd = [sys.executable, "-m", "tidelog", "export", "--log-dirs", str(data), "--warehouse", str(wh),
-           "--shuffle-partitions", "2", "--driver-memory", "512m"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tidelog",
+        "export",
+        "--log-dirs",
+        str(data),
+        "--warehouse",
+        str(wh),
+        "--shuffle-partitions",
+        "2",
+        "--driver-memory",
+        "512m",
+    ]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    killed = subprocess.run(cmd + ["--table-format", "delta"], env={**env, "TIDELOG_EXPORT_CRASH_AT": "appended:hard"},
-                            capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(
+        cmd + ["--table-format", "delta"],
+        env={**env, "TIDELOG_EXPORT_CRASH_AT": "appended:hard"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == 137, killed.stderr[-3000:]
     pending = manifest(wh)["pending"]
     assert pending is not None
@@ -143,11 +162,18 @@ def test_a_concurrent_reader_never_sees_part_of_a_run(catalog, tmp_path):
     w.roll()
     export(spark, data, wh, table_format="delta")  # the tables exist before the reader starts
     main, latest = wh / "tidelog.db" / "profiles", wh / "tidelog.db" / "profiles_latest"
-    boundaries = {(spark.read.format("delta").load(str(main)).count(), spark.read.format("delta").load(str(latest)).count())}
+    boundaries = {
+        (spark.read.format("delta").load(str(main)).count(), spark.read.format("delta").load(str(latest)).count())
+    }
     out, stop = tmp_path / "seen.jsonl", tmp_path / "stop"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    reader = subprocess.Popen([sys.executable, str(HERE / "delta_reader.py"), str(main), str(latest), str(out), str(stop)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, str(HERE / "delta_reader.py"), str(main), str(latest), str(out), str(stop)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while not (out.exists() and out.read_text().strip()):
@@ -158,8 +184,12 @@ def test_a_concurrent_reader_never_sees_part_of_a_run(catalog, tmp_path):
             w.fill(12)
             w.roll()
             export(spark, data, wh)
-            boundaries.add((spark.read.format("delta").load(str(main)).count(),
-                            spark.read.format("delta").load(str(latest)).count()))
+            boundaries.add(
+                (
+                    spark.read.format("delta").load(str(main)).count(),
+                    spark.read.format("delta").load(str(latest)).count(),
+                )
+            )
     finally:
         stop.touch()
         try:
@@ -175,7 +205,9 @@ def test_a_concurrent_reader_never_sees_part_of_a_run(catalog, tmp_path):
     assert {s["main"] for s in seen} <= mains, (sorted({s["main"] for s in seen} - mains), sorted(mains))
     assert {s["latest"] for s in seen} <= latests, (sorted({s["latest"] for s in seen} - latests), sorted(latests))
     # Each run wrote several files in its one commit, so a partial run was there to be seen.
-    added = [sum(1 for line in f.read_text().splitlines() if '"add"' in line)
-             for f in sorted((main / "_delta_log").glob("*.json"))]
+    added = [
+        sum(1 for line in f.read_text().splitlines() if '"add"' in line)
+        for f in sorted((main / "_delta_log").glob("*.json"))
+    ]
     assert max(added) > 1, added
     w.close()

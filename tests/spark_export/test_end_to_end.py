@@ -46,6 +46,7 @@ class Sent:
             k = (msg.topic(), msg.partition(), msg.offset())
             self.rows[k] = (msg.partition(), msg.offset(), msg.key(), msg.value(), ts, headers)
             self.state[k] = state
+
         return on_delivery
 
     def committed(self, topic: str) -> list[tuple]:
@@ -57,16 +58,33 @@ def produce_round(bootstrap: str, sent: Sent, t0: int, round_no: int) -> int:
     into `orders` and the compacted `profiles`; timestamps spread over two days from t0."""
     clock = t0
     for c, codec in enumerate(CODECS):
-        p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
-                      "enable.idempotence": c % 2 == 0})
+        p = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "compression.type": codec,
+                "linger.ms": 20,
+                "enable.idempotence": c % 2 == 0,
+            }
+        )
         for i in range(60):
             clock += HOUR // 3
             topic = "orders" if i % 3 else "profiles"
             key = b"k%02d" % ((i * 7 + c + round_no) % 25)
-            value = None if topic == "profiles" and i % 17 == 0 else b"%s-%d-%d-%s" % (codec.encode(), round_no, i, b"x" * (i % 40))
+            value = (
+                None
+                if topic == "profiles" and i % 17 == 0
+                else b"%s-%d-%d-%s" % (codec.encode(), round_no, i, b"x" * (i % 40))
+            )
             headers = [("codec", codec.encode()), ("n", None)] if i % 4 == 0 else None
-            p.produce(topic, value=value, key=key, partition=i % 2, timestamp=clock, headers=headers,
-                      on_delivery=sent.callback("committed", headers))
+            p.produce(
+                topic,
+                value=value,
+                key=key,
+                partition=i % 2,
+                timestamp=clock,
+                headers=headers,
+                on_delivery=sent.callback("committed", headers),
+            )
         assert p.flush(30) == 0
     tp = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"exporter-test-{round_no}", "linger.ms": 5})
     tp.init_transactions(30)
@@ -76,9 +94,14 @@ def produce_round(bootstrap: str, sent: Sent, t0: int, round_no: int) -> int:
         for i in range(20):
             clock += 60_000
             topic = "orders" if i % 2 else "profiles"
-            tp.produce(topic, key=b"k%02d" % ((i + n) % 25), value=b"txn-%d-%d-%d" % (round_no, n, i),
-                       partition=(i // 2) % 2, timestamp=clock,
-                       on_delivery=sent.callback("committed" if commit else "aborted"))
+            tp.produce(
+                topic,
+                key=b"k%02d" % ((i + n) % 25),
+                value=b"txn-%d-%d-%d" % (round_no, n, i),
+                partition=(i // 2) % 2,
+                timestamp=clock,
+                on_delivery=sent.callback("committed" if commit else "aborted"),
+            )
         tp.flush(30)
         (tp.commit_transaction if commit else tp.abort_transaction)(30)
     tp.flush(30)
@@ -97,16 +120,29 @@ def roll_all(bootstrap: str, sent: Sent, after: int) -> None:
     p = Producer({"bootstrap.servers": bootstrap})
     for topic in ("orders", "profiles"):
         for partition in (0, 1):
-            p.produce(topic, key=b"sentinel", value=b"sentinel", partition=partition, timestamp=ts,
-                      on_delivery=sent.callback("sentinel"))
+            p.produce(
+                topic,
+                key=b"sentinel",
+                value=b"sentinel",
+                partition=partition,
+                timestamp=ts,
+                on_delivery=sent.callback("sentinel"),
+            )
     assert p.flush(30) == 0
 
 
 def table_rows(spark, name: str) -> list[tuple]:
-    return sorted((r.partition, r.offset, r.key and bytes(r.key), r.value and bytes(r.value),
-                   int(r.timestamp.replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
-                   tuple((h.key, h.value and bytes(h.value)) for h in r.headers))
-                  for r in spark.table(name).collect())
+    return sorted(
+        (
+            r.partition,
+            r.offset,
+            r.key and bytes(r.key),
+            r.value and bytes(r.value),
+            int(r.timestamp.replace(tzinfo=dt.UTC).timestamp() * 1000),
+            tuple((h.key, h.value and bytes(h.value)) for h in r.headers),
+        )
+        for r in spark.table(name).collect()
+    )
 
 
 def brute_force_latest(rows: list[tuple]) -> list[tuple]:
@@ -129,10 +165,12 @@ def test_produce_kill_export_rerun_and_more(catalog, broker_factory, tmp_path):
     with KafkaClient(broker.bootstrap) as kc:
         assert {22, 26} <= set(kc.versions), "the broker must route InitProducerId and EndTxn"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for f in admin.create_topics([
-        NewTopic("orders", 2, 1, config=TOPIC_CONFIG),
-        NewTopic("profiles", 2, 1, config={**TOPIC_CONFIG, "cleanup.policy": "compact"}),
-    ]).values():
+    for f in admin.create_topics(
+        [
+            NewTopic("orders", 2, 1, config=TOPIC_CONFIG),
+            NewTopic("profiles", 2, 1, config={**TOPIC_CONFIG, "cleanup.policy": "compact"}),
+        ]
+    ).values():
         f.result(30)
     sent = Sent()
     t0 = int(time.time() * 1000) - 10 * 24 * HOUR
@@ -143,10 +181,28 @@ def test_produce_kill_export_rerun_and_more(catalog, broker_factory, tmp_path):
     # `tidelog export` of orders, killed (os._exit, like kill -9) after moving its first file into
     # the table; the in-process run then recovers and exports both topics.
     wh, data = tmp_path / "wh", broker.data_dir
-    cmd = [sys.executable, "-m", "tidelog", "export", "--log-dirs", str(data), "--warehouse", str(wh),
-           "--topics", "orders", "--shuffle-partitions", "2", "--driver-memory", "512m"]
-    env = {**os.environ, "TIDELOG_EXPORT_CRASH_AT": "mid-publish:hard", "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable}
+    cmd = [
+        sys.executable,
+        "-m",
+        "tidelog",
+        "export",
+        "--log-dirs",
+        str(data),
+        "--warehouse",
+        str(wh),
+        "--topics",
+        "orders",
+        "--shuffle-partitions",
+        "2",
+        "--driver-memory",
+        "512m",
+    ]
+    env = {
+        **os.environ,
+        "TIDELOG_EXPORT_CRASH_AT": "mid-publish:hard",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert res.returncode == 137, res.stderr[-3000:]
     assert list((wh / "tidelog.db" / "orders").rglob("part-*.parquet")), "killed before publishing anything"
@@ -169,6 +225,7 @@ def test_produce_kill_export_rerun_and_more(catalog, broker_factory, tmp_path):
     assert_once(spark, "tidelog.orders", sent.committed("orders"))
     assert_once(spark, "tidelog.profiles", sent.committed("profiles"))
     assert table_rows(spark, "tidelog.profiles_latest") == brute_force_latest(sent.committed("profiles"))
-    codecs = spark.sql("SELECT DISTINCT h.value FROM tidelog.orders LATERAL VIEW explode(headers) AS h "
-                       "WHERE h.key = 'codec'").collect()
+    codecs = spark.sql(
+        "SELECT DISTINCT h.value FROM tidelog.orders LATERAL VIEW explode(headers) AS h WHERE h.key = 'codec'"
+    ).collect()
     assert sorted(bytes(r.value) for r in codecs) == sorted(c.encode() for c in CODECS)

@@ -17,10 +17,19 @@ from tidelog.spark_export.progress import Progress, TopicSummary
 
 def table_idents(spark, name):
     rows = spark.table(name).collect()
-    return sorted((r.partition, r.offset, r.key and bytes(r.key), r.value and bytes(r.value),
-                   int(r.timestamp.replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
-                   tuple((h.key, h.value and bytes(h.value)) for h in r.headers), r.producer_id, r.is_transactional)
-                  for r in rows)
+    return sorted(
+        (
+            r.partition,
+            r.offset,
+            r.key and bytes(r.key),
+            r.value and bytes(r.value),
+            int(r.timestamp.replace(tzinfo=dt.UTC).timestamp() * 1000),
+            tuple((h.key, h.value and bytes(h.value)) for h in r.headers),
+            r.producer_id,
+            r.is_transactional,
+        )
+        for r in rows
+    )
 
 
 def assert_exactly(spark, name, expected):
@@ -61,10 +70,14 @@ def test_runs_export_new_segments_once_and_report_retention_gaps(catalog, tmp_pa
     assert_exactly(spark, "tidelog.orders", expected)
     # Partitioned by the UTC date of the timestamp, then by partition.
     assert spark.sql("SELECT count(*) FROM tidelog.orders WHERE date != to_date(timestamp)").first()[0] == 0
-    dirs = {p.relative_to(wh / "tidelog.db" / "orders").parent.as_posix()
-            for p in (wh / "tidelog.db" / "orders").rglob("*.parquet")}
-    want = {f"date={dt.datetime.fromtimestamp(r.timestamp / 1000, dt.timezone.utc):%Y-%m-%d}/partition={r.partition}"
-            for r in expected}
+    dirs = {
+        p.relative_to(wh / "tidelog.db" / "orders").parent.as_posix()
+        for p in (wh / "tidelog.db" / "orders").rglob("*.parquet")
+    }
+    want = {
+        f"date={dt.datetime.fromtimestamp(r.timestamp / 1000, dt.UTC):%Y-%m-%d}/partition={r.partition}"
+        for r in expected
+    }
     assert dirs == want and len({d.split("/")[0] for d in dirs}) > 1
 
     assert export(spark, data, wh)["orders"].rows == 0  # nothing closed since
@@ -87,9 +100,10 @@ def test_runs_export_new_segments_once_and_report_retention_gaps(catalog, tmp_pa
     m = manifest(wh)["topics"]["orders"]["partitions"]
     assert m["0"]["gaps"] == [list(gap[1:])]
     assert {p: s["next_offset"] for p, s in m.items()} == {str(p): e for p, e in closed.items()}
-    assert not consumed["1"] & set(m["1"]["segments"][len(consumed["1"]):])  # each segment listed once
-    assert third.segments == sum(f"{s.base_offset:020d}.log" not in consumed[str(p)]
-                                 for p, lg in enumerate(w.logs) for s in lg.segments[:-1])
+    assert not consumed["1"] & set(m["1"]["segments"][len(consumed["1"]) :])  # each segment listed once
+    assert third.segments == sum(
+        f"{s.base_offset:020d}.log" not in consumed[str(p)] for p, lg in enumerate(w.logs) for s in lg.segments[:-1]
+    )
 
     # A later session: the catalog knows nothing; attach_tables registers the tables again.
     from tidelog.spark_export.session import attach_tables
@@ -150,7 +164,8 @@ def test_progress_lines_in_logs(caplog):
     for done in range(9):
         t._draw(done)
     assert [m.split(" (")[0] for m in caplog.messages if m.startswith("export orders")] == [
-        f"export orders: {n}/8 tasks" for n in (0, 2, 4, 6, 8)]
+        f"export orders: {n}/8 tasks" for n in (0, 2, 4, 6, 8)
+    ]
 
 
 def test_a_second_run_at_once_is_refused(tmp_path):
@@ -179,11 +194,24 @@ def test_new_process_completes_a_run_killed_after_publishing(catalog, tmp_path):
     w = LogWriter(data, "profiles", partitions=2, segment_bytes=8192, seed=9, keys=30, compact=True)
     w.fill(20)
     closed = w.roll()
-    cmd = [sys.executable, "-m", "tidelog", "export", "--log-dirs", str(data), "--warehouse", str(wh),
-           "--shuffle-partitions", "2", "--driver-memory", "512m"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tidelog",
+        "export",
+        "--log-dirs",
+        str(data),
+        "--warehouse",
+        str(wh),
+        "--shuffle-partitions",
+        "2",
+        "--driver-memory",
+        "512m",
+    ]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    killed = subprocess.run(cmd, env={**env, "TIDELOG_EXPORT_CRASH_AT": "marked:hard"},
-                            capture_output=True, text=True, timeout=240)
+    killed = subprocess.run(
+        cmd, env={**env, "TIDELOG_EXPORT_CRASH_AT": "marked:hard"}, capture_output=True, text=True, timeout=240
+    )
     assert killed.returncode == 137, killed.stderr[-3000:]
     assert manifest(wh)["pending"]["phase"] == "published"
     rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)

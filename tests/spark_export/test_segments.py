@@ -22,9 +22,19 @@ def read_all(log_dir, topic, partition, **kw):
 
 
 def idents(rows):
-    return sorted((r["partition"], r["offset"], r["key"], r["value"], int(r["timestamp"].timestamp() * 1000),
-                   tuple((h["key"], h["value"]) for h in r["headers"]), r["producer_id"], r["is_transactional"])
-                  for r in rows)
+    return sorted(
+        (
+            r["partition"],
+            r["offset"],
+            r["key"],
+            r["value"],
+            int(r["timestamp"].timestamp() * 1000),
+            tuple((h["key"], h["value"]) for h in r["headers"]),
+            r["producer_id"],
+            r["is_transactional"],
+        )
+        for r in rows
+    )
 
 
 @pytest.fixture
@@ -133,8 +143,11 @@ def test_checkpointed_log_start_inside_the_first_segment(writer, tmp_path):
 def test_pack_tasks_groups_small_segments_but_keeps_every_core_busy(writer, tmp_path):
     writer.fill(80)
     writer.roll()
-    tasks = [t for p, pdir in seg.partition_dirs([tmp_path / "data"], "orders").items()
-             for t in seg.plan_partition("orders", p, pdir).tasks]
+    tasks = [
+        t
+        for p, pdir in seg.partition_dirs([tmp_path / "data"], "orders").items()
+        for t in seg.plan_partition("orders", p, pdir).tasks
+    ]
     assert [g for g in seg.pack_tasks(tasks, 0)] == [[t] for t in tasks]  # default: one per segment
     groups = seg.pack_tasks(tasks, 128 << 20, min_groups=3)
     assert [t for g in groups for t in g] == tasks  # order kept, nothing lost

@@ -31,9 +31,14 @@ def spark_home() -> Path:
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "SPARK_NO_DAEMONIZE": "1"}
+    return {
+        **os.environ,
+        "SPARK_HOME": str(spark_home()),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_NO_DAEMONIZE": "1",
+    }
 
 
 def wait_for_line(path: Path, text: str, timeout: float) -> None:
@@ -55,11 +60,31 @@ def rows(warehouse: Path, topic: str) -> list[tuple]:
 
 def export(data: Path, warehouse: Path, master: str, log: Path) -> None:
     with open(log, "w") as out:
-        r = subprocess.run([sys.executable, "-m", "tidelog.spark_export", "--log-dirs", str(data), "--warehouse",
-                            str(warehouse), "--master", master, "--shuffle-partitions", "2",
-                            "--max-partition-bytes", "16384",
-                            "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2"],
-                           stdout=out, stderr=subprocess.STDOUT, env=env(), timeout=420)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tidelog.spark_export",
+                "--log-dirs",
+                str(data),
+                "--warehouse",
+                str(warehouse),
+                "--master",
+                master,
+                "--shuffle-partitions",
+                "2",
+                "--max-partition-bytes",
+                "16384",
+                "--conf",
+                "spark.executor.memory=512m",
+                "--conf",
+                "spark.cores.max=2",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env(),
+            timeout=420,
+        )
     assert r.returncode == 0, log.read_text()[-4000:]
 
 
@@ -79,9 +104,23 @@ def test_export_on_a_standalone_cluster_equals_the_local_run(tmp_path):
     try:
         mlog = tmp_path / "master.log"
         logs.append(mlog)
-        procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                       "--port", str(port), "--webui-port", str(ui)],
-                                      stdout=open(mlog, "w"), stderr=subprocess.STDOUT, env=env()))
+        procs.append(
+            subprocess.Popen(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(ui),
+                ],
+                stdout=open(mlog, "w"),
+                stderr=subprocess.STDOUT,
+                env=env(),
+            )
+        )
         wait_for_line(mlog, "I have been elected leader", 90)
         master = f"spark://127.0.0.1:{port}"
         work_dirs = []
@@ -91,10 +130,28 @@ def test_export_on_a_standalone_cluster_equals_the_local_run(tmp_path):
             work_dirs.append(wd)
             wlog = tmp_path / f"worker-{i}.log"
             logs.append(wlog)
-            procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", master,
-                                           "--host", "127.0.0.1", "--cores", "1", "--memory", "768m",
-                                           "--webui-port", str(free_port()), "--work-dir", str(wd)],
-                                          stdout=open(wlog, "w"), stderr=subprocess.STDOUT, env=env()))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        master,
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "768m",
+                        "--webui-port",
+                        str(free_port()),
+                        "--work-dir",
+                        str(wd),
+                    ],
+                    stdout=open(wlog, "w"),
+                    stderr=subprocess.STDOUT,
+                    env=env(),
+                )
+            )
         for wlog in logs[1:]:
             wait_for_line(wlog, "Successfully registered with master", 90)
 

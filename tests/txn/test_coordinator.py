@@ -45,8 +45,14 @@ class Clock:
 
 
 def make(tmp_path, log=None, markers=None, clock=None):
-    coord = C.TxnCoordinator(log or StateLog(), markers or Markers(), ProducerIdAllocator(tmp_path),
-                             max_timeout_ms=60_000, expiration_ms=100_000, clock=clock or Clock())
+    coord = C.TxnCoordinator(
+        log or StateLog(),
+        markers or Markers(),
+        ProducerIdAllocator(tmp_path),
+        max_timeout_ms=60_000,
+        expiration_ms=100_000,
+        clock=clock or Clock(),
+    )
     coord.load(coord.store.records if log else [])
     return coord
 
@@ -85,8 +91,10 @@ def test_errors_for_wrong_ids_epochs_and_timeouts(tmp_path):
         assert await c.end_txn("tx", pid, epoch, True) == C.INVALID_TXN_STATE  # nothing to end
         assert await c.end_txn("nope", pid, epoch, True) == C.INVALID_PRODUCER_ID_MAPPING
         c.partition_exists = lambda t, p: t == "t"
-        assert await c.add_partitions("tx", pid, epoch, [("t", 0), ("gone", 0)]) == \
-            {("t", 0): C.OPERATION_NOT_ATTEMPTED, ("gone", 0): C.UNKNOWN_TOPIC_OR_PARTITION}
+        assert await c.add_partitions("tx", pid, epoch, [("t", 0), ("gone", 0)]) == {
+            ("t", 0): C.OPERATION_NOT_ATTEMPTED,
+            ("gone", 0): C.UNKNOWN_TOPIC_OR_PARTITION,
+        }
 
     run(go())
 

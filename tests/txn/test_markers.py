@@ -17,6 +17,7 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
     produce_request,
     started_broker,
 )
+
 from tidelog.log.records import CONTROL_FLAG_MASK, H_ATTRIBUTES, decode_batches
 from tidelog.server.handlers import write_txn_markers
 
@@ -26,22 +27,41 @@ async def broker(tmp_path):
     async with started_broker(tmp_path) as b:
         yield b
 
+
 TRANSACTION_COORDINATOR_FENCED = 52
 
 
 async def begin(broker, txn_id: str, partitions: list[int]) -> tuple[int, int]:
-    init = await init_producer_id.handle(broker, ctx(broker, 22, 4), control_request(22, 4, {
-        "transactional_id": txn_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}))
+    init = await init_producer_id.handle(
+        broker,
+        ctx(broker, 22, 4),
+        control_request(
+            22, 4, {"transactional_id": txn_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
+        ),
+    )
     pid, epoch = init["producer_id"], init["producer_epoch"]
     await add_to(broker, txn_id, pid, epoch, partitions)
     return pid, epoch
 
 
 async def add_to(broker, txn_id: str, pid: int, epoch: int, partitions: list[int]) -> None:
-    added = await add_partitions_to_txn.handle(broker, ctx(broker, 24, 3), control_request(24, 3, {
-        "v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
-        "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": "t", "partitions": partitions}]}))
-    assert all(p["partition_error_code"] == 0 for p in added["results_by_topic_v3_and_below"][0]["results_by_partition"])
+    added = await add_partitions_to_txn.handle(
+        broker,
+        ctx(broker, 24, 3),
+        control_request(
+            24,
+            3,
+            {
+                "v3_and_below_transactional_id": txn_id,
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch,
+                "v3_and_below_topics": [{"name": "t", "partitions": partitions}],
+            },
+        ),
+    )
+    assert all(
+        p["partition_error_code"] == 0 for p in added["results_by_topic_v3_and_below"][0]["results_by_partition"]
+    )
 
 
 async def send(broker, txn_id: str, pid: int, epoch: int, partition: int, seq: int) -> None:
@@ -50,10 +70,28 @@ async def send(broker, txn_id: str, pid: int, epoch: int, partition: int, seq: i
     assert resp.responses[0].partition_responses[0].error_code == 0
 
 
-async def markers(broker, pid: int, epoch: int, commit: bool, partitions: list[int], coordinator_epoch: int) -> list[int]:
-    out = await write_txn_markers.handle(broker, ctx(broker, 27, 1), control_request(27, 1, {"markers": [{
-        "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
-        "coordinator_epoch": coordinator_epoch, "topics": [{"name": "t", "partition_indexes": partitions}]}]}))
+async def markers(
+    broker, pid: int, epoch: int, commit: bool, partitions: list[int], coordinator_epoch: int
+) -> list[int]:
+    out = await write_txn_markers.handle(
+        broker,
+        ctx(broker, 27, 1),
+        control_request(
+            27,
+            1,
+            {
+                "markers": [
+                    {
+                        "producer_id": pid,
+                        "producer_epoch": epoch,
+                        "transaction_result": commit,
+                        "coordinator_epoch": coordinator_epoch,
+                        "topics": [{"name": "t", "partition_indexes": partitions}],
+                    }
+                ]
+            },
+        ),
+    )
     return [p["error_code"] for p in out["markers"][0]["topics"][0]["partitions"]]
 
 

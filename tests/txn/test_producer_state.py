@@ -8,10 +8,13 @@ from tidelog.log.log import PartitionLog
 from tidelog.log.records import CONTROL_ABORT, CONTROL_COMMIT, Record, build_batch
 from tidelog.log.validation import BatchInfo
 from tidelog.txn.producers import DuplicateBatch, PartitionProducers
-from tidelog.wire.errors import (
-    INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID,
-)
 from tidelog.txn.snapshots import load_state, snapshot_files, write_snapshot
+from tidelog.wire.errors import (
+    INVALID_PRODUCER_EPOCH,
+    INVALID_TXN_STATE,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    UNKNOWN_PRODUCER_ID,
+)
 
 
 def batch(pid, epoch, seq, offset, count=1, txn=False, ts=1000):
@@ -116,8 +119,9 @@ def test_snapshot_round_trip():
 
 
 def _txn(pid, seq, values, t=1_700_000_000_000):
-    return build_batch([Record(b"k", v, t) for v in values], producer_id=pid, producer_epoch=0, base_sequence=seq,
-                       transactional=True)
+    return build_batch(
+        [Record(b"k", v, t) for v in values], producer_id=pid, producer_epoch=0, base_sequence=seq, transactional=True
+    )
 
 
 def test_rebuild_from_the_log_after_a_snapshot_restores_state_and_missing_txnindex_entries(tmp_path):

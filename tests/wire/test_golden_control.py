@@ -6,7 +6,8 @@ import io
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.serial import entity_writer
 
 from tidelog.wire import control
@@ -49,11 +50,22 @@ def _sample(cls, depth: int = 0):
     from kio.schema.errors import ErrorCode
 
     values = {
-        "int8": 7, "int16": 300, "uint16": 300, "int32": 70_000, "uint32": 70_000, "int64": 5_000_000_000,
-        "float64": 1.5, "bool": True, "string": "s\u00e9", "bytes": b"\x01\x02", "records": b"\x03",
-        "uuid": uuid.UUID(int=7), "error_code": ErrorCode.unknown_topic_or_partition,
-        "timedelta_i32": datetime.timedelta(milliseconds=1234), "timedelta_i64": datetime.timedelta(milliseconds=1234),
-        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc),
+        "int8": 7,
+        "int16": 300,
+        "uint16": 300,
+        "int32": 70_000,
+        "uint32": 70_000,
+        "int64": 5_000_000_000,
+        "float64": 1.5,
+        "bool": True,
+        "string": "s\u00e9",
+        "bytes": b"\x01\x02",
+        "records": b"\x03",
+        "uuid": uuid.UUID(int=7),
+        "error_code": ErrorCode.unknown_topic_or_partition,
+        "timedelta_i32": datetime.timedelta(milliseconds=1234),
+        "timedelta_i64": datetime.timedelta(milliseconds=1234),
+        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC),
     }
     data = {}
     for name, kafka_type, is_array, entity, _default in control._plan(cls):
@@ -77,9 +89,12 @@ def test_derived_old_versions_round_trip(key, version):
     assert req_cls is not None and resp_cls is not None
     assert not req_cls.__flexible__
     base = req_cls.__derived_from__
-    assert {f.name for f in dataclasses.fields(req_cls)} != {f.name for f in dataclasses.fields(base)} or \
-        {f.name for f in dataclasses.fields(resp_cls)} != {f.name for f in dataclasses.fields(resp_cls.__derived_from__)} \
-        or version < base.__version__  # same fields, older version number (e.g. a non-flexible copy)
+    assert (
+        {f.name for f in dataclasses.fields(req_cls)} != {f.name for f in dataclasses.fields(base)}
+        or {f.name for f in dataclasses.fields(resp_cls)}
+        != {f.name for f in dataclasses.fields(resp_cls.__derived_from__)}
+        or version < base.__version__
+    )  # same fields, older version number (e.g. a non-flexible copy)
     for cls in (req_cls, resp_cls):
         obj = _sample(cls)
         buf = io.BytesIO()
@@ -94,8 +109,15 @@ def test_derived_old_versions_round_trip(key, version):
 
 def test_create_topics_v0_wire_layout():
     # CreateTopics v0 (kafka-python 0.10 era): topics[name, partitions, rf, assignments[], configs[]], timeout.
-    body = (b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x03" + b"\x00\x01"
-            + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x13\x88")
+    body = (
+        b"\x00\x00\x00\x01"
+        + b"\x00\x01t"
+        + b"\x00\x00\x00\x03"
+        + b"\x00\x01"
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00\x13\x88"
+    )
     frame = b"\x00\x13\x00\x00\x00\x00\x00\x07\x00\x01c" + body
     header, pos = parse_request_header(frame, False)
     req = control.decode_request(19, 0, frame, pos, strict=True)
@@ -106,9 +128,22 @@ def test_create_topics_v0_wire_layout():
 
 
 def test_metadata_response_every_version_encodes():
-    data = {"throttle_time": 0, "brokers": [{"node_id": 1, "host": "h", "port": 9092}], "cluster_id": "c",
-            "controller_id": 1, "topics": [{"error_code": 0, "name": "t", "topic_id": None, "partitions": [
-                {"error_code": 0, "partition_index": 0, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}]}]}
+    data = {
+        "throttle_time": 0,
+        "brokers": [{"node_id": 1, "host": "h", "port": 9092}],
+        "cluster_id": "c",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": 0,
+                "name": "t",
+                "topic_id": None,
+                "partitions": [
+                    {"error_code": 0, "partition_index": 0, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}
+                ],
+            }
+        ],
+    }
     sizes = {v: len(control.encode_response(3, v, data)) for v in range(0, 13)}
     assert sizes[0] < sizes[1] < sizes[12]
 

@@ -6,9 +6,10 @@ import io
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-from kio.schema.errors import ErrorCode
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from tidelog.wire import fetch as F
@@ -44,6 +45,7 @@ def join(chunks) -> bytes:
 
 # ---- strategies, one per message, by version ---------------------------------------------------
 
+
 def produce_request(v: int):
     flex = v >= P.FIRST_FLEXIBLE_VERSION
     part = st.builds(P.ProduceRequestPartition, I32, st.none() | st.binary(max_size=64), tags(flex))
@@ -55,8 +57,16 @@ def produce_response(v: int):
     flex = v >= P.FIRST_FLEXIBLE_VERSION
     err = st.builds(P.ProduceRecordError, I32, NTEXT, tags(flex))
     part = st.builds(
-        P.ProduceResponsePartition, I32, I16, I64, when(v >= 2, I64, -1), when(v >= 5, I64, -1),
-        when(v >= 8, st.lists(err, **SMALL), []), when(v >= 8, NTEXT, None), tags(flex))
+        P.ProduceResponsePartition,
+        I32,
+        I16,
+        I64,
+        when(v >= 2, I64, -1),
+        when(v >= 5, I64, -1),
+        when(v >= 8, st.lists(err, **SMALL), []),
+        when(v >= 8, NTEXT, None),
+        tags(flex),
+    )
     topic = st.builds(P.ProduceResponseTopic, TEXT, st.lists(part, **SMALL), tags(flex))
     return st.builds(P.ProduceResponse, st.lists(topic, **SMALL), when(v >= 1, I32, 0), tags(flex))
 
@@ -65,41 +75,75 @@ def fetch_request(v: int):
     flex = v >= F.FIRST_FLEXIBLE_VERSION
     by_id = v >= F.FIRST_TOPIC_ID_VERSION
     part = st.builds(
-        F.FetchRequestPartition, I32, I64, I32, when(v >= 9, I32, -1), when(v >= 12, I32, -1),
-        when(v >= 5, I64, -1), tags(flex))
-    topic = st.builds(F.FetchRequestTopic, when(not by_id, TEXT, ""), st.lists(part, **SMALL),
-                      when(by_id, UUIDS, None), tags(flex))
-    forgotten = st.builds(F.FetchForgottenTopic, when(not by_id, TEXT, ""), st.lists(I32, **SMALL),
-                          when(by_id, UUIDS, None), tags(flex))
+        F.FetchRequestPartition,
+        I32,
+        I64,
+        I32,
+        when(v >= 9, I32, -1),
+        when(v >= 12, I32, -1),
+        when(v >= 5, I64, -1),
+        tags(flex),
+    )
+    topic = st.builds(
+        F.FetchRequestTopic, when(not by_id, TEXT, ""), st.lists(part, **SMALL), when(by_id, UUIDS, None), tags(flex)
+    )
+    forgotten = st.builds(
+        F.FetchForgottenTopic, when(not by_id, TEXT, ""), st.lists(I32, **SMALL), when(by_id, UUIDS, None), tags(flex)
+    )
     return st.builds(
-        F.FetchRequest, I32, I32, st.lists(topic, **SMALL),
-        max_bytes=when(v >= 3, I32, 0x7FFF_FFFF), isolation_level=when(v >= 4, I8, 0),
-        session_id=when(v >= 7, I32, 0), session_epoch=when(v >= 7, I32, -1),
+        F.FetchRequest,
+        I32,
+        I32,
+        st.lists(topic, **SMALL),
+        max_bytes=when(v >= 3, I32, 0x7FFF_FFFF),
+        isolation_level=when(v >= 4, I8, 0),
+        session_id=when(v >= 7, I32, 0),
+        session_epoch=when(v >= 7, I32, -1),
         forgotten_topics_data=when(v >= 7, st.lists(forgotten, **SMALL), []),
-        rack_id=when(v >= 11, TEXT, ""), replica_id=I32, replica_epoch=when(v >= 15, I64, -1),
-        cluster_id=when(v >= 12, NTEXT, None), tagged_fields=tags(flex, first=2))
+        rack_id=when(v >= 11, TEXT, ""),
+        replica_id=I32,
+        replica_epoch=when(v >= 15, I64, -1),
+        cluster_id=when(v >= 12, NTEXT, None),
+        tagged_fields=tags(flex, first=2),
+    )
 
 
 def fetch_response(v: int):
     flex = v >= F.FIRST_FLEXIBLE_VERSION
     by_id = v >= F.FIRST_TOPIC_ID_VERSION
     aborted = st.builds(F.FetchAbortedTransaction, I64, I64, tags(flex))
-    records = st.none() | st.lists(st.binary(min_size=1, max_size=40) | st.binary(max_size=40).map(memoryview),
-                                   max_size=3)
+    records = st.none() | st.lists(
+        st.binary(min_size=1, max_size=40) | st.binary(max_size=40).map(memoryview), max_size=3
+    )
     part = st.builds(
-        F.FetchResponsePartition, I32, I16, I64, when(v >= 4, I64, -1), when(v >= 5, I64, -1),
-        when(v >= 4, st.none() | st.lists(aborted, **SMALL), None), when(v >= 11, I32, -1),
-        records, st.none(), tags(flex))
-    topic = st.builds(F.FetchResponseTopic, when(not by_id, TEXT, ""), st.lists(part, **SMALL),
-                      when(by_id, UUIDS, None), tags(flex))
-    return st.builds(F.FetchResponse, st.lists(topic, **SMALL), when(v >= 1, I32, 0),
-                     when(v >= 7, I16, 0), when(v >= 7, I32, 0), tags(flex))
+        F.FetchResponsePartition,
+        I32,
+        I16,
+        I64,
+        when(v >= 4, I64, -1),
+        when(v >= 5, I64, -1),
+        when(v >= 4, st.none() | st.lists(aborted, **SMALL), None),
+        when(v >= 11, I32, -1),
+        records,
+        st.none(),
+        tags(flex),
+    )
+    topic = st.builds(
+        F.FetchResponseTopic, when(not by_id, TEXT, ""), st.lists(part, **SMALL), when(by_id, UUIDS, None), tags(flex)
+    )
+    return st.builds(
+        F.FetchResponse,
+        st.lists(topic, **SMALL),
+        when(v >= 1, I32, 0),
+        when(v >= 7, I16, 0),
+        when(v >= 7, I32, 0),
+        tags(flex),
+    )
 
 
 def list_offsets_request(v: int):
     flex = v >= L.FIRST_FLEXIBLE_VERSION
-    part = st.builds(L.ListOffsetsRequestPartition, I32, I64, when(v >= 4, I32, -1),
-                     when(v == 0, I32, 1), tags(flex))
+    part = st.builds(L.ListOffsetsRequestPartition, I32, I64, when(v >= 4, I32, -1), when(v == 0, I32, 1), tags(flex))
     topic = st.builds(L.ListOffsetsRequestTopic, TEXT, st.lists(part, **SMALL), tags(flex))
     return st.builds(L.ListOffsetsRequest, I32, st.lists(topic, **SMALL), when(v >= 2, I8, 0), tags(flex))
 
@@ -107,8 +151,15 @@ def list_offsets_request(v: int):
 def list_offsets_response(v: int):
     flex = v >= L.FIRST_FLEXIBLE_VERSION
     part = st.builds(
-        L.ListOffsetsResponsePartition, I32, I16, when(v >= 1, I64, -1), when(v >= 1, I64, -1),
-        when(v >= 4, I32, -1), when(v == 0, st.lists(I64, **SMALL), []), tags(flex))
+        L.ListOffsetsResponsePartition,
+        I32,
+        I16,
+        when(v >= 1, I64, -1),
+        when(v >= 1, I64, -1),
+        when(v >= 4, I32, -1),
+        when(v == 0, st.lists(I64, **SMALL), []),
+        tags(flex),
+    )
     topic = st.builds(L.ListOffsetsResponseTopic, TEXT, st.lists(part, **SMALL), tags(flex))
     return st.builds(L.ListOffsetsResponse, st.lists(topic, **SMALL), when(v >= 2, I32, 0), tags(flex))
 
@@ -124,9 +175,12 @@ def flatten_records(resp: F.FetchResponse) -> F.FetchResponse:
 
 MESSAGES = [
     # (codec, "request"|"response", strategy, versions)
-    (P, "request", produce_request), (P, "response", produce_response),
-    (F, "request", fetch_request), (F, "response", fetch_response),
-    (L, "request", list_offsets_request), (L, "response", list_offsets_response),
+    (P, "request", produce_request),
+    (P, "response", produce_response),
+    (F, "request", fetch_request),
+    (F, "response", fetch_response),
+    (L, "request", list_offsets_request),
+    (L, "response", list_offsets_response),
 ]
 CASES = [
     pytest.param(codec, kind, strategy, v, id=f"{codec.__name__.rsplit('.', 1)[1]}-{kind}-v{v}")
@@ -154,18 +208,27 @@ def test_round_trip(codec, kind, strategy, version):
         if codec is F and kind == "response":
             msg, back = flatten_records(msg), flatten_records(back)
         assert back == msg
-        assert join(codec.encode_request(back, version) if kind == "request" else codec.encode_response(back, version)) == data
+        assert (
+            join(codec.encode_request(back, version) if kind == "request" else codec.encode_response(back, version))
+            == data
+        )
 
     check()
 
 
 # ---- the fetch response never copies record chunks ----------------------------------------------
 
+
 def test_fetch_response_sends_record_chunks_by_reference():
     segment = bytes(range(256)) * 64
-    chunks = [memoryview(segment)[i:i + 1000] for i in range(0, 5000, 1000)]
-    resp = F.FetchResponse([F.FetchResponseTopic("t", [
-        F.FetchResponsePartition(p, 0, 100, 100, 0, None, -1, chunks, 5000) for p in range(3)])])
+    chunks = [memoryview(segment)[i : i + 1000] for i in range(0, 5000, 1000)]
+    resp = F.FetchResponse(
+        [
+            F.FetchResponseTopic(
+                "t", [F.FetchResponsePartition(p, 0, 100, 100, 0, None, -1, chunks, 5000) for p in range(3)]
+            )
+        ]
+    )
     for v in (4, 11, 12, 16):
         out, size = F.encode_response_sized(resp, v)
         assert size == chunks_size(out)
@@ -177,8 +240,9 @@ def test_fetch_response_sends_record_chunks_by_reference():
 
 def test_fetch_response_null_and_empty_records():
     for v in (0, 12):
-        resp = F.FetchResponse([F.FetchResponseTopic("t", [
-            F.FetchResponsePartition(0, records=None), F.FetchResponsePartition(1)])])
+        resp = F.FetchResponse(
+            [F.FetchResponseTopic("t", [F.FetchResponsePartition(0, records=None), F.FetchResponsePartition(1)])]
+        )
         back = F.decode_response(join(F.encode_response(resp, v)), v)
         assert back.responses[0].partitions[0].records is None
         assert back.responses[0].partitions[1].records == ()
@@ -187,33 +251,143 @@ def test_fetch_response_null_and_empty_records():
 # ---- known response layouts, both ways ---------------------------------------------------------
 
 LAYOUTS = [
-    (P, 0, P.ProduceResponse([P.ProduceResponseTopic("t", [P.ProduceResponsePartition(1, 0, 7)])]),
-     b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x01" + b"\x00\x00"
-     + b"\x00" * 7 + b"\x07"),
-    (P, 9, P.ProduceResponse([P.ProduceResponseTopic("t", [P.ProduceResponsePartition(
-        1, 0, 7, -1, 0, [P.ProduceRecordError(0, "x")], None)])], 5),
-     b"\x02" + b"\x02t" + b"\x02" + b"\x00\x00\x00\x01" + b"\x00\x00" + b"\x00" * 7 + b"\x07"
-     + b"\xff" * 8 + b"\x00" * 8 + b"\x02" + b"\x00\x00\x00\x00" + b"\x02x" + b"\x00" + b"\x00" + b"\x00"
-     + b"\x00" + b"\x00\x00\x00\x05" + b"\x00"),
-    (L, 0, L.ListOffsetsResponse([L.ListOffsetsResponseTopic("t", [
-        L.ListOffsetsResponsePartition(0, 0, old_style_offsets=[42])])]),
-     b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x00" + b"\x00\x00"
-     + b"\x00\x00\x00\x01" + b"\x00" * 7 + b"\x2a"),
-    (L, 6, L.ListOffsetsResponse([L.ListOffsetsResponseTopic("t", [
-        L.ListOffsetsResponsePartition(0, 0, -1, 3, 2)])]),
-     b"\x00\x00\x00\x00" + b"\x02" + b"\x02t" + b"\x02" + b"\x00\x00\x00\x00" + b"\x00\x00" + b"\xff" * 8
-     + b"\x00" * 7 + b"\x03" + b"\x00\x00\x00\x02" + b"\x00" + b"\x00" + b"\x00"),
-    (F, 4, F.FetchResponse([F.FetchResponseTopic("t", [
-        F.FetchResponsePartition(0, 0, 9, 8, aborted_transactions=[F.FetchAbortedTransaction(5, 6)],
-                                 records=[b"AB"])])]),
-     b"\x00\x00\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x00"
-     + b"\x00\x00" + b"\x00" * 7 + b"\x09" + b"\x00" * 7 + b"\x08" + b"\x00\x00\x00\x01"
-     + b"\x00" * 7 + b"\x05" + b"\x00" * 7 + b"\x06" + b"\x00\x00\x00\x02AB"),
-    (F, 13, F.FetchResponse([F.FetchResponseTopic("", [
-        F.FetchResponsePartition(0, 0, 9, 8, 0, None, -1, [b"AB"])], uuid.UUID(int=1))], 0, 0, 7),
-     b"\x00\x00\x00\x00" + b"\x00\x00" + b"\x00\x00\x00\x07" + b"\x02" + b"\x00" * 15 + b"\x01" + b"\x02"
-     + b"\x00\x00\x00\x00" + b"\x00\x00" + b"\x00" * 7 + b"\x09" + b"\x00" * 7 + b"\x08" + b"\x00" * 8
-     + b"\x00" + b"\xff\xff\xff\xff" + b"\x03AB" + b"\x00" + b"\x00" + b"\x00"),
+    (
+        P,
+        0,
+        P.ProduceResponse([P.ProduceResponseTopic("t", [P.ProduceResponsePartition(1, 0, 7)])]),
+        b"\x00\x00\x00\x01"
+        + b"\x00\x01t"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00"
+        + b"\x00" * 7
+        + b"\x07",
+    ),
+    (
+        P,
+        9,
+        P.ProduceResponse(
+            [
+                P.ProduceResponseTopic(
+                    "t", [P.ProduceResponsePartition(1, 0, 7, -1, 0, [P.ProduceRecordError(0, "x")], None)]
+                )
+            ],
+            5,
+        ),
+        b"\x02"
+        + b"\x02t"
+        + b"\x02"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00"
+        + b"\x00" * 7
+        + b"\x07"
+        + b"\xff" * 8
+        + b"\x00" * 8
+        + b"\x02"
+        + b"\x00\x00\x00\x00"
+        + b"\x02x"
+        + b"\x00"
+        + b"\x00"
+        + b"\x00"
+        + b"\x00"
+        + b"\x00\x00\x00\x05"
+        + b"\x00",
+    ),
+    (
+        L,
+        0,
+        L.ListOffsetsResponse(
+            [L.ListOffsetsResponseTopic("t", [L.ListOffsetsResponsePartition(0, 0, old_style_offsets=[42])])]
+        ),
+        b"\x00\x00\x00\x01"
+        + b"\x00\x01t"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00"
+        + b"\x00\x00\x00\x01"
+        + b"\x00" * 7
+        + b"\x2a",
+    ),
+    (
+        L,
+        6,
+        L.ListOffsetsResponse([L.ListOffsetsResponseTopic("t", [L.ListOffsetsResponsePartition(0, 0, -1, 3, 2)])]),
+        b"\x00\x00\x00\x00"
+        + b"\x02"
+        + b"\x02t"
+        + b"\x02"
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00"
+        + b"\xff" * 8
+        + b"\x00" * 7
+        + b"\x03"
+        + b"\x00\x00\x00\x02"
+        + b"\x00"
+        + b"\x00"
+        + b"\x00",
+    ),
+    (
+        F,
+        4,
+        F.FetchResponse(
+            [
+                F.FetchResponseTopic(
+                    "t",
+                    [
+                        F.FetchResponsePartition(
+                            0, 0, 9, 8, aborted_transactions=[F.FetchAbortedTransaction(5, 6)], records=[b"AB"]
+                        )
+                    ],
+                )
+            ]
+        ),
+        b"\x00\x00\x00\x00"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x01t"
+        + b"\x00\x00\x00\x01"
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00"
+        + b"\x00" * 7
+        + b"\x09"
+        + b"\x00" * 7
+        + b"\x08"
+        + b"\x00\x00\x00\x01"
+        + b"\x00" * 7
+        + b"\x05"
+        + b"\x00" * 7
+        + b"\x06"
+        + b"\x00\x00\x00\x02AB",
+    ),
+    (
+        F,
+        13,
+        F.FetchResponse(
+            [F.FetchResponseTopic("", [F.FetchResponsePartition(0, 0, 9, 8, 0, None, -1, [b"AB"])], uuid.UUID(int=1))],
+            0,
+            0,
+            7,
+        ),
+        b"\x00\x00\x00\x00"
+        + b"\x00\x00"
+        + b"\x00\x00\x00\x07"
+        + b"\x02"
+        + b"\x00" * 15
+        + b"\x01"
+        + b"\x02"
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00"
+        + b"\x00" * 7
+        + b"\x09"
+        + b"\x00" * 7
+        + b"\x08"
+        + b"\x00" * 8
+        + b"\x00"
+        + b"\xff\xff\xff\xff"
+        + b"\x03AB"
+        + b"\x00"
+        + b"\x00"
+        + b"\x00",
+    ),
 ]
 
 
@@ -228,6 +402,7 @@ def test_known_response_layouts(codec, version, resp, data):
 
 # ---- cross-check against kio's schemas (Produce v3+, Fetch v4+, ListOffsets v1+) ----------------
 
+
 def _kio_round_trip(cls, data: bytes) -> object:
     value, size = entity_reader(cls)(data, 0)
     assert size == len(data)
@@ -237,9 +412,13 @@ def _kio_round_trip(cls, data: bytes) -> object:
     return value
 
 
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-RENAMED = {"throttle_time_ms": "throttle_time", "timeout_ms": "timeout", "max_wait_ms": "max_wait",
-           "log_append_time_ms": "log_append_time"}
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+RENAMED = {
+    "throttle_time_ms": "throttle_time",
+    "timeout_ms": "timeout",
+    "max_wait_ms": "max_wait",
+    "log_append_time_ms": "log_append_time",
+}
 
 
 def same(ours, theirs, path="") -> None:
@@ -306,8 +485,10 @@ def test_kio_reads_what_we_write(codec, kind, strategy, version):
         theirs = _kio_round_trip(cls, data)
         same(msg, theirs)
         if codec is F and kind == "request" and version >= 15:
-            assert (theirs.replica_state.replica_id, theirs.replica_state.replica_epoch) == \
-                (msg.replica_id, msg.replica_epoch)
+            assert (theirs.replica_state.replica_id, theirs.replica_state.replica_epoch) == (
+                msg.replica_id,
+                msg.replica_epoch,
+            )
 
     check()
 
@@ -332,6 +513,7 @@ def _for_kio(obj) -> None:
 
 
 # ---- leniency and errors -----------------------------------------------------------------------
+
 
 def test_trailing_bytes_ignored_unless_strict():
     req = L.ListOffsetsRequest(-1, [L.ListOffsetsRequestTopic("t", [L.ListOffsetsRequestPartition(0, -1)])])

@@ -3,10 +3,17 @@
 import uuid
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tidelog.wire.primitives import (
-    DecodeError, Reader, Writer, chunks_size, encode_tagged_fields, encode_uvarint, encode_varint,
+    DecodeError,
+    Reader,
+    Writer,
+    chunks_size,
+    encode_tagged_fields,
+    encode_uvarint,
+    encode_varint,
     encode_varlong,
 )
 
@@ -74,12 +81,15 @@ def test_known_layouts_both_ways(fn, value, data):
     assert decode(fn, data) == value
 
 
-@pytest.mark.parametrize("fn,data", [
-    ("bytes_", b"\x00\x00\x00\x02ab"),
-    ("nullable_bytes", b"\x00\x00\x00\x00"),
-    ("compact_bytes", b"\x03ab"),
-    ("compact_nullable_bytes", b"\x01"),
-])
+@pytest.mark.parametrize(
+    "fn,data",
+    [
+        ("bytes_", b"\x00\x00\x00\x02ab"),
+        ("nullable_bytes", b"\x00\x00\x00\x00"),
+        ("compact_bytes", b"\x03ab"),
+        ("compact_nullable_bytes", b"\x01"),
+    ],
+)
 def test_bytes_are_zero_copy(fn, data):
     r = Reader(data)
     v = getattr(r, fn)()
@@ -87,15 +97,29 @@ def test_bytes_are_zero_copy(fn, data):
     assert encode(fn, v) == data
 
 
-@pytest.mark.parametrize("fn,strategy", [
-    ("int8", I8), ("int16", I16), ("int32", I32), ("int64", I64), ("uint32", U32),
-    ("uvarint", U32), ("varint", I32), ("varlong", I64),
-    ("string", TEXT), ("nullable_string", st.none() | TEXT),
-    ("compact_string", TEXT), ("compact_nullable_string", st.none() | TEXT),
-    ("bytes_", BLOB), ("nullable_bytes", st.none() | BLOB),
-    ("compact_bytes", BLOB), ("compact_nullable_bytes", st.none() | BLOB),
-    ("uuid", UUIDS), ("tagged_fields", TAGS),
-])
+@pytest.mark.parametrize(
+    "fn,strategy",
+    [
+        ("int8", I8),
+        ("int16", I16),
+        ("int32", I32),
+        ("int64", I64),
+        ("uint32", U32),
+        ("uvarint", U32),
+        ("varint", I32),
+        ("varlong", I64),
+        ("string", TEXT),
+        ("nullable_string", st.none() | TEXT),
+        ("compact_string", TEXT),
+        ("compact_nullable_string", st.none() | TEXT),
+        ("bytes_", BLOB),
+        ("nullable_bytes", st.none() | BLOB),
+        ("compact_bytes", BLOB),
+        ("compact_nullable_bytes", st.none() | BLOB),
+        ("uuid", UUIDS),
+        ("tagged_fields", TAGS),
+    ],
+)
 def test_round_trip(fn, strategy):
     @given(strategy)
     def check(value):
@@ -156,24 +180,27 @@ def test_writer_keeps_chunks_by_reference(payloads, tail):
     assert [r.raw(r.int32()).tobytes() for _ in payloads] == payloads
 
 
-@pytest.mark.parametrize("fn,data", [
-    ("string", b"\xff\xff"),  # null where not nullable
-    ("compact_string", b"\x00"),
-    ("bytes_", b"\xff\xff\xff\xff"),
-    ("compact_bytes", b"\x00"),
-    ("string", b"\x00\x05ab"),  # length past the end
-    ("compact_nullable_bytes", b"\xff\xff\xff\xff\x0f"),
-    ("string", b"\x00\x02\xff\xfe"),  # not UTF-8
-    ("uvarint", b"\x80\x80\x80\x80\x80\x01"),  # six bytes
-    ("varlong", b"\xff" * 10 + b"\x01"),
-    ("tagged_fields", b"\x02\x05\x00\x01\x00"),  # tags out of order
-    ("tagged_fields", b"\x02\x01\x00\x01\x00"),  # duplicate tag
-    ("tagged_fields", b"\x01\x00\x05ab"),  # field past the end
-    ("array_len", b"\xff\xff\xff\xff"),
-    ("array_len", b"\x7f\xff\xff\xff"),  # count larger than what is left
-    ("compact_array_len", b"\x00"),
-    ("uuid", b"\x00" * 15),
-])
+@pytest.mark.parametrize(
+    "fn,data",
+    [
+        ("string", b"\xff\xff"),  # null where not nullable
+        ("compact_string", b"\x00"),
+        ("bytes_", b"\xff\xff\xff\xff"),
+        ("compact_bytes", b"\x00"),
+        ("string", b"\x00\x05ab"),  # length past the end
+        ("compact_nullable_bytes", b"\xff\xff\xff\xff\x0f"),
+        ("string", b"\x00\x02\xff\xfe"),  # not UTF-8
+        ("uvarint", b"\x80\x80\x80\x80\x80\x01"),  # six bytes
+        ("varlong", b"\xff" * 10 + b"\x01"),
+        ("tagged_fields", b"\x02\x05\x00\x01\x00"),  # tags out of order
+        ("tagged_fields", b"\x02\x01\x00\x01\x00"),  # duplicate tag
+        ("tagged_fields", b"\x01\x00\x05ab"),  # field past the end
+        ("array_len", b"\xff\xff\xff\xff"),
+        ("array_len", b"\x7f\xff\xff\xff"),  # count larger than what is left
+        ("compact_array_len", b"\x00"),
+        ("uuid", b"\x00" * 15),
+    ],
+)
 def test_malformed_input_raises_decode_error(fn, data):
     with pytest.raises(DecodeError):
         decode(fn, data)
@@ -188,8 +215,16 @@ def test_trailing_bytes_are_an_error():
 
 @given(st.binary(max_size=64))
 def test_garbage_only_ever_raises_decode_error(data):
-    for fn in ("string", "compact_nullable_string", "bytes_", "tagged_fields", "uuid", "varlong",
-               "compact_array_len", "int64"):
+    for fn in (
+        "string",
+        "compact_nullable_string",
+        "bytes_",
+        "tagged_fields",
+        "uuid",
+        "varlong",
+        "compact_array_len",
+        "int64",
+    ):
         try:
             getattr(Reader(data), fn)()
         except DecodeError:

@@ -23,9 +23,13 @@ def status(client: KafkaClient) -> dict[str, Any]:
                 offline.append((t.name, p.partition_index))
             elif len(p.isr_nodes) < len(p.replica_nodes):
                 under.append((t.name, p.partition_index, list(p.replica_nodes), list(p.isr_nodes)))
-    return {"brokers": sorted((b.node_id, b.host, b.port, b.rack) for b in md.brokers),
-            "controller": md.controller_id, "coordinators": coordinators,
-            "under_replicated": sorted(under), "offline": sorted(offline)}
+    return {
+        "brokers": sorted((b.node_id, b.host, b.port, b.rack) for b in md.brokers),
+        "controller": md.controller_id,
+        "coordinators": coordinators,
+        "under_replicated": sorted(under),
+        "offline": sorted(offline),
+    }
 
 
 def cmd_status(args: Any) -> int:
@@ -38,8 +42,11 @@ def cmd_status(args: Any) -> int:
     print(f"Controller: {st['controller']}")
     for node, host, port, rack in st["brokers"]:
         groups, txns = st["coordinators"].get(node, (0, 0))
-        print(f"Broker: {node}\t{host}:{port}" + (f"\track {rack}" if rack else "")
-              + f"\tCoordinates: {groups} group / {txns} transaction partitions")
+        print(
+            f"Broker: {node}\t{host}:{port}"
+            + (f"\track {rack}" if rack else "")
+            + f"\tCoordinates: {groups} group / {txns} transaction partitions"
+        )
     print(f"UnderReplicatedPartitions: {len(st['under_replicated'])}")
     for t, p, replicas, isr in st["under_replicated"]:
         print(f"\t{t}-{p}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}")
@@ -57,8 +64,9 @@ def cmd_elect_leaders(args: Any) -> int:
         if args.partition is None:
             try:
                 with KafkaClient(args.bootstrap_server, client_id="tidelog-cluster") as client:
-                    md = client.request(3, {"topics": [{"name": args.topic}], "allow_auto_topic_creation": False},
-                                        highest=9)
+                    md = client.request(
+                        3, {"topics": [{"name": args.topic}], "allow_auto_topic_creation": False}, highest=9
+                    )
             except (OSError, ClientError) as e:
                 print(f"Error: {e}", file=sys.stderr)
                 return 1
@@ -67,8 +75,15 @@ def cmd_elect_leaders(args: Any) -> int:
         raise SystemExit("tidelog cluster elect-leaders: --topic or --all-topic-partitions")
     try:
         with KafkaClient(args.bootstrap_server, client_id="tidelog-cluster") as client:
-            r = client.request(43, {"election_type": 0 if args.election_type == "preferred" else 1,
-                                    "topic_partitions": parts, "timeout": 60000}, version=2)
+            r = client.request(
+                43,
+                {
+                    "election_type": 0 if args.election_type == "preferred" else 1,
+                    "topic_partitions": parts,
+                    "timeout": 60000,
+                },
+                version=2,
+            )
     except (OSError, ClientError) as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1
@@ -77,13 +92,18 @@ def cmd_elect_leaders(args: Any) -> int:
         for pr in t.partition_result:
             code = pr.error_code.value
             if code == 0:
-                print(f"Successfully completed leader election ({args.election_type.upper()}) for {t.topic}-{pr.partition_id}")
+                print(
+                    f"Successfully completed leader election ({args.election_type.upper()}) "
+                    f"for {t.topic}-{pr.partition_id}"
+                )
             elif code == 84:  # ELECTION_NOT_NEEDED
                 print(f"Valid replica already elected for {t.topic}-{pr.partition_id}")
             else:
                 rc = 1
-                print(f"Error completing leader election ({args.election_type.upper()}) for {t.topic}-"
-                      f"{pr.partition_id}: {pr.error_code.name} {pr.error_message or ''}".rstrip())
+                print(
+                    f"Error completing leader election ({args.election_type.upper()}) for {t.topic}-"
+                    f"{pr.partition_id}: {pr.error_code.name} {pr.error_message or ''}".rstrip()
+                )
     return rc
 
 
@@ -96,15 +116,25 @@ def cmd_reassign(args: Any) -> int:
                 r = client.request(46, {"timeout": 30000, "topics": None}, version=0)
                 for t in r.topics:
                     for p in t.partitions:
-                        print(f"{t.name}-{p.partition_index}\tReplicas: {','.join(map(str, p.replicas))}"
-                              f"\tAdding: {','.join(map(str, p.adding_replicas))}"
-                              f"\tRemoving: {','.join(map(str, p.removing_replicas))}")
+                        print(
+                            f"{t.name}-{p.partition_index}\tReplicas: {','.join(map(str, p.replicas))}"
+                            f"\tAdding: {','.join(map(str, p.adding_replicas))}"
+                            f"\tRemoving: {','.join(map(str, p.removing_replicas))}"
+                        )
                 return 0
             if not args.topic or args.partition is None or (args.replicas is None) == (not args.cancel):
                 raise SystemExit("tidelog cluster reassign: --topic, --partition and --replicas (or --cancel)")
             replicas = None if args.cancel else [int(b) for b in args.replicas.split(",")]
-            r = client.request(45, {"timeout": 30000, "topics": [{"name": args.topic, "partitions": [
-                {"partition_index": args.partition, "replicas": replicas}]}]}, version=0)
+            r = client.request(
+                45,
+                {
+                    "timeout": 30000,
+                    "topics": [
+                        {"name": args.topic, "partitions": [{"partition_index": args.partition, "replicas": replicas}]}
+                    ],
+                },
+                version=0,
+            )
             pr = r.responses[0].partitions[0]
             if pr.error_code.value:
                 print(f"Error: {pr.error_code.name} {pr.error_message or ''}".rstrip(), file=sys.stderr)
@@ -116,8 +146,11 @@ def cmd_reassign(args: Any) -> int:
 
                 deadline = time.monotonic() + args.wait
                 while time.monotonic() < deadline:
-                    r = client.request(46, {"timeout": 30000, "topics": [
-                        {"name": args.topic, "partition_indexes": [args.partition]}]}, version=0)
+                    r = client.request(
+                        46,
+                        {"timeout": 30000, "topics": [{"name": args.topic, "partition_indexes": [args.partition]}]},
+                        version=0,
+                    )
                     if not r.topics:
                         print(f"Reassignment of partition {args.topic}-{args.partition} is complete.")
                         return 0

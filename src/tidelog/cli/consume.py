@@ -57,23 +57,39 @@ def _json_bytes(b: bytes | None):
 def format_text(msg) -> str:
     ttype, ts = msg.timestamp()
     headers = ",".join(f"{k}={show(v)}" for k, v in (msg.headers() or []))
-    return (f"{msg.topic()}\t{msg.partition()}\t{msg.offset()}\t{format_ms(ts)}\t{TS_TYPES.get(ttype, ttype)}\t"
-            f"{show(msg.key())}\t{show(msg.value())}\t{headers}")
+    return (
+        f"{msg.topic()}\t{msg.partition()}\t{msg.offset()}\t{format_ms(ts)}\t{TS_TYPES.get(ttype, ttype)}\t"
+        f"{show(msg.key())}\t{show(msg.value())}\t{headers}"
+    )
 
 
 def format_json(msg) -> str:
     ttype, ts = msg.timestamp()
-    return json.dumps({"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                       "timestamp": ts, "timestamp_type": TS_TYPES.get(ttype, ttype),
-                       "key": _json_bytes(msg.key()), "value": _json_bytes(msg.value()),
-                       "headers": [[k, _json_bytes(v)] for k, v in (msg.headers() or [])]},
-                      ensure_ascii=False)
+    return json.dumps(
+        {
+            "topic": msg.topic(),
+            "partition": msg.partition(),
+            "offset": msg.offset(),
+            "timestamp": ts,
+            "timestamp_type": TS_TYPES.get(ttype, ttype),
+            "key": _json_bytes(msg.key()),
+            "value": _json_bytes(msg.value()),
+            "headers": [[k, _json_bytes(v)] for k, v in (msg.headers() or [])],
+        },
+        ensure_ascii=False,
+    )
 
 
 def cmd_consume(args) -> int:
     try:
-        from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, Consumer, KafkaException,
-                                     TopicPartition)
+        from confluent_kafka import (
+            OFFSET_BEGINNING,
+            OFFSET_END,
+            OFFSET_STORED,
+            Consumer,
+            KafkaException,
+            TopicPartition,
+        )
     except ImportError:
         print("tidelog consume needs confluent-kafka: pip install 'tidelog[tools]'", file=sys.stderr)
         return 2
@@ -82,9 +98,15 @@ def cmd_consume(args) -> int:
     start_ms = parse_instant(args.from_time) if args.from_time else None
     stop_ms = parse_instant(args.to_time) if args.to_time else None
     grouped = args.group is not None
-    conf = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group or "tidelog-consume",
-            "enable.auto.commit": grouped, "enable.partition.eof": True, "broker.address.family": "v4",
-            "isolation.level": args.isolation, "auto.offset.reset": "earliest" if args.from_beginning else "latest"}
+    conf = {
+        "bootstrap.servers": args.bootstrap_server,
+        "group.id": args.group or "tidelog-consume",
+        "enable.auto.commit": grouped,
+        "enable.partition.eof": True,
+        "broker.address.family": "v4",
+        "isolation.level": args.isolation,
+        "auto.offset.reset": "earliest" if args.from_beginning else "latest",
+    }
     conf.update(client_properties(args))
     fmt = format_json if args.format == "json" else format_text
     consumer = Consumer(conf)
@@ -103,7 +125,9 @@ def cmd_consume(args) -> int:
             for p in parts:
                 ends[p] = consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=10)[1]
             if stop_ms is not None:
-                for tp in consumer.offsets_for_times([TopicPartition(args.topic, p, stop_ms) for p in parts], timeout=10):
+                for tp in consumer.offsets_for_times(
+                    [TopicPartition(args.topic, p, stop_ms) for p in parts], timeout=10
+                ):
                     if tp.offset >= 0:
                         ends[tp.partition] = min(ends[tp.partition], tp.offset)
         starts: dict[int, int] = {}
@@ -189,8 +213,13 @@ def add_parser(sub, default_bootstrap: str) -> None:
     c.add_argument("--to-time", metavar="ISO8601|-PT5M", help="stop before the first record at or after this time")
     c.add_argument("--follow", action="store_true", help="keep waiting for new records")
     c.add_argument("--max-messages", type=int, default=0, metavar="N", help="stop after N records")
-    c.add_argument("--isolation", "--isolation-level", dest="isolation", default="read_committed",
-                   choices=("read_committed", "read_uncommitted"))
+    c.add_argument(
+        "--isolation",
+        "--isolation-level",
+        dest="isolation",
+        default="read_committed",
+        choices=("read_committed", "read_uncommitted"),
+    )
     c.add_argument("--format", choices=("text", "json"), default="text")
     add_client_options(c)
     c.set_defaults(func=reporting_usage_errors(cmd_consume))

@@ -24,19 +24,41 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..log.compression import CODEC_NAMES
-from ..log.records import H_ATTRIBUTES, H_BASE_OFFSET, H_BASE_SEQUENCE, H_CRC, H_LAST_OFFSET_DELTA, H_LEADER_EPOCH, H_LENGTH, H_MAGIC, H_MAX_TS, H_PRODUCER_EPOCH, H_PRODUCER_ID, H_RECORDS_COUNT
+from ..log.errors import CorruptRecordError
 from ..log.index import OffsetIndex, TimeIndex
+from ..log.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    CONTROL_FLAG_MASK,
+    H_ATTRIBUTES,
+    H_BASE_OFFSET,
+    H_BASE_SEQUENCE,
+    H_CRC,
+    H_LAST_OFFSET_DELTA,
+    H_LEADER_EPOCH,
+    H_LENGTH,
+    H_MAGIC,
+    H_MAX_TS,
+    H_PRODUCER_EPOCH,
+    H_PRODUCER_ID,
+    H_RECORDS_COUNT,
+    HEADER,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+    batch_crc_ok,
+    decode_records,
+    parse_control_record,
+)
 from ..log.txnindex import ENTRY as TXN_ENTRY
 from .consume import show
-from ..log.errors import CorruptRecordError
-from ..log.records import (CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD,
-                           TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, batch_crc_ok, decode_records,
-                           parse_control_record)
 
 MARKERS = {CONTROL_ABORT: "ABORT", CONTROL_COMMIT: "COMMIT"}  # Kafka's ControlRecordType
 _OFFSET_ENTRY = OffsetIndex.ENTRY
@@ -87,12 +109,16 @@ def batch_line(b: Batch, valid: bool) -> str:
     seq = h[H_BASE_SEQUENCE]
     last_seq = -1 if seq < 0 else seq + h[H_LAST_OFFSET_DELTA]
     ts_type = "LogAppendTime" if attrs & TIMESTAMP_TYPE_MASK else "CreateTime"
-    return (f"baseOffset: {h[H_BASE_OFFSET]} lastOffset: {b.last_offset} count: {count} baseSequence: {seq} "
-            f"lastSequence: {last_seq} producerId: {h[H_PRODUCER_ID]} producerEpoch: {h[H_PRODUCER_EPOCH]} partitionLeaderEpoch: {h[H_LEADER_EPOCH]} "
-            f"isTransactional: {str(bool(attrs & TRANSACTIONAL_FLAG_MASK)).lower()} "
-            f"isControl: {str(bool(attrs & CONTROL_FLAG_MASK)).lower()} position: {b.position} "
-            f"{ts_type}: {h[H_MAX_TS]} size: {b.size} magic: {h[H_MAGIC]} compresscodec: {CODEC_NAMES.get(attrs & 7, attrs & 7)} "
-            f"crc: {h[H_CRC]} isvalid: {str(valid).lower()}")
+    return (
+        f"baseOffset: {h[H_BASE_OFFSET]} lastOffset: {b.last_offset} count: {count} baseSequence: {seq} "
+        f"lastSequence: {last_seq} producerId: {h[H_PRODUCER_ID]} producerEpoch: {h[H_PRODUCER_EPOCH]} "
+        f"partitionLeaderEpoch: {h[H_LEADER_EPOCH]} "
+        f"isTransactional: {str(bool(attrs & TRANSACTIONAL_FLAG_MASK)).lower()} "
+        f"isControl: {str(bool(attrs & CONTROL_FLAG_MASK)).lower()} position: {b.position} "
+        f"{ts_type}: {h[H_MAX_TS]} size: {b.size} magic: {h[H_MAGIC]} "
+        f"compresscodec: {CODEC_NAMES.get(attrs & 7, attrs & 7)} "
+        f"crc: {h[H_CRC]} isvalid: {str(valid).lower()}"
+    )
 
 
 def record_lines(buf: bytes, b: Batch, print_data: bool) -> Iterator[str]:
@@ -101,9 +127,11 @@ def record_lines(buf: bytes, b: Batch, print_data: bool) -> Iterator[str]:
     control = b.attributes & CONTROL_FLAG_MASK
     for _i, r in enumerate(decode_records(buf)):
         seq = -1 if h[H_BASE_SEQUENCE] < 0 else h[H_BASE_SEQUENCE] + (r.offset - h[H_BASE_OFFSET])
-        line = (f"| offset: {r.offset} {ts_type}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
-                f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {seq} "
-                f"headerKeys: [{','.join(k for k, _ in r.headers)}]")
+        line = (
+            f"| offset: {r.offset} {ts_type}: {r.timestamp} keySize: {-1 if r.key is None else len(r.key)} "
+            f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {seq} "
+            f"headerKeys: [{','.join(k for k, _ in r.headers)}]"
+        )
         if control:
             ctype, epoch = parse_control_record(r)
             line += f" endTxnMarker: {MARKERS.get(ctype, ctype)} coordinatorEpoch: {epoch}"
@@ -142,6 +170,7 @@ def dump_log(path: Path, out, deep: bool, print_data: bool, max_bytes: int) -> i
 
 
 # ---- indexes ---------------------------------------------------------------------------------
+
 
 def _log_beside(path: Path) -> tuple[Path, list[Batch]]:
     log_path = path.with_suffix(".log")
@@ -197,11 +226,15 @@ def dump_time_index(path: Path, out, verify_only: bool) -> list[str]:
         if b is None:
             problems.append(f"Indexed offset: {offset}, no batch ends at this offset in the log")
         elif b.max_timestamp != ts:
-            problems.append(f"Found timestamp mismatch in {path.name}: Index timestamp: {ts}, "
-                            f"log timestamp: {b.max_timestamp} (batch ending at {offset})")
+            problems.append(
+                f"Found timestamp mismatch in {path.name}: Index timestamp: {ts}, "
+                f"log timestamp: {b.max_timestamp} (batch ending at {offset})"
+            )
         if ts < prev_ts or offset < prev_off:
-            problems.append(f"Found out of order index entry: timestamp {ts} offset {offset} after "
-                            f"timestamp {prev_ts} offset {prev_off}")
+            problems.append(
+                f"Found out of order index entry: timestamp {ts} offset {offset} after "
+                f"timestamp {prev_ts} offset {prev_off}"
+            )
         prev_ts, prev_off = ts, offset
     return problems
 
@@ -219,8 +252,11 @@ def dump_txn_index(path: Path, out, verify_only: bool) -> list[str]:
         for i in range(len(data) // _TXN_ENTRY.size):
             version, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, i * _TXN_ENTRY.size)
             if not verify_only:
-                print(f"version: {version} producerId: {pid} firstOffset: {first} lastOffset: {last} "
-                      f"lastStableOffset: {lso}", file=out)
+                print(
+                    f"version: {version} producerId: {pid} firstOffset: {first} lastOffset: {last} "
+                    f"lastStableOffset: {lso}",
+                    file=out,
+                )
             if first > last:
                 problems.append(f"Entry {i}: firstOffset {first} > lastOffset {last}")
             if last < prev_last:
@@ -256,13 +292,17 @@ def dump_snapshot(path: Path, out) -> int:
     print(f"Dumping {path}", file=out)
     print(f"Snapshot offset: {offset}", file=out)
     for pid, entry in sorted(state.producers.items()):
-        line = (f"producerId: {pid} producerEpoch: {entry.epoch} coordinatorEpoch: {entry.coordinator_epoch} "
-                f"currentTxnFirstOffset: {'None' if entry.txn_first_offset is None else entry.txn_first_offset} "
-                f"lastTimestamp: {entry.last_timestamp}")
+        line = (
+            f"producerId: {pid} producerEpoch: {entry.epoch} coordinatorEpoch: {entry.coordinator_epoch} "
+            f"currentTxnFirstOffset: {'None' if entry.txn_first_offset is None else entry.txn_first_offset} "
+            f"lastTimestamp: {entry.last_timestamp}"
+        )
         if entry.batches:
             b = entry.batches[-1]
-            line += (f" firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
-                     f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}")
+            line += (
+                f" firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}"
+            )
         print(line + f" batchesKept: {len(entry.batches)}", file=out)
     return 0
 

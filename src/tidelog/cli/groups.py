@@ -30,12 +30,14 @@ class UsageError(ValueError):
 
 def reporting_usage_errors(cmd):
     """`cmd(args)` with a UsageError printed as `tidelog: ...` and exit status 2."""
+
     def run(args) -> int:
         try:
             return cmd(args)
         except UsageError as e:
             print(f"tidelog: {e}", file=sys.stderr)
             return 2
+
     return run
 
 
@@ -50,7 +52,8 @@ def _err(code) -> str:
 # ---- parsing times ---------------------------------------------------------------------------
 
 _DURATION = re.compile(
-    r"^([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+(?:[.,]\d+)?)S)?)?$", re.I)
+    r"^([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+(?:[.,]\d+)?)S)?)?$", re.I
+)
 
 
 def parse_duration(text: str) -> dt.timedelta:
@@ -59,8 +62,12 @@ def parse_duration(text: str) -> dt.timedelta:
     if not m or text.strip().upper().endswith(("P", "T")):
         raise UsageError(f"not an ISO-8601 duration (like PT2H or P1DT30M): {text!r}")
     sign, days, hours, minutes, seconds = m.groups()
-    d = dt.timedelta(days=int(days or 0), hours=int(hours or 0), minutes=int(minutes or 0),
-                     seconds=float((seconds or "0").replace(",", ".")))
+    d = dt.timedelta(
+        days=int(days or 0),
+        hours=int(hours or 0),
+        minutes=int(minutes or 0),
+        seconds=float((seconds or "0").replace(",", ".")),
+    )
     return -d if sign == "-" else d
 
 
@@ -68,7 +75,7 @@ def parse_instant(text: str, now: dt.datetime | None = None) -> int:
     """Epoch milliseconds of an ISO-8601 date-time (no zone = local time, as Kafka's tool), or of a
     duration relative to now: `-PT30M` is thirty minutes ago, `PT0S` is now."""
     s = text.strip()
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     if s.lstrip("+-").upper().startswith("P"):
         return int((now + parse_duration(s)).timestamp() * 1000)
     try:
@@ -81,10 +88,11 @@ def parse_instant(text: str, now: dt.datetime | None = None) -> int:
 
 
 def format_ms(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # ---- protocol helpers ------------------------------------------------------------------------
+
 
 def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
     """`topic` or `topic:0,1,3` (partitions)."""
@@ -98,9 +106,15 @@ def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
 
 
 def topic_partitions(client: KafkaClient, names: list[str]) -> dict[str, int]:
-    md = client.request(3, {"topics": [{"name": n, "topic_id": None} for n in names],
-                            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
-                        highest=12)
+    md = client.request(
+        3,
+        {
+            "topics": [{"name": n, "topic_id": None} for n in names],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+        highest=12,
+    )
     out = {}
     for t in md.topics:
         if t.error_code.value:
@@ -115,8 +129,15 @@ def list_offsets(client: KafkaClient, query: dict[tuple[str, int], int]) -> dict
     by_topic: dict[str, list[dict]] = {}
     for (t, p), ts in sorted(query.items()):
         by_topic.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1, "timestamp": ts})
-    resp = client.request(2, {"replica_id": -1, "isolation_level": 0,
-                              "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}, highest=7)
+    resp = client.request(
+        2,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        },
+        highest=7,
+    )
     out = {}
     for t in resp.topics:
         for p in t.partitions:
@@ -138,8 +159,12 @@ def committed_offsets(client: KafkaClient, group: str) -> dict[tuple[str, int], 
     resp = client.request(9, {"group_id": group, "topics": None, "require_stable": False}, highest=7)
     if getattr(resp, "error_code", None) is not None and resp.error_code.value:
         raise UsageError(f"group {group}: {_err(resp.error_code)}")
-    return {(t.name, p.partition_index): p.committed_offset
-            for t in resp.topics for p in t.partitions if p.committed_offset >= 0}
+    return {
+        (t.name, p.partition_index): p.committed_offset
+        for t in resp.topics
+        for p in t.partitions
+        if p.committed_offset >= 0
+    }
 
 
 def parse_assignment(data: bytes) -> list[tuple[str, int]]:
@@ -152,7 +177,7 @@ def parse_assignment(data: bytes) -> list[tuple[str, int]]:
         for _ in range(max(n, 0)):
             (ln,) = struct.unpack_from(">h", data, pos)
             pos += 2
-            topic = bytes(data[pos:pos + ln]).decode()
+            topic = bytes(data[pos : pos + ln]).decode()
             pos += ln
             (k,) = struct.unpack_from(">i", data, pos)
             pos += 4
@@ -172,6 +197,7 @@ def _table(rows: list[list], header: list[str]) -> str:
 
 # ---- reset-offsets plan ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ResetSpec:
     kind: str  # to-datetime | by-duration | to-earliest | to-latest | to-offset | shift-by
@@ -185,9 +211,14 @@ def reset_targets(spec: ResetSpec, tps: list[tuple[str, int]]) -> dict[tuple[str
     return {}
 
 
-def plan_reset(spec: ResetSpec, tps: list[tuple[str, int]], current: dict[tuple[str, int], int],
-               earliest: dict[tuple[str, int], int], latest: dict[tuple[str, int], int],
-               by_time: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+def plan_reset(
+    spec: ResetSpec,
+    tps: list[tuple[str, int]],
+    current: dict[tuple[str, int], int],
+    earliest: dict[tuple[str, int], int],
+    latest: dict[tuple[str, int], int],
+    by_time: dict[tuple[str, int], int],
+) -> dict[tuple[str, int], int]:
     """New offset per partition, clamped into [earliest, latest] as kafka-consumer-groups does."""
     out = {}
     for tp in tps:
@@ -212,6 +243,7 @@ def plan_reset(spec: ResetSpec, tps: list[tuple[str, int]], current: dict[tuple[
 
 
 # ---- commands --------------------------------------------------------------------------------
+
 
 def cmd_list(args, client: KafkaClient) -> int:
     req = {"states_filter": [args.state] if args.state else [], "types_filter": []}
@@ -247,8 +279,22 @@ def cmd_describe(args, client: KafkaClient) -> int:
         mid, host, cid = owner.get(tp, (None, None, None))
         rows.append([args.group, tp[0], tp[1], cur, end, lag, mid, host, cid])
     print(f"Group {args.group} is {g.group_state} ({len(g.members)} members, protocol {g.protocol_data or '-'})")
-    print(_table(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                        "HOST", "CLIENT-ID"]))
+    print(
+        _table(
+            rows,
+            [
+                "GROUP",
+                "TOPIC",
+                "PARTITION",
+                "CURRENT-OFFSET",
+                "LOG-END-OFFSET",
+                "LAG",
+                "CONSUMER-ID",
+                "HOST",
+                "CLIENT-ID",
+            ],
+        )
+    )
     return 0
 
 
@@ -282,9 +328,11 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
     g = describe_group(client, args.group)
     active = g.group_state not in INACTIVE
     if active and args.execute:
-        print(f"Error: Assignments can only be reset if the group '{args.group}' is inactive, but the current "
-              f"state is {g.group_state} ({len(g.members)} active members). Stop its consumers first.",
-              file=sys.stderr)
+        print(
+            f"Error: Assignments can only be reset if the group '{args.group}' is inactive, but the current "
+            f"state is {g.group_state} ({len(g.members)} active members). Stop its consumers first.",
+            file=sys.stderr,
+        )
         return 1
     current = committed_offsets(client, args.group)
     specs = [parse_topic_spec(t) for t in args.topic]
@@ -295,7 +343,7 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
     counts = topic_partitions(client, sorted({t for t, _ in specs}))
     tps: list[tuple[str, int]] = []
     for name, parts in specs:
-        for p in (range(counts[name]) if parts is None else parts):
+        for p in range(counts[name]) if parts is None else parts:
             if not 0 <= p < counts[name]:
                 raise UsageError(f"topic {name} has no partition {p}")
             tps.append((name, p))
@@ -310,20 +358,33 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
     if not args.execute:
         note = " (the group is active: --execute would be refused)" if active else ""
         if not args.dry_run:
-            print("No action performed: add --execute to commit these offsets (or --dry-run to only show "
-                  f"them){note}.", file=sys.stderr)
+            print(
+                f"No action performed: add --execute to commit these offsets (or --dry-run to only show them){note}.",
+                file=sys.stderr,
+            )
         elif note:
             print(note.strip(" ()").capitalize() + ".", file=sys.stderr)
         return 0
     by_topic: dict[str, list[dict]] = {}
     for (t, p), off in sorted(new.items()):
-        by_topic.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
-                                           "committed_leader_epoch": -1, "committed_metadata": ""})
-    resp = client.request(8, {"group_id": args.group, "generation_id_or_member_epoch": -1, "member_id": "",
-                              "group_instance_id": None, "retention_time": -1,
-                              "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}, highest=8)
-    failed = [(t.name, p.partition_index, _err(p.error_code)) for t in resp.topics for p in t.partitions
-              if p.error_code.value]
+        by_topic.setdefault(t, []).append(
+            {"partition_index": p, "committed_offset": off, "committed_leader_epoch": -1, "committed_metadata": ""}
+        )
+    resp = client.request(
+        8,
+        {
+            "group_id": args.group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time": -1,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        },
+        highest=8,
+    )
+    failed = [
+        (t.name, p.partition_index, _err(p.error_code)) for t in resp.topics for p in t.partitions if p.error_code.value
+    ]
     for t, p, e in failed:
         print(f"Error committing {t}-{p}: {e}", file=sys.stderr)
     if failed:
@@ -333,6 +394,7 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
 
 
 # ---- argparse --------------------------------------------------------------------------------
+
 
 def add_parser(sub, default_bootstrap: str) -> None:
     p = sub.add_parser("groups", help="list, describe, delete consumer groups and reset their offsets")
@@ -367,6 +429,7 @@ def add_parser(sub, default_bootstrap: str) -> None:
     act.add_argument("--execute", action="store_true", help="commit the new offsets")
     r.set_defaults(run=cmd_reset_offsets)
     p.set_defaults(func=_run)
+
 
 def _run(args) -> int:
     try:

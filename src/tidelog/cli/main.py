@@ -1,8 +1,8 @@
 """`tidelog` command line: `serve`, and client tools that talk to a running broker.
 
-    tidelog serve [--config server.properties] [--override key=value ...]
-    tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
-    tidelog produce|consume --topic T ...; tidelog dump-log FILE ...
+tidelog serve [--config server.properties] [--override key=value ...]
+tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
+tidelog produce|consume --topic T ...; tidelog dump-log FILE ...
 """
 
 from __future__ import annotations
@@ -111,26 +111,35 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("serve", help="run the broker")
     p.add_argument("--config", help="server.properties file")
-    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a property (repeatable)")
-    p.add_argument("--env-prefix", metavar="PREFIX",
-                   help="read properties from PREFIX* variables (KAFKA_LOG_DIRS -> log.dirs)")
+    p.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeatable)"
+    )
+    p.add_argument(
+        "--env-prefix", metavar="PREFIX", help="read properties from PREFIX* variables (KAFKA_LOG_DIRS -> log.dirs)"
+    )
     p.set_defaults(func=cmd_serve)
 
     from . import topics as cli_topics
 
     cli_topics.add_parser(sub, DEFAULT_BOOTSTRAP)
     from . import groups as cli_groups
+
     cli_groups.add_parser(sub, DEFAULT_BOOTSTRAP)
-    from . import consume as cli_consume, dump_log as cli_dump, produce as cli_produce
+    from . import consume as cli_consume
+    from . import dump_log as cli_dump
+    from . import produce as cli_produce
+
     cli_dump.add_parser(sub)
     cli_produce.add_parser(sub, DEFAULT_BOOTSTRAP)
     cli_consume.add_parser(sub, DEFAULT_BOOTSTRAP)
     from . import security as cli_security
+
     cli_security.add_parser(sub, DEFAULT_BOOTSTRAP)
     from . import cluster as cli_cluster
+
     cli_cluster.add_parser(sub, DEFAULT_BOOTSTRAP)
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
+
     cli_export.add_parser(sub)
 
     args = parser.parse_args(argv)

@@ -81,10 +81,15 @@ def cmd_produce(args) -> int:
     except ImportError:
         print("tidelog produce needs confluent-kafka: pip install 'tidelog[tools]'", file=sys.stderr)
         return 2
-    conf = {"bootstrap.servers": args.bootstrap_server, "acks": args.acks, "linger.ms": args.linger_ms,
-            "batch.size": args.batch_size,
-            "compression.type": args.compression, "broker.address.family": "v4",
-            "enable.idempotence": args.idempotence or bool(args.transactional_id)}
+    conf = {
+        "bootstrap.servers": args.bootstrap_server,
+        "acks": args.acks,
+        "linger.ms": args.linger_ms,
+        "batch.size": args.batch_size,
+        "compression.type": args.compression,
+        "broker.address.family": "v4",
+        "enable.idempotence": args.idempotence or bool(args.transactional_id),
+    }
     if args.transactional_id:
         conf["transactional.id"] = args.transactional_id
     conf.update(client_properties(args))
@@ -124,8 +129,9 @@ def cmd_produce(args) -> int:
             headers: list[tuple[str, str | bytes | None]] = [*common_headers, *line.headers]
             while True:
                 try:
-                    producer.produce(args.topic, value=line.value, key=line.key, headers=headers or None,
-                                     on_delivery=delivered, **kw)
+                    producer.produce(
+                        args.topic, value=line.value, key=line.key, headers=headers or None, on_delivery=delivered, **kw
+                    )
                     break
                 except BufferError:
                     producer.poll(0.1)
@@ -170,8 +176,13 @@ def add_parser(sub, default_bootstrap: str) -> None:
     p.add_argument("--parse-headers", action="store_true", help="lines have k1:v1,k2:v2<TAB> before the key")
     p.add_argument("--skip-empty", action="store_true", help="ignore empty lines")
     p.add_argument("--transactional-id", help="produce in transactions with this id")
-    p.add_argument("--transaction-size", type=int, default=0, metavar="N",
-                   help="records per transaction (default: one transaction)")
+    p.add_argument(
+        "--transaction-size",
+        type=int,
+        default=0,
+        metavar="N",
+        help="records per transaction (default: one transaction)",
+    )
     p.add_argument("--abort", action="store_true", help="abort the transactions instead of committing")
     p.add_argument("--acks", default="all", choices=("all", "-1", "1", "0"))
     p.add_argument("--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"))
@@ -180,8 +191,6 @@ def add_parser(sub, default_bootstrap: str) -> None:
     p.add_argument("--idempotence", action="store_true", help="idempotent producer (implied by transactions)")
     add_client_options(p)
     p.set_defaults(func=reporting_usage_errors(cmd_produce))
-
-
 
 
 def client_properties(args) -> dict[str, str]:
@@ -202,5 +211,6 @@ def client_properties(args) -> dict[str, str]:
 
 def add_client_options(p) -> None:
     p.add_argument("--command-config", metavar="FILE", help="client properties file (e.g. SASL/TLS settings)")
-    p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a librdkafka client property (repeatable)")
+    p.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE", help="a librdkafka client property (repeatable)"
+    )

@@ -11,8 +11,19 @@ from __future__ import annotations
 
 import sys
 
-OPERATIONS = ("All", "Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction", "DescribeConfigs",
-              "AlterConfigs", "IdempotentWrite")
+OPERATIONS = (
+    "All",
+    "Read",
+    "Write",
+    "Create",
+    "Delete",
+    "Alter",
+    "Describe",
+    "ClusterAction",
+    "DescribeConfigs",
+    "AlterConfigs",
+    "IdempotentWrite",
+)
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -83,8 +94,10 @@ def _bindings(args) -> list:
     if not ops:
         raise SystemExit("tidelog acls add: give --operation with a resource, or --producer / --consumer")
     out = []
-    for perm, principals, hosts in ((AclPermissionType.ALLOW, args.allow_principal, args.allow_host),
-                                    (AclPermissionType.DENY, args.deny_principal, args.deny_host)):
+    for perm, principals, hosts in (
+        (AclPermissionType.ALLOW, args.allow_principal, args.allow_host),
+        (AclPermissionType.DENY, args.deny_principal, args.deny_host),
+    ):
         for principal in principals:
             for host in hosts or ["*"]:
                 for rtype, name, op in dict.fromkeys(ops):
@@ -95,22 +108,34 @@ def _bindings(args) -> list:
 
 
 def _filters(args) -> list:
-    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, \
-        ResourceType
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     pattern = ResourcePatternType[args.resource_pattern_type.upper()]
     resources = _resources(args) or [(ResourceType.ANY, None)]
     ops = [_op(o) for o in args.operation] if args.operation else [AclOperation.ANY]
-    principals = [(AclPermissionType.ALLOW, p) for p in args.allow_principal] + \
-                 [(AclPermissionType.DENY, p) for p in args.deny_principal] or [(AclPermissionType.ANY, None)]
+    principals = [(AclPermissionType.ALLOW, p) for p in args.allow_principal] + [
+        (AclPermissionType.DENY, p) for p in args.deny_principal
+    ] or [(AclPermissionType.ANY, None)]
     # host None matches every host (confluent-kafka's stubs say str)
-    return [AclBindingFilter(rt, name, pattern, principal, None, op, perm)  # type: ignore[arg-type]
-            for rt, name in resources for op in ops for perm, principal in principals]
+    return [
+        AclBindingFilter(rt, name, pattern, principal, None, op, perm)  # type: ignore[arg-type]
+        for rt, name in resources
+        for op in ops
+        for perm, principal in principals
+    ]
 
 
 def _show(b) -> str:
-    return (f"(principal={b.principal}, host={b.host}, operation={b.operation.name}, "
-            f"permissionType={b.permission_type.name})")
+    return (
+        f"(principal={b.principal}, host={b.host}, operation={b.operation.name}, "
+        f"permissionType={b.permission_type.name})"
+    )
 
 
 def cmd_acls(args) -> int:
@@ -150,8 +175,12 @@ def cmd_acls(args) -> int:
 def cmd_users(args) -> int:
     if args.data_dir:
         return _users_offline(args)
-    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
-                                       UserScramCredentialUpsertion)
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
 
     admin = _admin(args)
     mech = ScramMechanism[args.mechanism.replace("-", "_")]
@@ -161,8 +190,9 @@ def cmd_users(args) -> int:
         op = UserScramCredentialUpsertion(args.user, ScramCredentialInfo(mech, args.iterations), args.password.encode())
         return _wait(admin.alter_user_scram_credentials([op], request_timeout=30))
     if args.users_command == "delete":
-        return _wait(admin.alter_user_scram_credentials([UserScramCredentialDeletion(args.user, mech)],
-                                                        request_timeout=30))
+        return _wait(
+            admin.alter_user_scram_credentials([UserScramCredentialDeletion(args.user, mech)], request_timeout=30)
+        )
     fut = admin.describe_user_scram_credentials([args.user] if args.user else None, request_timeout=30)
     try:
         described = fut.result() if not isinstance(fut, dict) else {u: f.result() for u, f in fut.items()}
@@ -170,20 +200,25 @@ def cmd_users(args) -> int:
         print(f"Error: {e}", file=sys.stderr)
         return 1
     for user, desc in sorted(described.items()):
-        infos = ", ".join(f"{i.mechanism.name.replace('_', '-')} (iterations={i.iterations})"
-                          for i in desc.scram_credential_infos)
+        infos = ", ".join(
+            f"{i.mechanism.name.replace('_', '-')} (iterations={i.iterations})" for i in desc.scram_credential_infos
+        )
         print(f"{user}: {infos}")
     return 0
 
 
 def _users_offline(args) -> int:
-    from ..server.security.scram import CredentialStore, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
+    from ..server.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, CredentialStore, ScramCredential
 
     store = CredentialStore(args.data_dir)
     if args.users_command == "add":
         if not args.password or not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
-            raise SystemExit(f"tidelog users add: needs --password and {MIN_ITERATIONS} <= --iterations <= {MAX_ITERATIONS}")
-        store.put(args.user, args.mechanism, ScramCredential.from_password(args.mechanism, args.password, args.iterations))
+            raise SystemExit(
+                f"tidelog users add: needs --password and {MIN_ITERATIONS} <= --iterations <= {MAX_ITERATIONS}"
+            )
+        store.put(
+            args.user, args.mechanism, ScramCredential.from_password(args.mechanism, args.password, args.iterations)
+        )
         store.save()
         print(f"Added {args.mechanism} credential for {args.user} in {store.path}")
     elif args.users_command == "delete":
@@ -217,9 +252,14 @@ def add_parser(sub, default_bootstrap: str) -> None:
         p.add_argument("--group", action="append", default=[])
         p.add_argument("--transactional-id", action="append", default=[])
         p.add_argument("--cluster", action="store_true")
-        p.add_argument("--resource-pattern-type", default="literal" if name == "add" else "any",
-                       choices=("literal", "prefixed", "match", "any"))
-        p.add_argument("--producer", action="store_true", help="Write, Describe, Create on the topics (and the transactional ids)")
+        p.add_argument(
+            "--resource-pattern-type",
+            default="literal" if name == "add" else "any",
+            choices=("literal", "prefixed", "match", "any"),
+        )
+        p.add_argument(
+            "--producer", action="store_true", help="Write, Describe, Create on the topics (and the transactional ids)"
+        )
         p.add_argument("--idempotent", action="store_true", help="with --producer: IdempotentWrite on the cluster")
         p.add_argument("--consumer", action="store_true", help="Read, Describe on the topics, Read on the groups")
     acls.set_defaults(func=cmd_acls)

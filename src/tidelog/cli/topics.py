@@ -27,11 +27,23 @@ def _kv(items: list[str]) -> dict[str, str]:
 
 
 def cmd_create(args, client: KafkaClient) -> int:
-    resp = client.request(19, {
-        "topics": [{"name": args.topic, "num_partitions": args.partitions, "replication_factor": args.replication_factor,
-                    "assignments": [], "configs": [{"name": k, "value": v} for k, v in _kv(args.config).items()]}],
-        "timeout": 30000, "validate_only": False,
-    }, highest=5)
+    resp = client.request(
+        19,
+        {
+            "topics": [
+                {
+                    "name": args.topic,
+                    "num_partitions": args.partitions,
+                    "replication_factor": args.replication_factor,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in _kv(args.config).items()],
+                }
+            ],
+            "timeout": 30000,
+            "validate_only": False,
+        },
+        highest=5,
+    )
     t = resp.topics[0]
     if t.error_code.value:
         print(f"Error creating topic {args.topic}: {_err(t.error_code.value)}: {t.error_message}", file=sys.stderr)
@@ -41,8 +53,11 @@ def cmd_create(args, client: KafkaClient) -> int:
 
 
 def _metadata(client: KafkaClient, topics: list[str] | None):
-    req = {"topics": None if topics is None else [{"name": t, "topic_id": None} for t in topics],
-           "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+    req = {
+        "topics": None if topics is None else [{"name": t, "topic_id": None} for t in topics],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
     return client.request(3, req, highest=12)
 
 
@@ -62,22 +77,36 @@ def cmd_describe(args, client: KafkaClient) -> int:
             print(f"Error: topic {t.name}: {_err(t.error_code.value)}", file=sys.stderr)
             rc = 1
             continue
-        cfg = client.request(32, {"resources": [{"resource_type": 2, "resource_name": t.name, "configuration_keys": None}],
-                                  "include_synonyms": False, "include_documentation": False}, highest=4)
+        cfg = client.request(
+            32,
+            {
+                "resources": [{"resource_type": 2, "resource_name": t.name, "configuration_keys": None}],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
+            highest=4,
+        )
         overrides = [f"{c.name}={c.value}" for c in cfg.results[0].configs if c.config_source == 1]
         rf = max((len(p.replica_nodes) for p in t.partitions), default=1)
-        print(f"Topic: {t.name}\tTopicId: {t.topic_id}\tPartitionCount: {len(t.partitions)}\tReplicationFactor: {rf}\t"
-              f"Configs: {','.join(overrides)}")
+        print(
+            f"Topic: {t.name}\tTopicId: {t.topic_id}\tPartitionCount: {len(t.partitions)}\tReplicationFactor: {rf}\t"
+            f"Configs: {','.join(overrides)}"
+        )
         for p in sorted(t.partitions, key=lambda p: p.partition_index):
-            print(f"\tTopic: {t.name}\tPartition: {p.partition_index}\tLeader: {p.leader_id}\t"
-                  f"Replicas: {','.join(map(str, p.replica_nodes))}\tIsr: {','.join(map(str, p.isr_nodes))}"
-                  + (f"\tOffline: {','.join(map(str, p.offline_replicas))}" if p.offline_replicas else ""))
+            print(
+                f"\tTopic: {t.name}\tPartition: {p.partition_index}\tLeader: {p.leader_id}\t"
+                f"Replicas: {','.join(map(str, p.replica_nodes))}\tIsr: {','.join(map(str, p.isr_nodes))}"
+                + (f"\tOffline: {','.join(map(str, p.offline_replicas))}" if p.offline_replicas else "")
+            )
     return rc
 
 
 def cmd_delete(args, client: KafkaClient) -> int:
-    resp = client.request(20, {"topic_names": [args.topic], "topics": [{"name": args.topic, "topic_id": None}],
-                               "timeout": 30000}, highest=5)
+    resp = client.request(
+        20,
+        {"topic_names": [args.topic], "topics": [{"name": args.topic, "topic_id": None}], "timeout": 30000},
+        highest=5,
+    )
     r = resp.responses[0]
     if r.error_code.value:
         print(f"Error deleting topic {args.topic}: {_err(r.error_code.value)}", file=sys.stderr)
@@ -89,8 +118,11 @@ def cmd_delete(args, client: KafkaClient) -> int:
 def cmd_alter_config(args, client: KafkaClient) -> int:
     configs = [{"name": k, "config_operation": 0, "value": v} for k, v in _kv(args.add_config).items()]
     configs += [{"name": k, "config_operation": 1, "value": None} for k in args.delete_config]
-    resp = client.request(44, {"resources": [{"resource_type": 2, "resource_name": args.topic, "configs": configs}],
-                               "validate_only": False}, highest=1)
+    resp = client.request(
+        44,
+        {"resources": [{"resource_type": 2, "resource_name": args.topic, "configs": configs}], "validate_only": False},
+        highest=1,
+    )
     r = resp.responses[0]
     if r.error_code.value:
         print(f"Error altering topic {args.topic}: {_err(r.error_code.value)}: {r.error_message}", file=sys.stderr)

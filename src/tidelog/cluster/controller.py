@@ -38,9 +38,15 @@ from .store import Compare, LeaseExpired, Op, OutcomeUnknown, Store, StoreUnavai
 log = logging.getLogger("tidelog.cluster")
 
 
-def decide(assignment: TopicAssignment, partition: int, state: PartitionState | None,
-           live: Mapping[int, BrokerInfo], unclean: bool, controller_epoch: int = -1,
-           min_isr: int = 1) -> PartitionState | None:
+def decide(
+    assignment: TopicAssignment,
+    partition: int,
+    state: PartitionState | None,
+    live: Mapping[int, BrokerInfo],
+    unclean: bool,
+    controller_epoch: int = -1,
+    min_isr: int = 1,
+) -> PartitionState | None:
     """The state the partition should have, or None when it is right as it is.
 
     A leader counts as alive only in the incarnation it was chosen in (`leader_alive`): a leader
@@ -67,8 +73,12 @@ def decide(assignment: TopicAssignment, partition: int, state: PartitionState | 
             return next_state(candidates[0], state.leader_epoch + 1, isr_ok)
         eligible = [b for b in replicas if b in state.eligible and intact(state, b, live)]
         if eligible:
-            log.info("%s-%d: no in-sync replica can lead; eligible leader replica %d does", assignment.name,
-                     partition, eligible[0])
+            log.info(
+                "%s-%d: no in-sync replica can lead; eligible leader replica %d does",
+                assignment.name,
+                partition,
+                eligible[0],
+            )
             return next_state(eligible[0], state.leader_epoch + 1, (eligible[0],))
         if unclean:
             up = [b for b in replicas if b in live]
@@ -76,19 +86,36 @@ def decide(assignment: TopicAssignment, partition: int, state: PartitionState | 
                 return make_state(up[0], state.leader_epoch + 1, (up[0],), live, controller_epoch)
         if state.leader == NO_LEADER:
             return None
-        return PartitionState(NO_LEADER, state.leader_epoch + 1, state.isr, controller_epoch, -1, -1,
-                              state.isr_storage, state.elr)
+        return PartitionState(
+            NO_LEADER, state.leader_epoch + 1, state.isr, controller_epoch, -1, -1, state.isr_storage, state.elr
+        )
     if isr_ok != state.isr:
-        return make_state(state.leader, state.leader_epoch, isr_ok, live, controller_epoch, state, min_isr, replicas,
-                          state.leader_broker_epoch)
+        return make_state(
+            state.leader,
+            state.leader_epoch,
+            isr_ok,
+            live,
+            controller_epoch,
+            state,
+            min_isr,
+            replicas,
+            state.leader_broker_epoch,
+        )
     return None
 
 
 class Controller:
-    def __init__(self, store: Store, keys: Keys, cache: MetadataCache, node_id: int,
-                 lease: Callable[[], int], unclean: Callable[[str], bool],
-                 rebalance: tuple[bool, float, int] = (False, 300.0, 10),
-                 min_isr: Callable[[str], int] = lambda topic: 1) -> None:
+    def __init__(
+        self,
+        store: Store,
+        keys: Keys,
+        cache: MetadataCache,
+        node_id: int,
+        lease: Callable[[], int],
+        unclean: Callable[[str], bool],
+        rebalance: tuple[bool, float, int] = (False, 300.0, 10),
+        min_isr: Callable[[str], int] = lambda topic: 1,
+    ) -> None:
         """`rebalance`: (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds,
         leader.imbalance.per.broker.percentage); `min_isr(topic)`: its min.insync.replicas."""
         self.store = store
@@ -133,7 +160,7 @@ class Controller:
                 self._wake.set()
             try:
                 await asyncio.wait_for(self._wake.wait(), min(5.0, self.rebalance_every_s))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _maybe_rebalance(self) -> int:
@@ -164,8 +191,9 @@ class Controller:
             return
         key = self.keys.controller
         try:
-            await self.store.txn([Compare.create(key, 0)],
-                                 [Op.put(key, json.dumps({"broker": self.node_id}).encode(), lease)])
+            await self.store.txn(
+                [Compare.create(key, 0)], [Op.put(key, json.dumps({"broker": self.node_id}).encode(), lease)]
+            )
         except OutcomeUnknown as e:
             log.info("controller election: %s; reading it back", e)
         kv = await self.store.get(key)
@@ -190,15 +218,25 @@ class Controller:
                 pkey = self.keys.partition(name, p)
                 if want is not None:
                     ops.append(Op.put(pkey, want.encode()))
-                res = await self.store.txn([Compare.create(self.keys.controller, self.epoch),
-                                            Compare.mod(self.keys.topic(name), a.version),
-                                            Compare.mod(pkey, state.version)], ops)
+                res = await self.store.txn(
+                    [
+                        Compare.create(self.keys.controller, self.epoch),
+                        Compare.mod(self.keys.topic(name), a.version),
+                        Compare.mod(pkey, state.version),
+                    ],
+                    ops,
+                )
                 if not res.succeeded:
                     break  # the topic or the partition changed: the next pass sees it
                 done += 1
-                log.info("%s-%d: reassignment complete: replicas %s -> %s%s", name, p, list(a.replicas[p]),
-                         list(target), "" if want is None else
-                         f", leader {want.leader} (epoch {want.leader_epoch}), isr {list(want.isr)}")
+                log.info(
+                    "%s-%d: reassignment complete: replicas %s -> %s%s",
+                    name,
+                    p,
+                    list(a.replicas[p]),
+                    list(target),
+                    "" if want is None else f", leader {want.leader} (epoch {want.leader_epoch}), isr {list(want.isr)}",
+                )
                 break  # this topic's version changed: its other partitions at the next pass
         return done
 
@@ -225,9 +263,21 @@ class Controller:
                     continue  # someone (the leader, changing its ISR) was first: next pass sees it
                 written += 1
                 if state is None or state.leader != leader or state.leader_epoch != epoch:
-                    log.info("%s-%d: leader %s -> %d (epoch %d), isr %s", name, p,
-                             "none" if state is None else state.leader, leader, epoch, list(isr))
+                    log.info(
+                        "%s-%d: leader %s -> %d (epoch %d), isr %s",
+                        name,
+                        p,
+                        "none" if state is None else state.leader,
+                        leader,
+                        epoch,
+                        list(isr),
+                    )
                 else:
-                    log.info("%s-%d: isr %s -> %s (broker gone, or back without its disk)", name, p,
-                             list(state.isr), list(isr))
+                    log.info(
+                        "%s-%d: isr %s -> %s (broker gone, or back without its disk)",
+                        name,
+                        p,
+                        list(state.isr),
+                        list(isr),
+                    )
         return written

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -54,8 +55,9 @@ class CoordinatorWrites:
         COORDINATOR_NOT_AVAILABLE with too few replicas in sync."""
         code, lease = self.replicas.leader_for_append(topic, partition, -1)
         if code == E.not_enough_replicas.value:
-            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: fewer in-sync replicas than "
-                                                      f"min.insync.replicas")
+            raise LogError(
+                COORDINATOR_NOT_AVAILABLE, f"{topic}-{partition}: fewer in-sync replicas than min.insync.replicas"
+            )
         if code or lease is None or not self.lease_valid():
             raise LogError(NOT_COORDINATOR, f"{topic}-{partition} is not led by this broker")
         return lease
@@ -63,17 +65,28 @@ class CoordinatorWrites:
     async def replicated(self, lease: Any, offset: int) -> None:
         code = await self.replicas.wait_replicated(lease, offset, self.timeout_s)
         if code and not lease.partition.leads_at(lease.epoch):
-            raise LogError(NOT_COORDINATOR, f"{lease.partition.topic}-{lease.partition.partition}: leadership "
-                                            f"moved before replication")
+            raise LogError(
+                NOT_COORDINATOR,
+                f"{lease.partition.topic}-{lease.partition.partition}: leadership moved before replication",
+            )
         if code:
-            raise LogError(COORDINATOR_NOT_AVAILABLE, f"{lease.partition.topic}-{lease.partition.partition}: offset "
-                                                      f"{offset} not replicated (error {code})")
+            raise LogError(
+                COORDINATOR_NOT_AVAILABLE,
+                f"{lease.partition.topic}-{lease.partition.partition}: offset {offset} not replicated (error {code})",
+            )
 
 
 class CoordinatorPlacement:
-    def __init__(self, config: Any, cache: Any, replicas: Any, groups: Any, txn: Any,
-                 lease_valid: Callable[[], bool],
-                 create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[tuple[int, Any, Any]]]) -> None:
+    def __init__(
+        self,
+        config: Any,
+        cache: Any,
+        replicas: Any,
+        groups: Any,
+        txn: Any,
+        lease_valid: Callable[[], bool],
+        create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[tuple[int, Any, Any]]],
+    ) -> None:
         self.config = config
         self.cache = cache
         self.replicas = replicas
@@ -123,8 +136,13 @@ class CoordinatorPlacement:
         if code and topic not in self.cache.topics:
             log.warning("%s not created: %s", topic, msg)
             return COORDINATOR_NOT_AVAILABLE
-        log.info("%s created: %d partitions, replication factor %d, min.insync.replicas %d", topic,
-                 self.num_partitions(topic), rf, min_isr)
+        log.info(
+            "%s created: %d partitions, replication factor %d, min.insync.replicas %d",
+            topic,
+            self.num_partitions(topic),
+            rf,
+            min_isr,
+        )
         return NONE
 
     def leader(self, topic: str, key_partition: int) -> int:

@@ -30,8 +30,13 @@ from .store import Compare, Op, OutcomeUnknown, Store
 log = logging.getLogger("tidelog.cluster")
 
 
-def choose(replicas: tuple[int, ...], state: PartitionState | None, live: Mapping[int, BrokerInfo],
-           unclean: bool, min_isr: int = 1) -> tuple[int, str | None, PartitionState | None]:
+def choose(
+    replicas: tuple[int, ...],
+    state: PartitionState | None,
+    live: Mapping[int, BrokerInfo],
+    unclean: bool,
+    min_isr: int = 1,
+) -> tuple[int, str | None, PartitionState | None]:
     """(error code, message, the new state) of an election on this partition. A replica counts
     as in sync only with the data directory it joined the ISR with (`intact`), a leader as alive
     only in the incarnation it was chosen in (`leader_alive`)."""
@@ -42,29 +47,53 @@ def choose(replicas: tuple[int, ...], state: PartitionState | None, live: Mappin
         if state.leader == preferred and leader_alive(state, live):
             return E.election_not_needed.value, "Leader election not needed for topic partition.", None
         if preferred not in state.isr or not intact(state, preferred, live):
-            return (E.preferred_leader_not_available.value,
-                    f"Failed to elect leader: preferred replica {preferred} is not live and in sync.", None)
-        return 0, None, make_state(preferred, state.leader_epoch + 1, state.isr, live, state.controller_epoch, state,
-                                   min_isr, replicas)
+            return (
+                E.preferred_leader_not_available.value,
+                f"Failed to elect leader: preferred replica {preferred} is not live and in sync.",
+                None,
+            )
+        return (
+            0,
+            None,
+            make_state(
+                preferred, state.leader_epoch + 1, state.isr, live, state.controller_epoch, state, min_isr, replicas
+            ),
+        )
     if state.leader >= 0 and leader_alive(state, live):
         return E.election_not_needed.value, "Leader election not needed for topic partition.", None
     in_sync = [b for b in replicas if b in state.isr and intact(state, b, live)]
     if in_sync:
         isr = tuple(b for b in state.isr if intact(state, b, live))
-        return 0, None, make_state(in_sync[0], state.leader_epoch + 1, isr, live, state.controller_epoch, state,
-                                   min_isr, replicas)
+        return (
+            0,
+            None,
+            make_state(in_sync[0], state.leader_epoch + 1, isr, live, state.controller_epoch, state, min_isr, replicas),
+        )
     eligible = [b for b in replicas if b in state.eligible and intact(state, b, live)]
     if eligible:
-        return 0, None, make_state(eligible[0], state.leader_epoch + 1, (eligible[0],), live, state.controller_epoch,
-                                   state, min_isr, replicas)
+        return (
+            0,
+            None,
+            make_state(
+                eligible[0],
+                state.leader_epoch + 1,
+                (eligible[0],),
+                live,
+                state.controller_epoch,
+                state,
+                min_isr,
+                replicas,
+            ),
+        )
     up = [b for b in replicas if b in live]
     if not up:
         return E.eligible_leaders_not_available.value, "No live replica.", None
     return 0, None, make_state(up[0], state.leader_epoch + 1, (up[0],), live, state.controller_epoch)
 
 
-def imbalanced(assignments: dict[str, Any], states: dict[tuple[str, int], PartitionState], live: set[int],
-               percentage: int) -> list[tuple[str, int]]:
+def imbalanced(
+    assignments: dict[str, Any], states: dict[tuple[str, int], PartitionState], live: set[int], percentage: int
+) -> list[tuple[str, int]]:
     """The partitions to move back to their preferred leader: those of imbalanced brokers whose
     preferred replica is live and in sync but not leading."""
     preferred_of: dict[int, list[tuple[str, int]]] = {}
@@ -76,8 +105,11 @@ def imbalanced(assignments: dict[str, Any], states: dict[tuple[str, int], Partit
     for broker, tps in preferred_of.items():
         if broker not in live:
             continue
-        movable = [(t, p) for t, p in tps if (st := states.get((t, p))) is not None
-                   and st.leader != broker and broker in st.isr]
+        movable = [
+            (t, p)
+            for t, p in tps
+            if (st := states.get((t, p))) is not None and st.leader != broker and broker in st.isr
+        ]
         if movable and len(movable) * 100 > percentage * len(tps):
             out.extend(movable)
     return sorted(out)
@@ -90,8 +122,14 @@ class Elections:
         self.cache = cache
         self.min_isr = min_isr
 
-    async def elect(self, topic: str, partition: int, unclean: bool = False, timeout_s: float = 30.0,
-                    compares: list[Compare] | None = None) -> tuple[int, str | None]:
+    async def elect(
+        self,
+        topic: str,
+        partition: int,
+        unclean: bool = False,
+        timeout_s: float = 30.0,
+        compares: list[Compare] | None = None,
+    ) -> tuple[int, str | None]:
         a = self.cache.topics.get(topic)
         if a is None or not 0 <= partition < a.partitions:
             return E.unknown_topic_or_partition.value, "The partition does not exist."
@@ -110,16 +148,24 @@ class Elections:
             if code or new is None or state is None:
                 return code, msg
             try:
-                res = await self.store.txn([*(compares or []), Compare.mod(key, state.version)],
-                                           [Op.put(key, new.encode())])
+                res = await self.store.txn(
+                    [*(compares or []), Compare.mod(key, state.version)], [Op.put(key, new.encode())]
+                )
                 succeeded, revision = res.succeeded, res.revision
             except OutcomeUnknown:  # read back: ours is there, or it was not written
                 kv = await self.store.get(key)
                 succeeded = kv is not None and kv.value == new.encode()
                 revision = kv.mod_revision if kv is not None else 0
             if succeeded:
-                log.info("%s-%d: %s election: leader %d -> %d (epoch %d)", topic, partition,
-                         "unclean" if unclean else "preferred", state.leader, new.leader, new.leader_epoch)
+                log.info(
+                    "%s-%d: %s election: leader %d -> %d (epoch %d)",
+                    topic,
+                    partition,
+                    "unclean" if unclean else "preferred",
+                    state.leader,
+                    new.leader,
+                    new.leader_epoch,
+                )
                 await self.cache.caught_up(revision, max(deadline - loop.time(), 0.0))
                 return 0, None
             if compares or loop.time() >= deadline:  # the controller's pass: its next pass retries
@@ -130,6 +176,9 @@ class Elections:
         """The partition's state and the live brokers, as etcd has them now."""
         kv = await self.store.get(key)
         regs, _rev = await self.store.get_prefix(self.keys.brokers)
-        live = {b: BrokerInfo.decode(r.value, r.create_revision) for r in regs
-                if (b := self.keys.parse_broker_key(r.key)) is not None}
+        live = {
+            b: BrokerInfo.decode(r.value, r.create_revision)
+            for r in regs
+            if (b := self.keys.parse_broker_key(r.key)) is not None
+        }
         return (PartitionState.decode(kv.value, kv.mod_revision) if kv is not None else None), live

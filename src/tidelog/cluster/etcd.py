@@ -39,8 +39,17 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from .store import (Compare, KeyValue, LeaseExpired, Op, OutcomeUnknown, StoreUnavailable, TxnResult, WatchEvent,
-                    prefix_end)
+from .store import (
+    Compare,
+    KeyValue,
+    LeaseExpired,
+    Op,
+    OutcomeUnknown,
+    StoreUnavailable,
+    TxnResult,
+    WatchEvent,
+    prefix_end,
+)
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -56,9 +65,14 @@ def _b64(b: bytes | str) -> str:
 
 
 def _kv(d: dict[str, Any]) -> KeyValue:
-    return KeyValue(base64.b64decode(d.get("key", "")).decode(), base64.b64decode(d.get("value", "")),
-                    int(d.get("create_revision", 0)), int(d.get("mod_revision", 0)), int(d.get("version", 0)),
-                    int(d.get("lease", 0)))
+    return KeyValue(
+        base64.b64decode(d.get("key", "")).decode(),
+        base64.b64decode(d.get("value", "")),
+        int(d.get("create_revision", 0)),
+        int(d.get("mod_revision", 0)),
+        int(d.get("version", 0)),
+        int(d.get("lease", 0)),
+    )
 
 
 class _Conn:
@@ -148,8 +162,10 @@ class EtcdStore:
 
     def _request_bytes(self, endpoint: str, path: str, body: dict[str, Any]) -> bytes:
         data = json.dumps(body).encode()
-        return (f"POST {path} HTTP/1.1\r\nHost: {endpoint}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+        return (
+            f"POST {path} HTTP/1.1\r\nHost: {endpoint}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n"
+        ).encode() + data
 
     async def _call(self, path: str, body: dict[str, Any], write: str | None = None) -> dict[str, Any]:
         """One unary call and its answer. `write` marks a call that changes etcd and says what it
@@ -171,15 +187,16 @@ class EtcdStore:
                 sent = True  # from here on, etcd may have read the request
                 conn.writer.write(request)
                 code, headers, doc = await asyncio.wait_for(self._response(conn), self.timeout_s)
-            except (OSError, ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
+            except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError, ValueError) as e:
                 last = e
                 if conn is not None:
                     conn.close()
                 if write is not None and sent:
                     assert conn is not None
                     self._current += 1
-                    raise OutcomeUnknown(f"etcd {write}: sent to {conn.endpoint}, no answer ({e!r}); "
-                                         "it may have been applied") from e
+                    raise OutcomeUnknown(
+                        f"etcd {write}: sent to {conn.endpoint}, no answer ({e!r}); it may have been applied"
+                    ) from e
                 if attempt > 0 or not isinstance(e, (ConnectionError, asyncio.IncompleteReadError)):
                     self._current += 1  # a stale pooled connection gets one free retry
                 continue
@@ -198,8 +215,9 @@ class EtcdStore:
                 if "lease not found" in msg:
                     raise LeaseExpired(msg)
                 if write is not None and (code >= 500 or any(m in msg.lower() for m in _MAYBE_APPLIED)):
-                    raise OutcomeUnknown(f"etcd {write}: HTTP {code} from {conn.endpoint}: {msg}; "
-                                         "it may still be applied")
+                    raise OutcomeUnknown(
+                        f"etcd {write}: HTTP {code} from {conn.endpoint}: {msg}; it may still be applied"
+                    )
                 raise StoreUnavailable(f"etcd {path}: HTTP {code}: {msg}")
             return doc
         raise StoreUnavailable(f"etcd {', '.join(self.endpoints)} unreachable: {last!r}")
@@ -246,12 +264,15 @@ class EtcdStore:
         cmp = []
         for c in compares:
             v = _b64(c.value) if c.target == "value" and isinstance(c.value, bytes) else str(c.value)
-            cmp.append({"key": _b64(c.key), "target": _TARGETS[c.target], "result": _RESULTS[c.op],
-                        _FIELDS[c.target]: v})
+            cmp.append(
+                {"key": _b64(c.key), "target": _TARGETS[c.target], "result": _RESULTS[c.op], _FIELDS[c.target]: v}
+            )
         writes = [_what(o) for o in (*success, *failure) if o.kind != "get"]
-        doc = await self._call("/v3/kv/txn", {"compare": cmp, "success": [self._op(o) for o in success],
-                                               "failure": [self._op(o) for o in failure]},
-                               write=f"txn ({', '.join(writes)})" if writes else None)
+        doc = await self._call(
+            "/v3/kv/txn",
+            {"compare": cmp, "success": [self._op(o) for o in success], "failure": [self._op(o) for o in failure]},
+            write=f"txn ({', '.join(writes)})" if writes else None,
+        )
         out = []
         for r in doc.get("responses") or []:
             rr = r.get("response_range")
@@ -285,8 +306,13 @@ class EtcdStore:
             conn: _Conn | None = None
             try:
                 conn = await asyncio.wait_for(self._connect(endpoint), self.timeout_s)
-                body = {"create_request": {"key": _b64(prefix), "range_end": _b64(prefix_end(prefix)),
-                                           "start_revision": str(next_rev)}}
+                body = {
+                    "create_request": {
+                        "key": _b64(prefix),
+                        "range_end": _b64(prefix_end(prefix)),
+                        "start_revision": str(next_rev),
+                    }
+                }
                 conn.writer.write(self._request_bytes(endpoint, "/v3/watch", body))
                 await conn.writer.drain()
                 code, headers = await asyncio.wait_for(_read_head(conn.reader), self.timeout_s)
@@ -323,7 +349,7 @@ class EtcdStore:
                             kv = _kv(ev["kv"])
                             next_rev = max(next_rev, kv.mod_revision + 1)
                             yield WatchEvent("DELETE" if ev.get("type") == "DELETE" else "PUT", kv)
-            except (OSError, ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
+            except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError, ValueError) as e:
                 failures += 1
                 self._current += 1
                 log.debug("etcd watch of %s broken (%s); resuming at %d", prefix, e, next_rev)

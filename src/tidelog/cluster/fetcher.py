@@ -3,13 +3,13 @@
 A partition joins the fetcher of its leader when this broker becomes its follower (at a leader
 epoch). Before its first fetch at that epoch it is truncated to the point where its log and the
 leader's diverge (KIP-101/279): OffsetForLeaderEpoch for the follower's latest epoch answers the
-leader's end offset of that epoch (or of the largest epoch below it), and the follower truncates
-to the smaller of that and its own end of the same epoch - when it has that epoch; when it does
-not, it asks about its own latest epoch before the one answered, until the two meet. Then it fetches from its log end offset
-with `replica_id` set and its leader epoch, appends the leader's batches as they are (offsets,
-epochs and CRCs unchanged) and takes the leader's high watermark, capped at its own log end.
-Errors (the leader moved, not reachable) back off and retry; a leadership change arrives from
-etcd and moves the partition to another fetcher.
+leader's end offset of that epoch (or of the largest epoch below it), and the follower truncates to
+the smaller of that and its own end of the same epoch - when it has that epoch; when it does not, it
+asks about its own latest epoch before the one answered, until the two meet. Then it fetches from
+its log end offset with `replica_id` set and its leader epoch, appends the leader's batches as they
+are (offsets, epochs and CRCs unchanged) and takes the leader's high watermark, capped at its own
+log end. Errors (the leader moved, not reachable) back off and retry; a leadership change arrives
+from etcd and moves the partition to another fetcher.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, manager: "FetcherManager", leader_id: int) -> None:
+    def __init__(self, manager: FetcherManager, leader_id: int) -> None:
         self.m = manager
         self.leader_id = leader_id
         self.parts: dict[tuple[str, int], FetchState] = {}
@@ -105,8 +105,13 @@ class ReplicaFetcher:
                 # truncateToHighWatermark) and is fetched again
                 hw = plog.high_watermark
                 if hw < plog.log_end_offset:
-                    log.info("%s-%d: no leader epochs: truncating to the high watermark %d (log end %d)", t, p,
-                             hw, plog.log_end_offset)
+                    log.info(
+                        "%s-%d: no leader epochs: truncating to the high watermark %d (log end %d)",
+                        t,
+                        p,
+                        hw,
+                        plog.log_end_offset,
+                    )
                     self.m.truncate(t, p, plog, hw)
                 s.truncated = True
                 continue
@@ -122,8 +127,13 @@ class ReplicaFetcher:
                     continue
                 if pr.error_code.value != 0:  # retried at the next round; said once per change
                     if self._last_error.get(key) != pr.error_code.value:
-                        log.info("%s-%d: offsets for leader epoch from %d answered error %d", key[0], key[1],
-                                 self.leader_id, pr.error_code.value)
+                        log.info(
+                            "%s-%d: offsets for leader epoch from %d answered error %d",
+                            key[0],
+                            key[1],
+                            self.leader_id,
+                            pr.error_code.value,
+                        )
                     self._last_error[key] = pr.error_code.value
                     continue
                 plog = self.m.partitions.get(*key)
@@ -143,8 +153,15 @@ class ReplicaFetcher:
                         continue
                     target = min(pr.end_offset, mine if mine_epoch >= 0 else pr.end_offset, leo)
                 if target < leo:
-                    log.info("%s-%d: truncating to %d (log end %d) to follow %d at epoch %d",
-                             key[0], key[1], target, leo, self.leader_id, st.leader_epoch)
+                    log.info(
+                        "%s-%d: truncating to %d (log end %d) to follow %d at epoch %d",
+                        key[0],
+                        key[1],
+                        target,
+                        leo,
+                        self.leader_id,
+                        st.leader_epoch,
+                    )
                     self.m.truncate(key[0], key[1], plog, target)
                 st.truncated = True
 
@@ -159,14 +176,24 @@ class ReplicaFetcher:
             if plog is None:
                 continue
             sent[(t, p)] = s
-            by_topic.setdefault(t, []).append(codec.FetchRequestPartition(
-                partition=p, fetch_offset=plog.log_end_offset, partition_max_bytes=self.m.max_partition_bytes,
-                current_leader_epoch=s.leader_epoch, log_start_offset=plog.log_start_offset))
+            by_topic.setdefault(t, []).append(
+                codec.FetchRequestPartition(
+                    partition=p,
+                    fetch_offset=plog.log_end_offset,
+                    partition_max_bytes=self.m.max_partition_bytes,
+                    current_leader_epoch=s.leader_epoch,
+                    log_start_offset=plog.log_start_offset,
+                )
+            )
         if not sent:
             return True
-        req = codec.FetchRequest(max_wait_ms=self.m.max_wait_ms, min_bytes=1, max_bytes=self.m.max_bytes,
-                                 topics=[codec.FetchRequestTopic(t, ps) for t, ps in by_topic.items()],
-                                 replica_id=self.m.node_id)
+        req = codec.FetchRequest(
+            max_wait_ms=self.m.max_wait_ms,
+            min_bytes=1,
+            max_bytes=self.m.max_bytes,
+            topics=[codec.FetchRequestTopic(t, ps) for t, ps in by_topic.items()],
+            replica_id=self.m.node_id,
+        )
         resp = await self.peer.fetch(req)
         backoff = False
         for tr in resp.responses:
@@ -189,8 +216,13 @@ class ReplicaFetcher:
                                 self.m.append(key[0], key[1], plog, data)
                             except LogError as e:
                                 # the logs diverged where truncation did not see it: reconcile again
-                                log.warning("%s-%d: cannot append what %d sent (%s): truncating again", key[0],
-                                            key[1], self.leader_id, e)
+                                log.warning(
+                                    "%s-%d: cannot append what %d sent (%s): truncating again",
+                                    key[0],
+                                    key[1],
+                                    self.leader_id,
+                                    e,
+                                )
                                 st.truncated, st.ask_epoch = False, None
                                 backoff = True
                                 continue
@@ -228,8 +260,16 @@ class FollowerProducerState(Protocol):
 
 
 class FetcherManager:
-    def __init__(self, node_id: int, cache: Any, partitions: Partitions, producers: FollowerProducerState,
-                 config: BrokerConfig, listener: str, connect: Connector = tcp_connect) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        cache: Any,
+        partitions: Partitions,
+        producers: FollowerProducerState,
+        config: BrokerConfig,
+        listener: str,
+        connect: Connector = tcp_connect,
+    ) -> None:
         self.node_id = node_id
         self.connect = connect
         self.cache = cache

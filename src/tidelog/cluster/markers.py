@@ -23,9 +23,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
-from ..core.topics import OFFSETS_TOPIC
 from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")
@@ -45,8 +45,17 @@ class MarkersFenced(LogError):
 
 
 class MarkerSender:
-    def __init__(self, node_id: int, cache: Any, replicas: Any, producers: Any, partitions: Any, listener: str,
-                 groups: Any, connect: Connector = tcp_connect) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        cache: Any,
+        replicas: Any,
+        producers: Any,
+        partitions: Any,
+        listener: str,
+        groups: Any,
+        connect: Connector = tcp_connect,
+    ) -> None:
         self.node_id = node_id
         self.groups = groups
         self.cache = cache
@@ -56,31 +65,45 @@ class MarkerSender:
         self.listener = listener
         self._pool = PeerPool(cache, listener, f"tidelog-markers-{node_id}", REPLICATED_TIMEOUT_S + 5, connect)
 
-    async def __call__(self, producer_id: int, producer_epoch: int, commit: bool,
-                       partitions: list[tuple[str, int]], coordinator_epoch: int = 0,
-                       still_owned: Callable[[], bool] = lambda: True) -> None:
+    async def __call__(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        partitions: list[tuple[str, int]],
+        coordinator_epoch: int = 0,
+        still_owned: Callable[[], bool] = lambda: True,
+    ) -> None:
         pending = set(partitions)
         delay = 0.05
         while pending:
             if not still_owned():
-                raise MarkersFenced(f"markers of producer {producer_id}: this broker no longer coordinates the "
-                                    f"transaction (coordinator epoch {coordinator_epoch})")
+                raise MarkersFenced(
+                    f"markers of producer {producer_id}: this broker no longer coordinates the "
+                    f"transaction (coordinator epoch {coordinator_epoch})"
+                )
             by_leader: dict[int, list[tuple[str, int]]] = {}
             for tp in pending:
                 st = self.cache.state(*tp)
                 by_leader.setdefault(st.leader if st is not None else -1, []).append(tp)
-            results = await asyncio.gather(*(
-                self._local(producer_id, producer_epoch, commit, tps, coordinator_epoch) if leader == self.node_id
-                else self._remote(leader, producer_id, producer_epoch, commit, tps, coordinator_epoch)
-                for leader, tps in by_leader.items() if leader >= 0))
+            results = await asyncio.gather(
+                *(
+                    self._local(producer_id, producer_epoch, commit, tps, coordinator_epoch)
+                    if leader == self.node_id
+                    else self._remote(leader, producer_id, producer_epoch, commit, tps, coordinator_epoch)
+                    for leader, tps in by_leader.items()
+                    if leader >= 0
+                )
+            )
             for done in results:
                 pending -= done
             if pending:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
-    async def _local(self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]],
-                     coordinator_epoch: int) -> set[tuple[str, int]]:
+    async def _local(
+        self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], coordinator_epoch: int
+    ) -> set[tuple[str, int]]:
         done = set()
         for topic, p in tps:
             code, lease = self.replicas.leader_for_append(topic, p, -1)
@@ -106,8 +129,9 @@ class MarkerSender:
                 log.info("%s-%d: marker of producer %d not replicated (error %d): retrying", topic, p, pid, code)
         return done
 
-    async def _remote(self, leader: int, pid: int, epoch: int, commit: bool,
-                      tps: list[tuple[str, int]], coordinator_epoch: int) -> set[tuple[str, int]]:
+    async def _remote(
+        self, leader: int, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], coordinator_epoch: int
+    ) -> set[tuple[str, int]]:
         got = self._pool.get(leader)
         if got is None:
             return set()
@@ -115,11 +139,17 @@ class MarkerSender:
         topics: dict[str, list[int]] = {}
         for t, p in tps:
             topics.setdefault(t, []).append(p)
-        request = {"markers": [{
-            "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
-            "coordinator_epoch": coordinator_epoch,
-            "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
-        }]}
+        request = {
+            "markers": [
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "transaction_result": commit,
+                    "coordinator_epoch": coordinator_epoch,
+                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                }
+            ]
+        }
         try:
             async with lock:
                 resp = await peer.control(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, request)

@@ -31,8 +31,9 @@ log = logging.getLogger("tidelog.cluster")
 
 
 class Membership:
-    def __init__(self, config: BrokerConfig, state: ClusterState, partitions: Partitions,
-                 bound_port: Callable[[str], int]) -> None:
+    def __init__(
+        self, config: BrokerConfig, state: ClusterState, partitions: Partitions, bound_port: Callable[[str], int]
+    ) -> None:
         """`bound_port(listener)`: the port a listener advertised with port 0 was bound to."""
         self.config = config
         self.node_id = config.node_id
@@ -94,8 +95,10 @@ class Membership:
         if theirs == mine:
             return
         if any(lg.log_end_offset > 0 for lg in self.partitions.manager.logs()):
-            raise RuntimeError(f"this broker's data belongs to cluster {mine}, etcd {self.keys.root} holds cluster "
-                               f"{theirs}: refusing to join")
+            raise RuntimeError(
+                f"this broker's data belongs to cluster {mine}, etcd {self.keys.root} holds cluster "
+                f"{theirs}: refusing to join"
+            )
         self.registry.set_cluster_id(theirs)
 
     async def register(self) -> None:
@@ -105,8 +108,9 @@ class Membership:
         broker configured with the same node.id) it waits for that one to expire, as Kafka
         refuses a duplicate registration."""
         eps = [Endpoint(a.name, a.host, a.port or self.bound_port(a.name)) for a in self.config.advertised]
-        info = BrokerInfo(self.node_id, tuple(eps), self.config["broker.rack"],
-                          storage=getattr(self.registry, "directory_id", ""))
+        info = BrokerInfo(
+            self.node_id, tuple(eps), self.config["broker.rack"], storage=getattr(self.registry, "directory_id", "")
+        )
         key = self.keys.broker(self.node_id)
         lease = self.lease.lease
         if not lease or self.leaving:
@@ -114,8 +118,7 @@ class Membership:
         said = False
         while True:
             try:
-                res = await self.store.txn([Compare.create(key, 0)], [Op.put(key, info.encode(), lease)],
-                                           [Op.get(key)])
+                res = await self.store.txn([Compare.create(key, 0)], [Op.put(key, info.encode(), lease)], [Op.get(key)])
                 if res.succeeded:
                     epoch = res.revision
                     break
@@ -126,8 +129,12 @@ class Membership:
                 epoch = existing.create_revision  # ours: the write whose answer was lost
                 break
             if not said and existing is not None:
-                log.warning("node %d: the registration of an earlier incarnation (lease %x) is still in etcd; "
-                            "waiting until it expires (broker.session.timeout.ms)", self.node_id, existing.lease)
+                log.warning(
+                    "node %d: the registration of an earlier incarnation (lease %x) is still in etcd; "
+                    "waiting until it expires (broker.session.timeout.ms)",
+                    self.node_id,
+                    existing.lease,
+                )
                 said = True
             await asyncio.sleep(0.25)
             if self.leaving or self.lease.lease != lease:

@@ -101,11 +101,13 @@ class MetadataCache:
                 return "broker", info.node_id
             if key == k.controller:
                 import json
+
                 self.controller_id = int(json.loads(value)["broker"])
                 self.controller_epoch = create_rev
                 return "controller", self.controller_id
             if key == k.producer_ids:
                 import json
+
                 self.producer_ids_next = int(json.loads(value)["next"])
                 return "producer-ids", self.producer_ids_next
             if key.startswith(k.security):
@@ -113,9 +115,11 @@ class MetadataCache:
                 return "security", key
             if key.startswith(k.broker_configs):
                 import json
-                entity = key[len(k.broker_configs):]
+
+                entity = key[len(k.broker_configs) :]
                 self.broker_configs["" if entity == "default" else entity] = {
-                    str(a): str(b) for a, b in json.loads(value).items()}
+                    str(a): str(b) for a, b in json.loads(value).items()
+                }
                 return "broker-configs", entity
             parsed = k.parse_topic_key(key)
             if parsed is None:
@@ -145,7 +149,7 @@ class MetadataCache:
             self.security.pop(key, None)
             return "security", key
         if key.startswith(k.broker_configs):
-            entity = key[len(k.broker_configs):]
+            entity = key[len(k.broker_configs) :]
             self.broker_configs.pop("" if entity == "default" else entity, None)
             return "broker-configs", entity
         parsed = k.parse_topic_key(key)

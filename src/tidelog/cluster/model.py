@@ -50,7 +50,7 @@ class Keys:
 
     def parse_broker_key(self, key: str) -> int | None:
         """brokers/ids/<id> -> id; anything else None."""
-        tail = key[len(self.brokers):] if key.startswith(self.brokers) else ""
+        tail = key[len(self.brokers) :] if key.startswith(self.brokers) else ""
         return int(tail) if tail.isdigit() else None
 
     @property
@@ -78,7 +78,7 @@ class Keys:
         return self.root + "configs/brokers/"
 
     def broker_config(self, entity: str) -> str:
-        """"" (every broker's default) is stored as `default`."""
+        """ "" (every broker's default) is stored as `default`."""
         return self.broker_configs + (entity or "default")
 
     def topic(self, name: str) -> str:
@@ -91,7 +91,7 @@ class Keys:
         """topics/<t> -> (t, None); topics/<t>/p/<p> -> (t, p); anything else None."""
         if not key.startswith(self.topics):
             return None
-        rest = key[len(self.topics):]
+        rest = key[len(self.topics) :]
         name, sep, tail = rest.partition("/p/")
         if not sep:
             return (rest, None) if "/" not in rest else None
@@ -120,14 +120,25 @@ class BrokerInfo:
         return self.endpoints[0] if self.endpoints else None
 
     def encode(self) -> bytes:
-        return json.dumps({"id": self.node_id, "rack": self.rack, "storage": self.storage,
-                           "endpoints": [[e.name, e.host, e.port] for e in self.endpoints]}).encode()
+        return json.dumps(
+            {
+                "id": self.node_id,
+                "rack": self.rack,
+                "storage": self.storage,
+                "endpoints": [[e.name, e.host, e.port] for e in self.endpoints],
+            }
+        ).encode()
 
     @classmethod
-    def decode(cls, data: bytes, epoch: int = -1) -> "BrokerInfo":
+    def decode(cls, data: bytes, epoch: int = -1) -> BrokerInfo:
         d = json.loads(data)
-        return cls(int(d["id"]), tuple(Endpoint(n, h, int(p)) for n, h, p in d.get("endpoints", [])),
-                   d.get("rack"), epoch, str(d.get("storage") or ""))
+        return cls(
+            int(d["id"]),
+            tuple(Endpoint(n, h, int(p)) for n, h, p in d.get("endpoints", [])),
+            d.get("rack"),
+            epoch,
+            str(d.get("storage") or ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,25 +167,34 @@ class TopicAssignment:
         return tuple(b for b in self.replicas[p] if b not in new)
 
     def encode(self) -> bytes:
-        d: dict[str, object] = {"id": str(self.topic_id), "replicas": [list(r) for r in self.replicas], "configs": self.configs}
+        d: dict[str, object] = {
+            "id": str(self.topic_id),
+            "replicas": [list(r) for r in self.replicas],
+            "configs": self.configs,
+        }
         moving = sorted(set(self.adding) | set(self.removing))
         if moving:
-            d["reassigning"] = {str(p): {"adding": list(self.adding.get(p, ())),
-                                         "removing": list(self.removing.get(p, ()))} for p in moving}
+            d["reassigning"] = {
+                str(p): {"adding": list(self.adding.get(p, ())), "removing": list(self.removing.get(p, ()))}
+                for p in moving
+            }
         return json.dumps(d).encode()
 
     @classmethod
-    def decode(cls, name: str, data: bytes, version: int = -1) -> "TopicAssignment":
+    def decode(cls, name: str, data: bytes, version: int = -1) -> TopicAssignment:
         d = json.loads(data)
         moving = d.get("reassigning") or {}
-        return cls(name, uuid.UUID(d["id"]), tuple(tuple(int(b) for b in r) for r in d["replicas"]),
-                   {str(k): str(v) for k, v in d.get("configs", {}).items()},
-                   {int(p): tuple(int(b) for b in m.get("adding", ())) for p, m in moving.items() if m.get("adding")},
-                   {int(p): tuple(int(b) for b in m.get("removing", ())) for p, m in moving.items()
-                    if m.get("removing")},
-                   version)
+        return cls(
+            name,
+            uuid.UUID(d["id"]),
+            tuple(tuple(int(b) for b in r) for r in d["replicas"]),
+            {str(k): str(v) for k, v in d.get("configs", {}).items()},
+            {int(p): tuple(int(b) for b in m.get("adding", ())) for p, m in moving.items() if m.get("adding")},
+            {int(p): tuple(int(b) for b in m.get("removing", ())) for p, m in moving.items() if m.get("removing")},
+            version,
+        )
 
-    def reassigned(self, p: int, target: tuple[int, ...] | None) -> "TopicAssignment":
+    def reassigned(self, p: int, target: tuple[int, ...] | None) -> TopicAssignment:
         """This assignment with partition p moving to `target` (None: back to its original
         replicas, cancelling), or finished when `target` equals what it has."""
         original = self.original(p)
@@ -192,7 +212,7 @@ class TopicAssignment:
             removing[p] = rem
         return replace(self, replicas=tuple(replicas), adding=adding, removing=removing)
 
-    def completed(self, p: int) -> "TopicAssignment":
+    def completed(self, p: int) -> TopicAssignment:
         """Partition p's reassignment done: its replicas are the target."""
         replicas = list(self.replicas)
         replicas[p] = self.target(p)
@@ -241,26 +261,44 @@ class PartitionState:
         return tuple(b for b, _ in self.elr)
 
     def encode(self) -> bytes:
-        d: dict[str, object] = {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                                "controller_epoch": self.controller_epoch,
-                                "leader_broker_epoch": self.leader_broker_epoch,
-                                "isr_storage": {str(b): s for b, s in self.isr_storage}}
+        d: dict[str, object] = {
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+            "controller_epoch": self.controller_epoch,
+            "leader_broker_epoch": self.leader_broker_epoch,
+            "isr_storage": {str(b): s for b, s in self.isr_storage},
+        }
         if self.elr:
             d["elr"] = {str(b): s for b, s in self.elr}
         return json.dumps(d).encode()
 
     @classmethod
-    def decode(cls, data: bytes, version: int = -1) -> "PartitionState":
+    def decode(cls, data: bytes, version: int = -1) -> PartitionState:
         d = json.loads(data)
-        return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(b) for b in d["isr"]),
-                   int(d.get("controller_epoch", -1)), version, int(d.get("leader_broker_epoch", -1)),
-                   tuple((int(b), str(s)) for b, s in (d.get("isr_storage") or {}).items()),
-                   tuple((int(b), str(s)) for b, s in (d.get("elr") or {}).items()))
+        return cls(
+            int(d["leader"]),
+            int(d["leader_epoch"]),
+            tuple(int(b) for b in d["isr"]),
+            int(d.get("controller_epoch", -1)),
+            version,
+            int(d.get("leader_broker_epoch", -1)),
+            tuple((int(b), str(s)) for b, s in (d.get("isr_storage") or {}).items()),
+            tuple((int(b), str(s)) for b, s in (d.get("elr") or {}).items()),
+        )
 
 
-def make_state(leader: int, leader_epoch: int, isr: tuple[int, ...], live: Mapping[int, BrokerInfo],
-               controller_epoch: int = -1, previous: PartitionState | None = None, min_isr: int = 1,
-               replicas: tuple[int, ...] | None = None, leader_broker_epoch: int | None = None) -> PartitionState:
+def make_state(
+    leader: int,
+    leader_epoch: int,
+    isr: tuple[int, ...],
+    live: Mapping[int, BrokerInfo],
+    controller_epoch: int = -1,
+    previous: PartitionState | None = None,
+    min_isr: int = 1,
+    replicas: tuple[int, ...] | None = None,
+    leader_broker_epoch: int | None = None,
+) -> PartitionState:
     """The state that follows `previous`: incarnations from the live registrations (the leader's
     broker epoch, unless given; each ISR member's directory id, kept from `previous` for members
     already in it), and the eligible leader replicas: none while the ISR has `min_isr` members,
@@ -282,8 +320,9 @@ def make_state(leader: int, leader_epoch: int, isr: tuple[int, ...], live: Mappi
             elr.append((b, s))
     if leader_broker_epoch is None:
         leader_broker_epoch = live[leader].epoch if leader in live else -1
-    return PartitionState(leader, leader_epoch, tuple(isr), controller_epoch, -1, leader_broker_epoch,
-                          tuple(storage), tuple(elr))
+    return PartitionState(
+        leader, leader_epoch, tuple(isr), controller_epoch, -1, leader_broker_epoch, tuple(storage), tuple(elr)
+    )
 
 
 def leader_alive(state: PartitionState, live: Mapping[int, BrokerInfo]) -> bool:
@@ -302,8 +341,9 @@ def intact(state: PartitionState, broker: int, live: Mapping[int, BrokerInfo]) -
     return recorded is None or recorded == info.storage
 
 
-def assign_replicas(partitions: int, replication_factor: int, brokers: list[tuple[int, str | None]],
-                    start: int = 0) -> list[tuple[int, ...]]:
+def assign_replicas(
+    partitions: int, replication_factor: int, brokers: list[tuple[int, str | None]], start: int = 0
+) -> list[tuple[int, ...]]:
     """Kafka's round-robin replica placement: partition p's first replica is broker
     (start + p) mod n, followers follow at a shift; with racks set, brokers are interleaved by rack
     first so consecutive replicas land on different racks. `brokers` is [(id, rack)]."""

@@ -49,10 +49,20 @@ log = logging.getLogger("tidelog.cluster")
 class ClusterNode:
     clustered = True
 
-    def __init__(self, config: BrokerConfig, state: ClusterState, membership: Membership, admin: TopicAdmin,
-                 dynamic: DynamicBrokerConfigs, replicas: ReplicaManager, fetchers: FetcherManager,
-                 placement: CoordinatorPlacement, markers: MarkerSender, verifier: TxnVerifier,
-                 shared_security: SharedSecurity) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        state: ClusterState,
+        membership: Membership,
+        admin: TopicAdmin,
+        dynamic: DynamicBrokerConfigs,
+        replicas: ReplicaManager,
+        fetchers: FetcherManager,
+        placement: CoordinatorPlacement,
+        markers: MarkerSender,
+        verifier: TxnVerifier,
+        shared_security: SharedSecurity,
+    ) -> None:
         self.config = config
         self.node_id = config.node_id
         self.state = state
@@ -71,11 +81,20 @@ class ClusterNode:
         self.verifier = verifier
         self.shared_security = shared_security
         self.lease = membership.lease
-        self.controller = Controller(self.store, self.keys, self.cache, self.node_id, lambda: self.lease.lease,
-                                     state.unclean, (bool(config["auto.leader.rebalance.enable"]),
-                                                     float(config["leader.imbalance.check.interval.seconds"]),
-                                                     int(config["leader.imbalance.per.broker.percentage"])),
-                                     state.min_isr)
+        self.controller = Controller(
+            self.store,
+            self.keys,
+            self.cache,
+            self.node_id,
+            lambda: self.lease.lease,
+            state.unclean,
+            (
+                bool(config["auto.leader.rebalance.enable"]),
+                float(config["leader.imbalance.check.interval.seconds"]),
+                int(config["leader.imbalance.per.broker.percentage"]),
+            ),
+            state.min_isr,
+        )
         self.elections = self.controller.elections  # ElectLeaders asks the same
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopping = False  # set first thing in stop(): no re-registration, no new fetchers
@@ -122,8 +141,11 @@ class ClusterNode:
         t0 = time.monotonic()
         moved = await self.replicas.hand_over_all()
         self._reconcile()  # the coordinators of the partitions handed over move with them
-        log.info("controlled shutdown: handed over the leadership of %d partitions in %.0f ms",
-                 moved, (time.monotonic() - t0) * 1000)
+        log.info(
+            "controlled shutdown: handed over the leadership of %d partitions in %.0f ms",
+            moved,
+            (time.monotonic() - t0) * 1000,
+        )
 
     async def stop(self) -> None:
         self._stopping = True
@@ -136,8 +158,9 @@ class ClusterNode:
         self.verifier.close()
         try:
             if self.controller.active:
-                await self.store.txn([Compare.create(self.keys.controller, self.controller.epoch)],
-                                     [Op.delete(self.keys.controller)])
+                await self.store.txn(
+                    [Compare.create(self.keys.controller, self.controller.epoch)], [Op.delete(self.keys.controller)]
+                )
             await self.lease.stop()
         except Exception as e:  # noqa: BLE001 - etcd away at shutdown: the lease expires on its own
             log.warning("leaving the cluster: %s", e)
@@ -240,7 +263,7 @@ class ClusterNode:
                 self.placement.reconcile(topic, partition)
 
     def _apply_all(self) -> None:
-        for (t, p) in list(self.cache.states):
+        for t, p in list(self.cache.states):
             self._apply(t, p)
         self._reconcile()
 

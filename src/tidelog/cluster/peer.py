@@ -38,8 +38,9 @@ class PeerError(Exception):
 
 
 class Peer:
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0,
-                 connect: Connector = tcp_connect) -> None:
+    def __init__(
+        self, host: str, port: int, client_id: str, timeout_s: float = 30.0, connect: Connector = tcp_connect
+    ) -> None:
         self.host, self.port = host, port
         self._connect = connect
         self.client_id = client_id.encode()
@@ -51,9 +52,8 @@ class Peer:
     async def _ensure(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if self._reader is None or self._writer is None or self._writer.is_closing():
             try:
-                self._reader, self._writer = await asyncio.wait_for(
-                    self._connect(self.host, self.port), 5.0)
-            except (OSError, asyncio.TimeoutError) as e:
+                self._reader, self._writer = await asyncio.wait_for(self._connect(self.host, self.port), 5.0)
+            except (TimeoutError, OSError) as e:
                 raise PeerError(f"cannot connect to {self.host}:{self.port}: {e}") from e
         assert self._reader is not None and self._writer is not None
         return self._reader, self._writer
@@ -63,8 +63,9 @@ class Peer:
             self._writer.close()
         self._reader = self._writer = None
 
-    async def _call(self, api_key: int, version: int, body: list[Any] | bytes, timeout_s: float,
-                    flexible: bool = False) -> bytes:
+    async def _call(
+        self, api_key: int, version: int, body: list[Any] | bytes, timeout_s: float, flexible: bool = False
+    ) -> bytes:
         """One request; `flexible` versions use request header v2 / response header v1 (tagged
         fields after the client id / the correlation id)."""
         reader, writer = await self._ensure()
@@ -84,7 +85,7 @@ class Peer:
             async with asyncio.timeout(timeout_s):
                 head = await reader.readexactly(4)
                 frame = await reader.readexactly(_I32.unpack(head)[0])
-        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError, asyncio.IncompleteReadError) as e:
             self.close()
             raise PeerError(f"{self.host}:{self.port}: {type(e).__name__} {e}") from e
         except BaseException:
@@ -99,7 +100,7 @@ class Peer:
             return frame[4:]
         r = Reader(frame, 4)
         r.tagged_fields()
-        return frame[r.pos:]
+        return frame[r.pos :]
 
     async def fetch(self, req: fetch_codec.FetchRequest) -> fetch_codec.FetchResponse:
         body = fetch_codec.encode_request(req, FETCH_VERSION)
@@ -113,27 +114,40 @@ class Peer:
             raise PeerError(f"no schema for api {api_key} v{version}")
         buf = io.BytesIO()
         entity_writer(cls)(buf, control.build(cls, data))
-        frame = await self._call(api_key, version, buf.getvalue(), self.timeout_s, bool(getattr(cls, "__flexible__", False)))
+        frame = await self._call(
+            api_key, version, buf.getvalue(), self.timeout_s, bool(getattr(cls, "__flexible__", False))
+        )
         value: Any
         value, _ = entity_reader(rcls)(frame, 0)
         return value
 
     async def offsets_for_leader_epoch(self, replica_id: int, parts: dict[str, list[tuple[int, int, int]]]) -> Any:
         """parts: topic -> [(partition, current_leader_epoch, leader_epoch)]."""
-        return await self.control(23, OFFSET_FOR_LEADER_EPOCH_VERSION, {
-            "replica_id": replica_id,
-            "topics": [{"topic": t, "partitions": [
-                {"partition": p, "current_leader_epoch": cur, "leader_epoch": ep} for p, cur, ep in ps]}
-                for t, ps in parts.items()],
-        })
+        return await self.control(
+            23,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            {
+                "replica_id": replica_id,
+                "topics": [
+                    {
+                        "topic": t,
+                        "partitions": [
+                            {"partition": p, "current_leader_epoch": cur, "leader_epoch": ep} for p, cur, ep in ps
+                        ],
+                    }
+                    for t, ps in parts.items()
+                ],
+            },
+        )
 
 
 class PeerPool:
     """One connection (and a lock: one request at a time) per broker, to its `listener` endpoint
     as the metadata cache knows it; reconnected when the broker's address changes."""
 
-    def __init__(self, cache: Any, listener: str, client_id: str, timeout_s: float,
-                 connect: Connector = tcp_connect) -> None:
+    def __init__(
+        self, cache: Any, listener: str, client_id: str, timeout_s: float, connect: Connector = tcp_connect
+    ) -> None:
         self.cache = cache
         self.connect = connect
         self.listener = listener
@@ -149,8 +163,10 @@ class PeerPool:
         if have is None or (have[0].host, have[0].port) != (ep.host, ep.port):
             if have is not None:
                 have[0].close()
-            have = self._peers[broker] = (Peer(ep.host, ep.port, self.client_id, self.timeout_s, self.connect),
-                                           asyncio.Lock())
+            have = self._peers[broker] = (
+                Peer(ep.host, ep.port, self.client_id, self.timeout_s, self.connect),
+                asyncio.Lock(),
+            )
         return have
 
     def close(self) -> None:

@@ -50,9 +50,19 @@ __all__ = ["ReplicaManager", "Partition", "Lease", "LEADER", "FOLLOWER", "OFFLIN
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, store: Store, keys: Any, cache: Any, partitions: Any, config: Any,
-                 lease_valid: Callable[[], bool], min_isr: Callable[[str], int], broker_epoch: Callable[[], int],
-                 fetchers: Any) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        store: Store,
+        keys: Any,
+        cache: Any,
+        partitions: Any,
+        config: Any,
+        lease_valid: Callable[[], bool],
+        min_isr: Callable[[str], int],
+        broker_epoch: Callable[[], int],
+        fetchers: Any,
+    ) -> None:
         """`broker_epoch()`: this incarnation's broker epoch, -1 while not registered;
         `min_isr(topic)`: the topic's min.insync.replicas; `fetchers`: the FetcherManager."""
         self.node_id = node_id
@@ -101,7 +111,12 @@ class ReplicaManager:
                 self.maybe_advance_hw(p)
                 self._check_min_isr(p)
         elif state.leader >= 0:
-            if p.role != FOLLOWER or old is None or old.leader_epoch != state.leader_epoch or old.leader != state.leader:
+            if (
+                p.role != FOLLOWER
+                or old is None
+                or old.leader_epoch != state.leader_epoch
+                or old.leader != state.leader
+            ):
                 self._become_follower(p, state)
             else:
                 p.install(state)
@@ -115,8 +130,12 @@ class ReplicaManager:
             p.fail_waiting()
             self.fetchers.remove(topic, partition)
         a = self.cache.topics.get(topic)
-        if a is not None and 0 <= partition < a.partitions and self.node_id not in replicas \
-                and self.partitions.manager.get(topic, partition) is not None:
+        if (
+            a is not None
+            and 0 <= partition < a.partitions
+            and self.node_id not in replicas
+            and self.partitions.manager.get(topic, partition) is not None
+        ):
             # reassigned away (now, or while this broker was down): its copy goes, as Kafka's
             # StopReplica with deletion
             self.partitions.manager.delete(topic, partition)
@@ -135,8 +154,14 @@ class ReplicaManager:
         now = time.monotonic()
         p.follower_leo = {b: -1 for b in self.cache.replicas(p.topic, p.partition) if b != self.node_id}
         p.caught_up_at = {b: now for b in p.follower_leo}
-        log.info("%s-%d: leader at epoch %d from offset %d, isr %s", p.topic, p.partition, state.leader_epoch,
-                 p.epoch_start, list(state.isr))
+        log.info(
+            "%s-%d: leader at epoch %d from offset %d, isr %s",
+            p.topic,
+            p.partition,
+            state.leader_epoch,
+            p.epoch_start,
+            list(state.isr),
+        )
         self.maybe_advance_hw(p)
 
     def _become_follower(self, p: Partition, state: PartitionState) -> None:
@@ -240,7 +265,7 @@ class ReplicaManager:
         self.maybe_advance_hw(p)
         try:
             return await asyncio.wait_for(asyncio.shield(w.future), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return E.request_timed_out.value
         finally:
             if not w.future.done():
@@ -260,8 +285,13 @@ class ReplicaManager:
         if fetch_offset >= leo:
             p.caught_up_at[follower] = time.monotonic()
         if follower not in p.isr:
-            if (fetch_offset >= p.plog.high_watermark and fetch_offset >= p.epoch_start
-                    and follower in self.cache.brokers and not p.isr_write_pending and not p.pending_isr):
+            if (
+                fetch_offset >= p.plog.high_watermark
+                and fetch_offset >= p.epoch_start
+                and follower in self.cache.brokers
+                and not p.isr_write_pending
+                and not p.pending_isr
+            ):
                 self._spawn(self._change_isr(p, tuple(p.isr) + (follower,), "expand"))
         else:
             self.maybe_advance_hw(p)
@@ -293,8 +323,13 @@ class ReplicaManager:
             if p.role != LEADER or p.isr_write_pending:
                 continue
             leo = p.plog.log_end_offset
-            lagging = [b for b in p.isr if b != self.node_id
-                       and p.follower_leo.get(b, -1) < leo and now - p.caught_up_at.get(b, now) > self.lag_max_s]
+            lagging = [
+                b
+                for b in p.isr
+                if b != self.node_id
+                and p.follower_leo.get(b, -1) < leo
+                and now - p.caught_up_at.get(b, now) > self.lag_max_s
+            ]
             if lagging:
                 self._spawn(self._change_isr(p, tuple(b for b in p.isr if b not in lagging), "shrink"))
 
@@ -308,8 +343,17 @@ class ReplicaManager:
         if why == "expand":
             p.pending_isr, p.pending_base = isr, base.version
         p.isr_write_pending = True
-        new = make_state(base.leader, epoch, isr, self.cache.brokers, base.controller_epoch, base,
-                         self.min_isr(p.topic), self.cache.replicas(p.topic, p.partition), base.leader_broker_epoch)
+        new = make_state(
+            base.leader,
+            epoch,
+            isr,
+            self.cache.brokers,
+            base.controller_epoch,
+            base,
+            self.min_isr(p.topic),
+            self.cache.replicas(p.topic, p.partition),
+            base.leader_broker_epoch,
+        )
         key = self.keys.partition(p.topic, p.partition)
         value = new.encode()
         try:
@@ -345,8 +389,15 @@ class ReplicaManager:
             # another write won: the watch brings it (and with it the end of a pending addition);
             # said once per version, so that a leader stuck on a stale version shows it
             self._lost_logged[(p.topic, p.partition)] = base.version
-            log.info("%s-%d: isr %s to %s not written (%s; ours at version %d)", p.topic, p.partition, why,
-                     list(isr), outcome, base.version)
+            log.info(
+                "%s-%d: isr %s to %s not written (%s; ours at version %d)",
+                p.topic,
+                p.partition,
+                why,
+                list(isr),
+                outcome,
+                base.version,
+            )
 
     def _spawn(self, coro: Any) -> None:
         t = asyncio.ensure_future(coro)
@@ -381,8 +432,9 @@ class ReplicaManager:
         if st is None or p.role != LEADER:
             return 0
         live = self.cache.brokers
-        successors = [b for b in self.cache.replicas(p.topic, p.partition)
-                      if b != self.node_id and b in st.isr and b in live]
+        successors = [
+            b for b in self.cache.replicas(p.topic, p.partition) if b != self.node_id and b in st.isr and b in live
+        ]
         if not successors:
             return 0
         successor = successors[0]
@@ -394,8 +446,16 @@ class ReplicaManager:
             return 0
         if successor not in st.isr or successor not in self.cache.brokers:
             return None  # it left the ISR (or the cluster) meanwhile: choose again
-        new = make_state(successor, st.leader_epoch + 1, tuple(b for b in st.isr if b != self.node_id), live,
-                         st.controller_epoch, st, self.min_isr(p.topic), self.cache.replicas(p.topic, p.partition))
+        new = make_state(
+            successor,
+            st.leader_epoch + 1,
+            tuple(b for b in st.isr if b != self.node_id),
+            live,
+            st.controller_epoch,
+            st,
+            self.min_isr(p.topic),
+            self.cache.replicas(p.topic, p.partition),
+        )
         key = self.keys.partition(p.topic, p.partition)
         try:
             outcome, _rev = await put_if(self.store, [Compare.mod(key, st.version)], key, new.encode())
@@ -411,5 +471,8 @@ class ReplicaManager:
 
     # ---- questions ------------------------------------------------------------------------------
     def under_replicated(self) -> int:
-        return sum(1 for p in self.replicas.values()
-                   if p.role == LEADER and len(p.isr) < len(self.cache.replicas(p.topic, p.partition)))
+        return sum(
+            1
+            for p in self.replicas.values()
+            if p.role == LEADER and len(p.isr) < len(self.cache.replicas(p.topic, p.partition))
+        )

@@ -73,12 +73,12 @@ class SharedSecurity:
         users: dict[str, dict[str, Any]] = {}
         acl_store, credentials = self.security.acls, self.security.credentials
         for key, value in self.cache.security.items():
-            rest = key[len(self.prefix):]
+            rest = key[len(self.prefix) :]
             try:
                 if rest.startswith("acls/"):
                     acls.append(acl_store.binding(json.loads(value)))
                 elif rest.startswith("scram/"):
-                    mechanism, _, user = rest[len("scram/"):].partition("/")
+                    mechanism, _, user = rest[len("scram/") :].partition("/")
                     users.setdefault(unquote(user), {})[mechanism] = credentials.credential(json.loads(value))
             except (ValueError, TypeError, KeyError) as e:
                 log.warning("ignoring malformed security key %s: %s", key, e)
@@ -99,6 +99,8 @@ class SharedSecurity:
                 ops.append(Op.put(scram_key(self.prefix, user, mechanism), json.dumps(cred.to_json()).encode()))
         res = await self.store.txn([Compare.create(marker, 0)], ops)
         if res.succeeded:
-            await self.cache.caught_up(res.revision, APPLIED_WAIT_S)  # the copy has them before it replaces the local ones
+            await self.cache.caught_up(
+                res.revision, APPLIED_WAIT_S
+            )  # the copy has them before it replaces the local ones
         if res.succeeded and len(ops) > 1:
             log.info("cluster security state seeded from this broker: %d ACL bindings and credentials", len(ops) - 1)

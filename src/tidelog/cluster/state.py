@@ -50,8 +50,9 @@ class ClusterState:
         self.node_id = config.node_id
         self.registry = registry
         endpoints, name = parse_connect(config["etcd.connect"])
-        self.store: Store = store if store is not None else EtcdStore(
-            endpoints, timeout_s=config["etcd.connection.timeout.ms"] / 1000)
+        self.store: Store = (
+            store if store is not None else EtcdStore(endpoints, timeout_s=config["etcd.connection.timeout.ms"] / 1000)
+        )
         self.keys = Keys(root(name))
         self.cache = MetadataCache(self.store, self.keys)
         self.pids = ClusterProducerIds(self.store, self.keys.producer_ids, self.cache)
@@ -107,12 +108,17 @@ class ClusterState:
         if rf == -1:
             rf = self.config["default.replication.factor"]
         if rf <= 0 or rf > n:
-            return (E.invalid_replication_factor.value,
-                    f"Replication factor: {rf} larger than available brokers: {n}.")
+            return (E.invalid_replication_factor.value, f"Replication factor: {rf} larger than available brokers: {n}.")
         return 0, None
 
-    async def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str],
-                           replicas: list[tuple[int, ...]] | None = None) -> tuple[int, str | None, Topic | None]:
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        rf: int,
+        configs: dict[str, str],
+        replicas: list[tuple[int, ...]] | None = None,
+    ) -> tuple[int, str | None, Topic | None]:
         if rf == -1:
             rf = self.config["default.replication.factor"]
         if replicas is None:
@@ -160,8 +166,11 @@ class ClusterState:
         if not res.succeeded:
             return E.reassignment_in_progress.value, "Topic changed meanwhile; retry."
         deadline = asyncio.get_running_loop().time() + 10
-        while (t := self.registry.get(name)) is not None and t.partitions < count \
-                and asyncio.get_running_loop().time() < deadline:
+        while (
+            (t := self.registry.get(name)) is not None
+            and t.partitions < count
+            and asyncio.get_running_loop().time() < deadline
+        ):
             await asyncio.sleep(0.01)
         return 0, None
 
@@ -187,8 +196,13 @@ class ClusterState:
                 return 0, None  # already so
             res = await self.store.txn([Compare.mod(key, a.version)], [Op.put(key, new.encode())])
             if res.succeeded:
-                log.info("%s-%d: reassignment %s: replicas %s", name, partition,
-                         "cancelled" if target is None else f"to {list(target)}", list(new.replicas[partition]))
+                log.info(
+                    "%s-%d: reassignment %s: replicas %s",
+                    name,
+                    partition,
+                    "cancelled" if target is None else f"to {list(target)}",
+                    list(new.replicas[partition]),
+                )
                 await self.cache.caught_up(res.revision)
                 return 0, None
             await asyncio.sleep(0.05)  # the topic changed meanwhile (another partition's move)

@@ -42,16 +42,16 @@ class Compare:
     value: int | bytes
 
     @classmethod
-    def mod(cls, key: str, revision: int) -> "Compare":
+    def mod(cls, key: str, revision: int) -> Compare:
         return cls(key, "mod", "==", revision)
 
     @classmethod
-    def create(cls, key: str, revision: int) -> "Compare":
+    def create(cls, key: str, revision: int) -> Compare:
         """create_revision == revision; 0 means the key is absent."""
         return cls(key, "create", "==", revision)
 
     @classmethod
-    def value_is(cls, key: str, value: bytes) -> "Compare":
+    def value_is(cls, key: str, value: bytes) -> Compare:
         return cls(key, "value", "==", value)
 
     def holds(self, kv: KeyValue | None) -> bool:
@@ -85,23 +85,23 @@ class Op:
     prefix: bool = False
 
     @classmethod
-    def put(cls, key: str, value: bytes, lease: int = 0) -> "Op":
+    def put(cls, key: str, value: bytes, lease: int = 0) -> Op:
         return cls("put", key, value, lease)
 
     @classmethod
-    def delete(cls, key: str) -> "Op":
+    def delete(cls, key: str) -> Op:
         return cls("delete", key)
 
     @classmethod
-    def delete_prefix(cls, prefix: str) -> "Op":
+    def delete_prefix(cls, prefix: str) -> Op:
         return cls("delete", prefix, prefix=True)
 
     @classmethod
-    def get(cls, key: str) -> "Op":
+    def get(cls, key: str) -> Op:
         return cls("get", key)
 
     @classmethod
-    def get_prefix(cls, prefix: str) -> "Op":
+    def get_prefix(cls, prefix: str) -> Op:
         return cls("get", prefix, prefix=True)
 
 
@@ -141,8 +141,9 @@ class Store(Protocol):
     async def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]: ...
     async def put(self, key: str, value: bytes, lease: int = 0) -> int: ...
     async def delete(self, key: str) -> bool: ...
-    async def txn(self, compares: Sequence[Compare], success: Sequence[Op],
-                  failure: Sequence[Op] = ()) -> TxnResult: ...
+    async def txn(
+        self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()
+    ) -> TxnResult: ...
     async def grant(self, ttl_s: int) -> int: ...
     async def keepalive(self, lease: int) -> int: ...
     async def revoke(self, lease: int) -> None: ...
@@ -153,8 +154,7 @@ class Store(Protocol):
 COMMITTED, NOT_WRITTEN, UNKNOWN = "committed", "not written", "unknown"
 
 
-async def put_if(store: Store, compares: Sequence[Compare], key: str, value: bytes,
-                 lease: int = 0) -> tuple[str, int]:
+async def put_if(store: Store, compares: Sequence[Compare], key: str, value: bytes, lease: int = 0) -> tuple[str, int]:
     """Put `value` at `key` if `compares` hold: (COMMITTED, its revision); (NOT_WRITTEN, the
     key's mod revision now, or 0 when not read) - the compare failed, or the write was lost; or
     (UNKNOWN, 0). An answer that did not come is resolved by reading the key back (`read back,
@@ -195,8 +195,13 @@ class LeaseKeeper:
     `on_restored` when a keepalive succeeds after a whole TTL without one (`valid()` was False:
     what waited for a sure lease, such as loading a coordinator, may go ahead)."""
 
-    def __init__(self, store: Store, ttl_s: int, on_lost: Callable[[], None] | None = None,
-                 on_restored: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        ttl_s: int,
+        on_lost: Callable[[], None] | None = None,
+        on_restored: Callable[[], None] | None = None,
+    ) -> None:
         self.store = store
         self.ttl_s = ttl_s
         self.lease = 0

@@ -18,8 +18,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
-from ..log.records import H_ATTRIBUTES, H_PRODUCER_EPOCH, H_PRODUCER_ID, HEADER, RECORD_BATCH_OVERHEAD, TRANSACTIONAL_FLAG_MASK
 from ..core.topics import STATE_TOPIC
+from ..log.records import (
+    H_ATTRIBUTES,
+    H_PRODUCER_EPOCH,
+    H_PRODUCER_ID,
+    HEADER,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 log = logging.getLogger("tidelog.cluster")
@@ -58,8 +65,9 @@ class TxnVerifier:
                 return None  # its transaction is open here already
         return tp
 
-    async def verify(self, txn_id: str, producer_id: int, epoch: int,
-                     tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    async def verify(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
         """The coordinator's answer per partition (0: the transaction includes it)."""
         if STATE_TOPIC not in self.cache.topics:
             return {tp: E.not_enough_replicas.value for tp in tps}
@@ -75,9 +83,21 @@ class TxnVerifier:
             topics.setdefault(t, []).append(p)
         try:
             async with peer[1]:
-                resp = await peer[0].control(ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, {"transactions": [{
-                    "transactional_id": txn_id, "producer_id": producer_id, "producer_epoch": epoch,
-                    "verify_only": True, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}]})
+                resp = await peer[0].control(
+                    ADD_PARTITIONS_TO_TXN,
+                    VERIFY_VERSION,
+                    {
+                        "transactions": [
+                            {
+                                "transactional_id": txn_id,
+                                "producer_id": producer_id,
+                                "producer_epoch": epoch,
+                                "verify_only": True,
+                                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                            }
+                        ]
+                    },
+                )
         except PeerError as e:
             log.info("transactional id %s: verification by broker %d failed: %s", txn_id, leader, e)
             return {tp: E.not_enough_replicas.value for tp in tps}
@@ -86,8 +106,12 @@ class TxnVerifier:
             for t in tr.topic_results:
                 for pr in t.results_by_partition:
                     code = int(pr.partition_error_code.value)
-                    if code in (E.not_coordinator.value, E.coordinator_not_available.value,
-                                E.coordinator_load_in_progress.value, E.concurrent_transactions.value):
+                    if code in (
+                        E.not_coordinator.value,
+                        E.coordinator_not_available.value,
+                        E.coordinator_load_in_progress.value,
+                        E.concurrent_transactions.value,
+                    ):
                         code = E.not_enough_replicas.value  # retriable for every client
                     out[(t.name, pr.partition_index)] = code
         return out

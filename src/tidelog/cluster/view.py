@@ -1,8 +1,8 @@
 """What the request handlers ask about the cluster, and the single node's answers.
 
 `SingleNode` is the default: this broker is the only one, leads every partition at epoch 0, is
-the controller and hosts the coordinators (FindCoordinator answers it). `ClusterNode` (node.py) answers the same questions
-from etcd's state when `etcd.connect` is set.
+the controller and hosts the coordinators (FindCoordinator answers it). `ClusterNode` (node.py)
+answers the same questions from etcd's state when `etcd.connect` is set.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import resource
 import uuid
-from typing import TYPE_CHECKING, Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
@@ -62,8 +63,9 @@ class ClusterTopics(Protocol):
 
     def check_replication_factor(self, rf: int) -> Result: ...
 
-    async def create_topic(self, name: str, partitions: int, rf: int,
-                           configs: dict[str, str]) -> tuple[int, str | None, Topic | None]: ...
+    async def create_topic(
+        self, name: str, partitions: int, rf: int, configs: dict[str, str]
+    ) -> tuple[int, str | None, Topic | None]: ...
 
     async def set_configs(self, name: str, configs: dict[str, str]) -> Result: ...
 
@@ -73,7 +75,7 @@ class TopicAdmin:
     partitions, the coordinators) of every change. In a cluster (`cluster` given) topics are
     created and configured through etcd, and the registry follows what etcd holds."""
 
-    def __init__(self, config: "BrokerConfig", registry: TopicRegistry, cluster: ClusterTopics | None = None) -> None:
+    def __init__(self, config: BrokerConfig, registry: TopicRegistry, cluster: ClusterTopics | None = None) -> None:
         self.config = config
         self.registry = registry
         self.topic_defaults = config.topic_defaults()
@@ -192,9 +194,11 @@ class TopicAdmin:
         total = sum(t.partitions for t in self.registry.topics.values())
         limit = partition_limit()
         if total + new_partitions > limit:
-            return (E.policy_violation.value,
-                    f"The broker has {total} partitions; {new_partitions} more would pass the {limit} its "
-                    f"open-file limit (RLIMIT_NOFILE) allows.")
+            return (
+                E.policy_violation.value,
+                f"The broker has {total} partitions; {new_partitions} more would pass the {limit} its "
+                f"open-file limit (RLIMIT_NOFILE) allows.",
+            )
         return OK
 
     def check_partitions(self, name: str, count: int) -> Result:
@@ -204,7 +208,8 @@ class TopicAdmin:
         if count <= topic.partitions:
             return (
                 E.invalid_partitions.value,
-                f"Topic currently has {topic.partitions} partitions, which is higher than or equal to the requested {count}.",
+                f"Topic currently has {topic.partitions} partitions, "
+                f"which is higher than or equal to the requested {count}.",
             )
         return self.check_room(count - topic.partitions)
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from .security_settings import SECURITY_KEYS, is_listener_key
+from .security_settings import validate as _validate_security
 
 log = logging.getLogger("tidelog.config")
 
@@ -178,8 +182,6 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
 }
 
 
-from .security_settings import SECURITY_KEYS, is_listener_key, validate as _validate_security  # noqa: E402
-
 BROKER_KEYS.update(SECURITY_KEYS)
 
 
@@ -207,10 +209,14 @@ class BrokerConfig:
             raise ConfigError("; ".join(errors))
         self.listeners = parse_listeners(self.values["listeners"])
         adv = self.values["advertised.listeners"]
-        self.advertised = parse_listeners(adv) if adv else [
-            Listener(lst.name, lst.host if lst.host not in ("", "0.0.0.0", "::") else "127.0.0.1", lst.port)
-            for lst in self.listeners
-        ]
+        self.advertised = (
+            parse_listeners(adv)
+            if adv
+            else [
+                Listener(lst.name, lst.host if lst.host not in ("", "0.0.0.0", "::") else "127.0.0.1", lst.port)
+                for lst in self.listeners
+            ]
+        )
         try:
             _validate_security(self)
         except ValueError as e:

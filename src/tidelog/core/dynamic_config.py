@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from .config import BROKER_KEYS
 
@@ -29,20 +30,40 @@ FILE_NAME = "dynamic-broker-configs.json"
 DEFAULT_ENTITY = ""
 
 # the keys Kafka lists as cluster-wide dynamically updatable that tidelog reads at use time
-DYNAMIC_KEYS = frozenset({
-    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
-    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.cleanup.policy",
-    "log.index.interval.bytes", "log.message.timestamp.type", "log.message.timestamp.difference.max.ms",
-    "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio", "log.flush.interval.messages",
-    "log.flush.interval.ms", "log.segment.delete.delay.ms", "message.max.bytes", "min.insync.replicas",
-    "unclean.leader.election.enable",
-})
+DYNAMIC_KEYS = frozenset(
+    {
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+        "log.retention.bytes",
+        "log.segment.bytes",
+        "log.roll.ms",
+        "log.roll.hours",
+        "log.cleanup.policy",
+        "log.index.interval.bytes",
+        "log.message.timestamp.type",
+        "log.message.timestamp.difference.max.ms",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.segment.delete.delay.ms",
+        "message.max.bytes",
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+    }
+)
 DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3  # Kafka's config sources (DYNAMIC_TOPIC is 1)
 
 
 class DynamicBrokerConfigs:
-    def __init__(self, config: Any, admin: Any, data_dir: Path | None,
-                 publisher: Callable[[str, dict[str, str]], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        config: Any,
+        admin: Any,
+        data_dir: Path | None,
+        publisher: Callable[[str, dict[str, str]], Awaitable[None]] | None = None,
+    ) -> None:
         """`publisher` (cluster mode): writes (entity, configs) to etcd; they are applied when the
         watch brings them back, on every broker alike."""
         self.config = config
@@ -53,8 +74,9 @@ class DynamicBrokerConfigs:
         self.publisher = publisher
         if self.path is not None and self.path.exists():
             try:
-                self.entities = {str(k): {str(a): str(b) for a, b in v.items()}
-                                 for k, v in json.loads(self.path.read_text()).items()}
+                self.entities = {
+                    str(k): {str(a): str(b) for a, b in v.items()} for k, v in json.loads(self.path.read_text()).items()
+                }
             except (OSError, ValueError, AttributeError) as e:
                 log.warning("%s unreadable (%s): dynamic broker configs start empty", self.path, e)
         self.apply()

@@ -9,7 +9,7 @@ then the environment, then `--override`.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def env_to_property(name: str) -> str:
@@ -35,5 +35,5 @@ def env_overrides(environ: Mapping[str, str], prefix: str) -> list[str]:
     items = []
     for var in sorted(environ):
         if var.startswith(prefix) and len(var) > len(prefix):
-            items.append(f"{env_to_property(var[len(prefix):])}={environ[var]}")
+            items.append(f"{env_to_property(var[len(prefix) :])}={environ[var]}")
     return items

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..log.config import LogConfig
 from ..log.manager import LogManager
@@ -22,15 +23,16 @@ from .waiters import Waiters
 if TYPE_CHECKING:
     from ..log.log import PartitionLog
     from .admin import TopicAdmin
-    from .topics import Topic
     from .config import BrokerConfig
+    from .topics import Topic
 
 log = logging.getLogger("tidelog.server")
 
 
 class Partitions:
-    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin",
-                 hosts: Callable[[str, int], bool] = lambda topic, partition: True) -> None:
+    def __init__(
+        self, config: BrokerConfig, admin: TopicAdmin, hosts: Callable[[str, int], bool] = lambda topic, partition: True
+    ) -> None:
         """`hosts(topic, partition)`: whether this broker holds a replica of the partition (a
         single node holds every one; in a cluster the assignment in etcd says)."""
         self.config = config
@@ -38,8 +40,9 @@ class Partitions:
         self.topic_defaults = admin.topic_defaults
         self.waiters = Waiters()
         self.group_commit = GroupCommit()
-        self.manager = LogManager(config.log_dirs[:1], LogConfig(), topic_config=self._topic_config,
-                                  on_append=self.notify)
+        self.manager = LogManager(
+            config.log_dirs[:1], LogConfig(), topic_config=self._topic_config, on_append=self.notify
+        )
         self._tasks: list[asyncio.Task[None]] = []
         admin.listeners.append(self._on_topic_event)
         self.hosts = hosts
@@ -59,7 +62,12 @@ class Partitions:
         be a fresh, unreplicated copy answering a follower with its log end as the high
         watermark - simulation seed 1801 of issue 26)."""
         topic = self.registry.get(topic_name)
-        if self._closed or topic is None or not 0 <= partition < topic.partitions or not self.hosts(topic_name, partition):
+        if (
+            self._closed
+            or topic is None
+            or not 0 <= partition < topic.partitions
+            or not self.hosts(topic_name, partition)
+        ):
             return None
         plog = self.manager.get(topic_name, partition)
         if plog is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import BrokerConfig
@@ -75,7 +76,9 @@ def _mechanisms(s: str) -> str:
 
 SECURITY_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "listener.security.protocol.map": (
-        _protocol_map, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+        _protocol_map,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    ),
     "ssl.keystore.type": (_choice("PEM"), "PEM"),
     "ssl.keystore.location": (_str, None),
     "ssl.keystore.certificate.chain": (_str, None),
@@ -138,7 +141,7 @@ def jaas_options(text: str | None) -> dict[str, str]:
 
 def plain_users(config: BrokerConfig, listener: str) -> dict[str, str]:
     opts = jaas_options(lookup(config, listener, "sasl.jaas.config", "PLAIN"))
-    return {k[len("user_"):]: v for k, v in opts.items() if k.startswith("user_")}
+    return {k[len("user_") :]: v for k, v in opts.items() if k.startswith("user_")}
 
 
 def enabled_mechanisms(config: BrokerConfig, listener: str) -> list[str]:
@@ -151,13 +154,13 @@ def validate(config: BrokerConfig) -> None:
     for key, value in config.raw.items():
         if not is_listener_key(key):
             continue
-        rest = key[len(PREFIX):].split(".", 1)
+        rest = key[len(PREFIX) :].split(".", 1)
         if len(rest) != 2:
             raise ValueError(f"{key}: expected listener.name.<listener>.<key>")
         sub = rest[1]
         for mech in SUPPORTED_MECHANISMS:
             if sub.startswith(mech.lower() + "."):
-                sub = sub[len(mech) + 1:]
+                sub = sub[len(mech) + 1 :]
         parser = SECURITY_KEYS.get(sub, (None, None))[0]
         if parser is None:
             log.warning("unknown config key %r ignored (%r is not a per-listener key)", key, sub)

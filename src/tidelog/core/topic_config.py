@@ -8,7 +8,8 @@ overlaid with the topic's own overrides.
 
 from __future__ import annotations
 
-from ..log.config import KEYS as LOG_KEYS, LogConfig
+from ..log.config import KEYS as LOG_KEYS
+from ..log.config import LogConfig
 
 ACCEPTED_ONLY = {
     "min.insync.replicas": "1",

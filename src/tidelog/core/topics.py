@@ -87,7 +87,9 @@ class TopicRegistry:
     def set_cluster_id(self, cluster_id: str) -> None:
         """Adopt the cluster's id (a new broker joining a cluster); rewrites meta.properties."""
         meta = self.dir / "meta.properties"
-        lines = [ln for ln in (meta.read_text().splitlines() if meta.exists() else []) if not ln.startswith("cluster.id=")]
+        lines = [
+            ln for ln in (meta.read_text().splitlines() if meta.exists() else []) if not ln.startswith("cluster.id=")
+        ]
         replace_file(meta, "".join(f"{ln}\n" for ln in [f"cluster.id={cluster_id}", *lines]).encode(), sync_dir=True)
         self.cluster_id = cluster_id
 

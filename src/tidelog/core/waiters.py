@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Hashable, Iterable
+from collections.abc import Hashable, Iterable
 
 
 class Waiters:
@@ -57,6 +57,6 @@ class Waiters:
                         del self._by_key[k]
 
 
-def _expire(fut: "asyncio.Future[object]") -> None:
+def _expire(fut: asyncio.Future[object]) -> None:
     if not fut.done():
         fut.set_result(False)

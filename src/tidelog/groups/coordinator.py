@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Coroutine, Iterable, TYPE_CHECKING
+from collections.abc import Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -25,7 +26,8 @@ from .group import Group, Member
 from .membership import Membership
 from .offsets import GroupOffsets
 from .records import OffsetValue
-from .state import Event, GroupState as S
+from .state import Event
+from .state import GroupState as S
 from .store import GroupLog, OffsetStore
 
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ class GroupCoordinator:
     tells of topic changes, knows which topics exist) and the `GroupLog` the offsets are
     written to (the log engine's `EngineGroupLog`; tests may give a `MemoryGroupLog`)."""
 
-    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin", group_log: GroupLog) -> None:
+    def __init__(self, config: BrokerConfig, admin: TopicAdmin, group_log: GroupLog) -> None:
         self.config = config
         self.admin = admin
         self.registry = admin.registry
@@ -62,10 +64,14 @@ class GroupCoordinator:
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        topic = self.admin.ensure_internal(OFFSETS_TOPIC, self.num_partitions, {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
-        })
+        topic = self.admin.ensure_internal(
+            OFFSETS_TOPIC,
+            self.num_partitions,
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+            },
+        )
         self.num_partitions = topic.partitions
         self.store = OffsetStore(self._group_log, self.num_partitions)
         self.store.load()
@@ -111,8 +117,14 @@ class GroupCoordinator:
         n = self.store.load_partition(partition)
         restored = self._restore(partition)
         self.owned[partition] = leader_epoch
-        log.info("%s-%d: coordinating its groups (epoch %d): %d records, %d groups", OFFSETS_TOPIC, partition,
-                 leader_epoch, n, restored)
+        log.info(
+            "%s-%d: coordinating its groups (epoch %d): %d records, %d groups",
+            OFFSETS_TOPIC,
+            partition,
+            leader_epoch,
+            n,
+            restored,
+        )
 
     def unload_partition(self, partition: int) -> None:
         assert self.store is not None and self.owned is not None
@@ -124,8 +136,7 @@ class GroupCoordinator:
         self.store.forget_partition(partition)
         log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, partition)
 
-    async def complete_txn_partition(self, producer_id: int, producer_epoch: int, commit: bool,
-                                     partition: int) -> int:
+    async def complete_txn_partition(self, producer_id: int, producer_epoch: int, commit: bool, partition: int) -> int:
         """A transaction marker for `__consumer_offsets`-`partition` (cluster mode: sent by the
         transaction coordinator to this partition's leader): the producer's offsets staged there
         become visible or are dropped. 0, or the error of the write (NOT_COORDINATOR: moved)."""
@@ -155,14 +166,27 @@ class GroupCoordinator:
             if partition is not None and mine(group_id) != partition:
                 continue
             restored += 1
-            group = Group(group_id, generation=value.generation, protocol_type=value.protocol_type or None,
-                          protocol_name=value.protocol)
+            group = Group(
+                group_id,
+                generation=value.generation,
+                protocol_type=value.protocol_type or None,
+                protocol_name=value.protocol,
+            )
             if value.current_state_timestamp > 0:
                 group.state_timestamp = value.current_state_timestamp
             for mv in value.members:
-                member = Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
-                                mv.rebalance_timeout, mv.session_timeout, value.protocol_type,
-                                [(value.protocol or "", mv.subscription)], mv.assignment, is_new=False)
+                member = Member(
+                    mv.member_id,
+                    mv.group_instance_id,
+                    mv.client_id,
+                    mv.client_host,
+                    mv.rebalance_timeout,
+                    mv.session_timeout,
+                    value.protocol_type,
+                    [(value.protocol or "", mv.subscription)],
+                    mv.assignment,
+                    is_new=False,
+                )
                 group.add(member)
                 self.membership.touch(member, group)
             group.leader_id = value.leader if value.leader in group.members else group.leader_id
@@ -182,22 +206,51 @@ class GroupCoordinator:
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: "asyncio.Task[Any]") -> None:
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("group coordinator task failed", exc_info=task.exception())
 
     # ---- the protocol, as the handlers call it -----------------------------------------------
-    async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, client_host: str,
-                   session_ms: int, rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
-                   require_known_member_id: bool) -> dict[str, Any]:
-        return await self.membership.join(group_id, member_id, instance_id, client_id, client_host, session_ms,
-                                          rebalance_ms, protocol_type, protocols, require_known_member_id)
+    async def join(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_ms: int,
+        rebalance_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        require_known_member_id: bool,
+    ) -> dict[str, Any]:
+        return await self.membership.join(
+            group_id,
+            member_id,
+            instance_id,
+            client_id,
+            client_host,
+            session_ms,
+            rebalance_ms,
+            protocol_type,
+            protocols,
+            require_known_member_id,
+        )
 
-    async def sync(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
-                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict[str, Any]:
-        return await self.membership.sync(group_id, member_id, instance_id, generation, protocol_type,
-                                          protocol_name, assignments)
+    async def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> dict[str, Any]:
+        return await self.membership.sync(
+            group_id, member_id, instance_id, generation, protocol_type, protocol_name, assignments
+        )
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
         return self.membership.heartbeat(group_id, member_id, instance_id, generation)
@@ -205,12 +258,19 @@ class GroupCoordinator:
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
         return self.membership.leave(group_id, leaving)
 
-    async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                             offsets: dict[tuple[str, int], OffsetValue]) -> dict[tuple[str, int], int]:
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[tuple[str, int], OffsetValue],
+    ) -> dict[tuple[str, int], int]:
         return await self.offsets.commit(group_id, generation, member_id, instance_id, offsets)
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
-                      require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+    ) -> tuple[int, list[dict[str, Any]]]:
         return self.offsets.fetch(group_id, topics, require_stable)
 
     async def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
@@ -231,26 +291,48 @@ class GroupCoordinator:
         for g in sorted(self.groups.values(), key=lambda g: g.group_id):
             if g.is_(S.DEAD) or (wanted and g.state.value.lower() not in wanted):
                 continue
-            out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                        "group_state": g.state.value, "group_type": "classic"})
+            out.append(
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": g.protocol_type or "",
+                    "group_state": g.state.value,
+                    "group_type": "classic",
+                }
+            )
         return NONE, out
 
     def describe(self, group_id: str) -> dict[str, Any]:
-        base = {"error_code": NONE, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
-                "protocol_data": "", "members": []}
+        base = {
+            "error_code": NONE,
+            "group_id": group_id,
+            "group_state": S.DEAD.value,
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+        }
         if code := self.status(group_id):
             return {**base, "error_code": code}
         g = self.groups.get(group_id)
         if g is None:
             return base
         stable = g.is_(S.STABLE)
-        return {**base, "group_state": g.state.value, "protocol_type": g.protocol_type or "",
-                "protocol_data": (g.protocol_name or "") if stable else "",
-                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                             "client_id": m.client_id, "client_host": m.client_host,
-                             "member_metadata": m.metadata(g.protocol_name) if stable else b"",
-                             "member_assignment": m.assignment if stable else b""}
-                            for m in g.members.values()]}
+        return {
+            **base,
+            "group_state": g.state.value,
+            "protocol_type": g.protocol_type or "",
+            "protocol_data": (g.protocol_name or "") if stable else "",
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata(g.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment if stable else b"",
+                }
+                for m in g.members.values()
+            ],
+        }
 
     async def delete_group(self, group_id: str) -> int:
         if code := self.status(group_id):

@@ -9,12 +9,11 @@ the rebalance moves on. Session liveness is a deadline plus one timer handle per
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..log.clock import wall_clock_ms
 from .state import Event, GroupState, next_state
@@ -127,8 +126,9 @@ class Group:
         candidates = self.candidate_protocols()
         votes = Counter(m.vote(candidates) for m in self.members.values())
         # Most votes wins; ties go to the name first preferred by the earliest member (stable).
-        order = {name: i for i, name in enumerate(dict.fromkeys(
-            n for m in self.members.values() for n, _ in m.protocols))}
+        order = {
+            name: i for i, name in enumerate(dict.fromkeys(n for m in self.members.values() for n, _ in m.protocols))
+        }
         return max(votes, key=lambda name: (votes[name], -order[name]))
 
     def subscribed_topics(self) -> set[str] | None:
@@ -154,7 +154,7 @@ def parse_subscription_topics(data: bytes) -> set[str] | None:
         for _ in range(max(n, 0)):
             (ln,) = struct.unpack_from(">h", data, pos)
             pos += 2
-            topics.add(bytes(data[pos:pos + ln]).decode())
+            topics.add(bytes(data[pos : pos + ln]).decode())
             pos += ln
         return topics
     except (struct.error, UnicodeDecodeError):

@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
 from .group import Group, Member
 from .records import GroupValue, MemberValue
-from .state import Event, GroupState as S
+from .state import Event
+from .state import GroupState as S
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -37,8 +38,15 @@ def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:
 
 
 def join_error(code: E | int, member_id: str = "", generation: int = -1) -> dict[str, Any]:
-    return {"error_code": code, "generation_id": generation, "protocol_type": None, "protocol_name": None,
-            "leader": "", "member_id": member_id, "members": []}
+    return {
+        "error_code": code,
+        "generation_id": generation,
+        "protocol_type": None,
+        "protocol_name": None,
+        "leader": "",
+        "member_id": member_id,
+        "members": [],
+    }
 
 
 def sync_error(code: E | int) -> dict[str, Any]:
@@ -49,7 +57,7 @@ class Membership:
     """The rebalance protocol over the coordinator's groups (`coord.groups`, persisted through
     `coord.store`)."""
 
-    def __init__(self, coord: "GroupCoordinator") -> None:
+    def __init__(self, coord: GroupCoordinator) -> None:
         self.coord = coord
         self.groups = coord.groups
         cfg = coord.config
@@ -86,16 +94,21 @@ class Membership:
         if group.members.get(member.member_id) is not member:
             return
         loop = asyncio.get_running_loop()
-        waiting = (member.join_waiter is not None and not member.join_waiter.done()) or \
-                  (member.sync_waiter is not None and not member.sync_waiter.done())
+        waiting = (member.join_waiter is not None and not member.join_waiter.done()) or (
+            member.sync_waiter is not None and not member.sync_waiter.done()
+        )
         if waiting:
             # A member parked in JoinGroup/SyncGroup cannot heartbeat; the rebalance timers rule it.
             member.deadline = loop.time() + member.session_timeout_ms / 1000
         if loop.time() < member.deadline:
             member.timer = loop.call_at(member.deadline, self._session_check, group, member)
             return
-        log.info("group %s: member %s session expired after %d ms", group.group_id, member.member_id,
-                 member.session_timeout_ms)
+        log.info(
+            "group %s: member %s session expired after %d ms",
+            group.group_id,
+            member.member_id,
+            member.session_timeout_ms,
+        )
         self._remove_member(group, member, "session timeout")
 
     def _remove_member(self, group: Group, member: Member, reason: str) -> None:
@@ -181,25 +194,44 @@ class Membership:
             group.leader_id = joined[0].member_id
         group.protocol_name = group.select_protocol()
         group.transition(Event.JOIN_COMPLETE)
-        log.info("group %s: generation %d with %d members, protocol %s, leader %s", group.group_id,
-                 group.generation, len(group.members), group.protocol_name, group.leader_id)
+        log.info(
+            "group %s: generation %d with %d members, protocol %s, leader %s",
+            group.group_id,
+            group.generation,
+            len(group.members),
+            group.protocol_name,
+            group.leader_id,
+        )
         for m in joined:
             waiter, m.join_waiter = m.join_waiter, None
             m.is_new = False
             resolve(waiter, self._join_answer(group, m))
             self.touch(m, group)
         loop = asyncio.get_running_loop()
-        group.rebalance_timer = loop.call_later(group.max_rebalance_timeout_ms() / 1000, self._sync_expired,
-                                                group, group.generation)
+        group.rebalance_timer = loop.call_later(
+            group.max_rebalance_timeout_ms() / 1000, self._sync_expired, group, group.generation
+        )
 
     def _join_answer(self, group: Group, member: Member) -> dict[str, Any]:
         members = []
         if member.member_id == group.leader_id:
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "metadata": m.metadata(group.protocol_name)} for m in group.members.values()]
-        return {"error_code": NONE, "generation_id": group.generation, "protocol_type": group.protocol_type,
-                "protocol_name": group.protocol_name, "leader": group.leader_id or "",
-                "member_id": member.member_id, "members": members}
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata(group.protocol_name),
+                }
+                for m in group.members.values()
+            ]
+        return {
+            "error_code": NONE,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "leader": group.leader_id or "",
+            "member_id": member.member_id,
+            "members": members,
+        }
 
     def _sync_expired(self, group: Group, generation: int) -> None:
         group.rebalance_timer = None
@@ -218,9 +250,18 @@ class Membership:
             leader=group.leader_id,
             current_state_timestamp=group.state_timestamp,
             members=tuple(
-                MemberValue(m.member_id, m.client_id, m.client_host, m.rebalance_timeout_ms, m.session_timeout_ms,
-                            m.metadata(group.protocol_name), m.assignment, m.group_instance_id)
-                for m in group.members.values()),
+                MemberValue(
+                    m.member_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(group.protocol_name),
+                    m.assignment,
+                    m.group_instance_id,
+                )
+                for m in group.members.values()
+            ),
         )
 
     async def _persist_group(self, group: Group) -> None:
@@ -228,9 +269,19 @@ class Membership:
         await self.store.store_group(group.group_id, self._group_value(group))
 
     # ---- JoinGroup ---------------------------------------------------------------------------
-    async def join(self, group_id: str, member_id: str, instance_id: str | None, client_id: str, client_host: str,
-                   session_ms: int, rebalance_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
-                   require_known_member_id: bool) -> dict[str, Any]:
+    async def join(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_ms: int,
+        rebalance_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        require_known_member_id: bool,
+    ) -> dict[str, Any]:
         if code := self.coord.status(group_id):
             return join_error(E(code), member_id)
         if not group_id:
@@ -249,8 +300,9 @@ class Membership:
         if not group.supports(protocol_type, protocols):
             return join_error(E.inconsistent_group_protocol, member_id)
 
-        fresh = Member(member_id, instance_id, client_id, client_host, rebalance_ms, session_ms, protocol_type,
-                       list(protocols))
+        fresh = Member(
+            member_id, instance_id, client_id, client_host, rebalance_ms, session_ms, protocol_type, list(protocols)
+        )
         if not member_id:
             return await self._join_unknown(group, fresh, require_known_member_id)
         if member_id in group.pending_members:
@@ -276,8 +328,9 @@ class Membership:
             # KIP-394: hand out the id first; the member joins for real with it.
             loop = asyncio.get_running_loop()
             mid = fresh.member_id
-            group.pending_members[mid] = loop.call_later(fresh.session_timeout_ms / 1000,
-                                                         self._pending_expired, group, mid)
+            group.pending_members[mid] = loop.call_later(
+                fresh.session_timeout_ms / 1000, self._pending_expired, group, mid
+            )
             return join_error(E.member_id_required, mid)
         return await self._add_and_rebalance(group, fresh)
 
@@ -345,8 +398,7 @@ class Membership:
         return join_error(E.unknown_member_id, member.member_id)
 
     # ---- SyncGroup ---------------------------------------------------------------------------
-    def _check_member(self, group: Group | None, member_id: str, instance_id: str | None,
-                      generation: int) -> int:
+    def _check_member(self, group: Group | None, member_id: str, instance_id: str | None, generation: int) -> int:
         if group is None:
             return E.unknown_member_id.value
         if group.is_(S.DEAD):
@@ -359,8 +411,16 @@ class Membership:
             return E.illegal_generation.value
         return NONE
 
-    async def sync(self, group_id: str, member_id: str, instance_id: str | None, generation: int,
-                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict[str, Any]:
+    async def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> dict[str, Any]:
         if code := self.coord.status(group_id):
             return sync_error(E(code))
         group = self.groups.get(group_id)
@@ -368,8 +428,9 @@ class Membership:
         if err:
             return sync_error(err)
         assert group is not None
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
             return sync_error(E.inconsistent_group_protocol)
         member = group.members[member_id]
         if group.is_(S.PREPARING_REBALANCE):
@@ -390,12 +451,26 @@ class Membership:
     async def _leader_synced(self, group: Group, assignments: dict[str, bytes]) -> None:
         gen = group.generation
         value = self._group_value(group)
-        value = GroupValue(value.protocol_type, value.generation, value.protocol, value.leader,
-                           value.current_state_timestamp,
-                           tuple(MemberValue(mv.member_id, mv.client_id, mv.client_host, mv.rebalance_timeout,
-                                             mv.session_timeout, mv.subscription,
-                                             assignments.get(mv.member_id, b""), mv.group_instance_id)
-                                 for mv in value.members))
+        value = GroupValue(
+            value.protocol_type,
+            value.generation,
+            value.protocol,
+            value.leader,
+            value.current_state_timestamp,
+            tuple(
+                MemberValue(
+                    mv.member_id,
+                    mv.client_id,
+                    mv.client_host,
+                    mv.rebalance_timeout,
+                    mv.session_timeout,
+                    mv.subscription,
+                    assignments.get(mv.member_id, b""),
+                    mv.group_instance_id,
+                )
+                for mv in value.members
+            ),
+        )
         assert self.store is not None
         try:
             await self.store.store_group(group.group_id, value)
@@ -419,8 +494,12 @@ class Membership:
             resolve(waiter, self._sync_answer(group, m))
 
     def _sync_answer(self, group: Group, member: Member) -> dict[str, Any]:
-        return {"error_code": NONE, "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                "assignment": member.assignment}
+        return {
+            "error_code": NONE,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "assignment": member.assignment,
+        }
 
     # ---- Heartbeat / LeaveGroup --------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
@@ -447,8 +526,13 @@ class Membership:
             return E.coordinator_not_available.value, []
         results = []
         for member_id, instance_id in leaving:
-            results.append({"member_id": member_id, "group_instance_id": instance_id,
-                            "error_code": self._leave_one(group, member_id, instance_id)})
+            results.append(
+                {
+                    "member_id": member_id,
+                    "group_instance_id": instance_id,
+                    "error_code": self._leave_one(group, member_id, instance_id),
+                }
+            )
         return NONE, results
 
     def _leave_one(self, group: Group, member_id: str, instance_id: str | None) -> int:

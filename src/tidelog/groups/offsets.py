@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
 from ..log.clock import wall_clock_ms
-
 from .group import Group
 from .records import OffsetValue
 from .state import GroupState as S
@@ -46,7 +45,7 @@ TopicPartition = tuple[str, int]
 
 
 class GroupOffsets:
-    def __init__(self, coord: "GroupCoordinator") -> None:
+    def __init__(self, coord: GroupCoordinator) -> None:
         self.coord = coord
         self.groups = coord.groups
         cfg = coord.config
@@ -69,7 +68,9 @@ class GroupOffsets:
             return E.unknown_topic_or_partition.value
         return NONE
 
-    def _validate(self, offsets: dict[TopicPartition, OffsetValue]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetValue]]:
+    def _validate(
+        self, offsets: dict[TopicPartition, OffsetValue]
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetValue]]:
         """(per-partition error codes, the offsets that may be written)."""
         results: dict[TopicPartition, int] = {}
         accepted: dict[TopicPartition, OffsetValue] = {}
@@ -109,8 +110,14 @@ class GroupOffsets:
         self.coord.membership.touch(group.members[member_id], group)
         return NONE
 
-    async def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                     offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+    async def commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetValue],
+    ) -> dict[TopicPartition, int]:
         err = self._committer_error(group_id, generation, member_id, instance_id)
         if err:
             return {tp: err for tp in offsets}
@@ -140,9 +147,16 @@ class GroupOffsets:
             return E.fenced_instance_id.value
         return NONE
 
-    async def commit_txn(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
-                         member_id: str, instance_id: str | None,
-                         offsets: dict[TopicPartition, OffsetValue]) -> dict[TopicPartition, int]:
+    async def commit_txn(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetValue],
+    ) -> dict[TopicPartition, int]:
         err = self._txn_committer_error(group_id, generation, member_id, instance_id)
         if err:
             return {tp: err for tp in offsets}
@@ -160,8 +174,9 @@ class GroupOffsets:
         await self.store.complete(producer_id, producer_epoch, commit)
 
     # ---- fetch and delete --------------------------------------------------------------------
-    def fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
-              require_stable: bool = False) -> tuple[int, list[dict[str, Any]]]:
+    def fetch(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+    ) -> tuple[int, list[dict[str, Any]]]:
         """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
         if code := self.coord.status(group_id):
             return code, []
@@ -179,9 +194,15 @@ class GroupOffsets:
                 err = NONE
                 if require_stable and self.store.has_pending(group_id, (name, p)):
                     v, err = None, E.unstable_offset_commit.value  # as Kafka: no offset until it settles
-                parts.append({"partition_index": p, "committed_offset": -1 if v is None else v.offset,
-                              "committed_leader_epoch": -1 if v is None else v.leader_epoch,
-                              "metadata": "" if v is None else v.metadata, "error_code": err})
+                parts.append(
+                    {
+                        "partition_index": p,
+                        "committed_offset": -1 if v is None else v.offset,
+                        "committed_leader_epoch": -1 if v is None else v.leader_epoch,
+                        "metadata": "" if v is None else v.metadata,
+                        "error_code": err,
+                    }
+                )
             out.append({"name": name, "partitions": parts})
         return NONE, out
 

@@ -45,6 +45,7 @@ class RecordFormatError(ValueError):
 
 # ---- keys and values -----------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class OffsetKey:
     group: str
@@ -90,25 +91,26 @@ class GroupValue:
 
 # ---- primitive writer / reader -------------------------------------------------------------
 
+
 class _Writer:
     __slots__ = ("parts",)
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
 
-    def i16(self, v: int) -> "_Writer":
+    def i16(self, v: int) -> _Writer:
         self.parts.append(_H.pack(v))
         return self
 
-    def i32(self, v: int) -> "_Writer":
+    def i32(self, v: int) -> _Writer:
         self.parts.append(_I.pack(v))
         return self
 
-    def i64(self, v: int) -> "_Writer":
+    def i64(self, v: int) -> _Writer:
         self.parts.append(_Q.pack(v))
         return self
 
-    def string(self, s: str | None) -> "_Writer":
+    def string(self, s: str | None) -> _Writer:
         if s is None:
             return self.i16(-1)
         b = s.encode()
@@ -117,7 +119,7 @@ class _Writer:
         self.parts.append(_H.pack(len(b)) + b)
         return self
 
-    def bytes_(self, b: bytes | None) -> "_Writer":
+    def bytes_(self, b: bytes | None) -> _Writer:
         if b is None:
             return self.i32(-1)
         self.parts.append(_I.pack(len(b)) + bytes(b))
@@ -156,7 +158,7 @@ class _Reader:
             return None
         if self.pos + n > len(self.buf):
             raise RecordFormatError("string truncated")
-        s = bytes(self.buf[self.pos:self.pos + n]).decode()
+        s = bytes(self.buf[self.pos : self.pos + n]).decode()
         self.pos += n
         return s
 
@@ -166,12 +168,13 @@ class _Reader:
             return None
         if self.pos + n > len(self.buf):
             raise RecordFormatError("bytes truncated")
-        b = bytes(self.buf[self.pos:self.pos + n])
+        b = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return b
 
 
 # ---- encode ---------------------------------------------------------------------------------
+
 
 def encode_offset_key(key: OffsetKey) -> bytes:
     return _Writer().i16(OFFSET_COMMIT_KEY_VERSION).string(key.group).string(key.topic).i32(key.partition).done()
@@ -184,10 +187,22 @@ def encode_group_key(key: GroupKey) -> bytes:
 def encode_offset_value(v: OffsetValue) -> bytes:
     w = _Writer()
     if v.expire_timestamp >= 0:
-        return (w.i16(OFFSET_COMMIT_VALUE_VERSION_EXPIRING).i64(v.offset).string(v.metadata)
-                .i64(v.commit_timestamp).i64(v.expire_timestamp).done())
-    return (w.i16(OFFSET_COMMIT_VALUE_VERSION).i64(v.offset).i32(v.leader_epoch).string(v.metadata)
-            .i64(v.commit_timestamp).done())
+        return (
+            w.i16(OFFSET_COMMIT_VALUE_VERSION_EXPIRING)
+            .i64(v.offset)
+            .string(v.metadata)
+            .i64(v.commit_timestamp)
+            .i64(v.expire_timestamp)
+            .done()
+        )
+    return (
+        w.i16(OFFSET_COMMIT_VALUE_VERSION)
+        .i64(v.offset)
+        .i32(v.leader_epoch)
+        .string(v.metadata)
+        .i64(v.commit_timestamp)
+        .done()
+    )
 
 
 def encode_group_value(v: GroupValue) -> bytes:
@@ -195,12 +210,21 @@ def encode_group_value(v: GroupValue) -> bytes:
     w.string(v.protocol_type).i32(v.generation).string(v.protocol).string(v.leader).i64(v.current_state_timestamp)
     w.i32(len(v.members))
     for m in v.members:
-        (w.string(m.member_id).string(m.group_instance_id).string(m.client_id).string(m.client_host)
-         .i32(m.rebalance_timeout).i32(m.session_timeout).bytes_(m.subscription).bytes_(m.assignment))
+        (
+            w.string(m.member_id)
+            .string(m.group_instance_id)
+            .string(m.client_id)
+            .string(m.client_host)
+            .i32(m.rebalance_timeout)
+            .i32(m.session_timeout)
+            .bytes_(m.subscription)
+            .bytes_(m.assignment)
+        )
     return w.done()
 
 
 # ---- decode ---------------------------------------------------------------------------------
+
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
     r = _Reader(data)
@@ -255,12 +279,14 @@ def decode_group_value(data: bytes) -> GroupValue:
             rebalance = session
         subscription = r.bytes_() or b""
         assignment = r.bytes_() or b""
-        members.append(MemberValue(member_id, client_id, client_host, rebalance, session, subscription, assignment,
-                                   instance))
+        members.append(
+            MemberValue(member_id, client_id, client_host, rebalance, session, subscription, assignment, instance)
+        )
     return GroupValue(protocol_type, generation, protocol, leader, ts, tuple(members))
 
 
 # ---- partitioning ----------------------------------------------------------------------------
+
 
 def java_string_hash(s: str) -> int:
     """Java's String.hashCode: over UTF-16 code units, s[0]*31^(n-1) + ... in wrapping int32."""

@@ -23,8 +23,9 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..log.log import AppendInfo, PartitionLog
 from . import records as R
@@ -44,11 +45,18 @@ class LogEntry:
 
 
 class GroupLog(Protocol):
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
-               producer_epoch: int = -1, transactional: bool = False) -> Awaitable[None] | None: ...
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> Awaitable[None] | None: ...
 
-    def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
-                      commit: bool) -> Awaitable[None] | None: ...
+    def append_marker(
+        self, partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> Awaitable[None] | None: ...
 
     def replay(self, partition: int) -> Iterable[LogEntry]: ...
 
@@ -59,10 +67,15 @@ class MemoryGroupLog:
     def __init__(self) -> None:
         self.partitions: dict[int, list[LogEntry]] = {}
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
-               producer_epoch: int = -1, transactional: bool = False) -> None:
-        self.partitions.setdefault(partition, []).extend(
-            LogEntry(k, v, producer_id, transactional) for k, v in records)
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> None:
+        self.partitions.setdefault(partition, []).extend(LogEntry(k, v, producer_id, transactional) for k, v in records)
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:
         self.partitions.setdefault(partition, []).append(LogEntry(None, None, producer_id, True, commit))
@@ -97,8 +110,12 @@ class OffsetStore:
         count = 0
         for p in range(self.num_partitions):
             count += self.load_partition(p)
-        log.info("loaded %d groups with committed offsets, %d group metadata records from %d records",
-                 len(self.offsets), len(self.groups), count)
+        log.info(
+            "loaded %d groups with committed offsets, %d group metadata records from %d records",
+            len(self.offsets),
+            len(self.groups),
+            count,
+        )
 
     def load_partition(self, partition: int) -> int:
         """Replay one partition into the view (cluster mode: this broker became its leader);
@@ -145,8 +162,9 @@ class OffsetStore:
             tp = (key.topic, key.partition)
             if entry.transactional:
                 if entry.value is not None:
-                    self.pending.setdefault(entry.producer_id, {}).setdefault(key.group, {})[tp] = \
+                    self.pending.setdefault(entry.producer_id, {}).setdefault(key.group, {})[tp] = (
                         R.decode_offset_value(entry.value)
+                    )
                 return
             if entry.value is None:
                 current = self.offsets.get(key.group)
@@ -173,7 +191,9 @@ class OffsetStore:
     async def commit(self, group: str, offsets: dict[TopicPartition, OffsetValue]) -> None:
         if not offsets:
             return
-        recs = [(R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()]
+        recs = [
+            (R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()
+        ]
         await _maybe_await(self.backend.append(self.partition_for(group), recs))
         self.offsets.setdefault(group, {}).update(offsets)
 
@@ -203,9 +223,12 @@ class OffsetStore:
         self.groups.pop(group, None)
 
     # ---- transactional offsets (TxnOffsetCommit) -------------------------------------------
-    async def stage(self, producer_id: int, producer_epoch: int, group: str,
-                    offsets: dict[TopicPartition, OffsetValue]) -> None:
-        recs = [(R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()]
+    async def stage(
+        self, producer_id: int, producer_epoch: int, group: str, offsets: dict[TopicPartition, OffsetValue]
+    ) -> None:
+        recs = [
+            (R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()
+        ]
         await _maybe_await(self.backend.append(self.partition_for(group), recs, producer_id, producer_epoch, True))
         self.pending.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
 
@@ -274,14 +297,24 @@ class EngineGroupLog:
         if self.guard is not None:
             await self.guard.replicated(lease, info.last_offset)
 
-    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
-                     producer_epoch: int = -1, transactional: bool = False) -> None:
+    async def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        transactional: bool = False,
+    ) -> None:
         from ..log.records import Record
 
         plog, lease = self._log(partition)
         now = int(time.time() * 1000)
-        info = plog.append_records([Record(k, v, now) for k, v in records], producer_id=producer_id,
-                                   producer_epoch=producer_epoch, transactional=transactional)
+        info = plog.append_records(
+            [Record(k, v, now) for k, v in records],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=transactional,
+        )
         await self._written(plog, info, lease)
 
     async def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .records import H_ATTRIBUTES, H_BASE_SEQUENCE, H_LAST_OFFSET_DELTA, H_LEADER_EPOCH, H_LENGTH, H_MAX_TS, H_PRODUCER_EPOCH
 from .records import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -52,8 +52,14 @@ from .records import (
     CREATE_TIME,
     DELETE_HORIZON_FLAG_MASK,
     FIRST_TIMESTAMP_OFFSET,
+    H_ATTRIBUTES,
     H_BASE_OFFSET,
-    H_FIRST_TS as H_FIRST_TIMESTAMP,
+    H_BASE_SEQUENCE,
+    H_LAST_OFFSET_DELTA,
+    H_LEADER_EPOCH,
+    H_LENGTH,
+    H_MAX_TS,
+    H_PRODUCER_EPOCH,
     H_PRODUCER_ID,
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
@@ -63,6 +69,9 @@ from .records import (
     compute_crc,
     decode_records,
     parse_control_record,
+)
+from .records import (
+    H_FIRST_TS as H_FIRST_TIMESTAMP,
 )
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
@@ -101,7 +110,7 @@ def complete_interrupted_swaps(directory: Path) -> None:
             logger.warning("%s: completed an interrupted compaction swap", directory / (stem + LOG_SUFFIX))
 
 
-def _cleanable(log: "PartitionLog", now: int, first_unstable: int) -> list[LogSegment]:
+def _cleanable(log: PartitionLog, now: int, first_unstable: int) -> list[LogSegment]:
     """Closed segments, oldest first, up to the first one that is too young for
     min.compaction.lag.ms or reaches the first unstable offset (an open transaction)."""
     out = []
@@ -158,7 +167,7 @@ class _TxnTracker:
         return None if first is None else (pid, first)
 
 
-def _transactions(log: "PartitionLog") -> tuple[set[TxnKey], int]:
+def _transactions(log: PartitionLog) -> tuple[set[TxnKey], int]:
     """One pass over every batch header of the log: the aborted transactions, and the first
     unstable offset (first offset of the oldest transaction with no marker yet; the log end
     when none), bounded as well by the LSO the transaction layer set."""
@@ -176,7 +185,7 @@ def _transactions(log: "PartitionLog") -> tuple[set[TxnKey], int]:
     return aborted, min(first_unstable, log.last_stable_offset)
 
 
-def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
+def clean(log: PartitionLog, now: int, force: bool = False) -> CleanStats:
     stats = CleanStats()
     cfg = log.config
     if not cfg.compact:
@@ -234,7 +243,8 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
                 keep = []  # records of an aborted transaction are never kept
             else:
                 keep = [
-                    r for r in recs
+                    r
+                    for r in recs
                     if r.key is None or (latest.get(r.key) == r.offset and not (r.value is None and drop_tombstones))
                 ]
             if keep and txn is not None:
@@ -246,11 +256,17 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
                 lat = attrs & TIMESTAMP_TYPE_MASK
                 parts.append(
                     build_batch(
-                        keep, base_offset=h[H_BASE_OFFSET], codec=attrs & COMPRESSION_CODEC_MASK,
+                        keep,
+                        base_offset=h[H_BASE_OFFSET],
+                        codec=attrs & COMPRESSION_CODEC_MASK,
                         timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
-                        producer_id=h[H_PRODUCER_ID], producer_epoch=h[H_PRODUCER_EPOCH], base_sequence=h[H_BASE_SEQUENCE],
-                        transactional=bool(attrs & TRANSACTIONAL_FLAG_MASK), partition_leader_epoch=h[H_LEADER_EPOCH],
-                        max_timestamp=h[H_MAX_TS] if lat else None, last_offset_delta=h[H_LAST_OFFSET_DELTA],
+                        producer_id=h[H_PRODUCER_ID],
+                        producer_epoch=h[H_PRODUCER_EPOCH],
+                        base_sequence=h[H_BASE_SEQUENCE],
+                        transactional=bool(attrs & TRANSACTIONAL_FLAG_MASK),
+                        partition_leader_epoch=h[H_LEADER_EPOCH],
+                        max_timestamp=h[H_MAX_TS] if lat else None,
+                        last_offset_delta=h[H_LAST_OFFSET_DELTA],
                     )
                 )
         if not removed and not changed:
@@ -265,8 +281,13 @@ def clean(log: "PartitionLog", now: int, force: bool = False) -> CleanStats:
     if stats.segments_rewritten:
         logger.info(
             "cleaned %s-%d: %d segments rewritten, %d records and %d markers removed, %d -> %d bytes",
-            log.topic, log.partition, stats.segments_rewritten, stats.records_removed,
-            stats.markers_removed, stats.bytes_before, stats.bytes_after,
+            log.topic,
+            log.partition,
+            stats.segments_rewritten,
+            stats.records_removed,
+            stats.markers_removed,
+            stats.bytes_before,
+            stats.bytes_after,
         )
     return stats
 
@@ -276,14 +297,14 @@ def _with_delete_horizon(raw: bytes, horizon_ms: int) -> bytes:
     replaced by the horizon (KIP-534's encoding; the max timestamp, so the time index, is
     unchanged), CRC recomputed."""
     out = bytearray(raw)
-    attrs = int.from_bytes(out[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2], "big") | DELETE_HORIZON_FLAG_MASK
-    out[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2] = attrs.to_bytes(2, "big")
-    out[FIRST_TIMESTAMP_OFFSET:FIRST_TIMESTAMP_OFFSET + 8] = horizon_ms.to_bytes(8, "big", signed=True)
-    out[CRC_OFFSET:CRC_OFFSET + 4] = compute_crc(out, 0).to_bytes(4, "big")
+    attrs = int.from_bytes(out[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2], "big") | DELETE_HORIZON_FLAG_MASK
+    out[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2] = attrs.to_bytes(2, "big")
+    out[FIRST_TIMESTAMP_OFFSET : FIRST_TIMESTAMP_OFFSET + 8] = horizon_ms.to_bytes(8, "big", signed=True)
+    out[CRC_OFFSET : CRC_OFFSET + 4] = compute_crc(out, 0).to_bytes(4, "big")
     return bytes(out)
 
 
-def _swap(log: "PartitionLog", old: LogSegment, data: bytes, now: int) -> LogSegment:
+def _swap(log: PartitionLog, old: LogSegment, data: bytes, now: int) -> LogSegment:
     directory = old.directory
     stem = f"{old.base_offset:020d}"
     cleaned = directory / (stem + LOG_SUFFIX + CLEANED_SUFFIX)

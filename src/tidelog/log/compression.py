@@ -22,7 +22,7 @@ import cramjam
 import lz4.frame
 import zstandard
 
-from .errors import CorruptRecordError, LogError, UNSUPPORTED_COMPRESSION_TYPE
+from .errors import UNSUPPORTED_COMPRESSION_TYPE, CorruptRecordError, LogError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}

@@ -8,8 +8,9 @@ valid names.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 LONG_MAX = 2**63 - 1
 DAY_MS = 24 * 60 * 60 * 1000
@@ -101,7 +102,7 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, Any], base: "LogConfig | None" = None) -> "LogConfig":
+    def from_properties(cls, props: Mapping[str, Any], base: LogConfig | None = None) -> LogConfig:
         changes: dict[str, Any] = {}
         for key, value in props.items():
             spec = KEYS.get(key)

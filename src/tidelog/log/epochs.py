@@ -79,8 +79,9 @@ class LeaderEpochCache:
             log.warning("ignoring malformed %s: %s", self.path, e)
 
     def _write(self) -> None:
-        replace_file(self.path, "0\n%d\n" % len(self._epochs)
-                     + "".join(f"{e} {s}\n" for e, s in zip(self._epochs, self._starts)))
+        replace_file(
+            self.path, f"0\n{len(self._epochs)}\n" + "".join(f"{e} {s}\n" for e, s in zip(self._epochs, self._starts))
+        )
 
     # -- queries --------------------------------------------------------------------------------
 

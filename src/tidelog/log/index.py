@@ -21,8 +21,8 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from .errors import CorruptIndexError
 
@@ -181,7 +181,9 @@ class AbstractIndex:
         """Keep the first `n` entries; the slots of the others are zeroed (as never written)."""
         n = min(self._entries, max(0, n))
         if n < self._entries and self._mm is not None:
-            self._mm[n * self.ENTRY_SIZE: self._entries * self.ENTRY_SIZE] = bytes((self._entries - n) * self.ENTRY_SIZE)
+            self._mm[n * self.ENTRY_SIZE : self._entries * self.ENTRY_SIZE] = bytes(
+                (self._entries - n) * self.ENTRY_SIZE
+            )
         self._entries = n
 
     def _key(self, slot: int) -> int:

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from . import compression
 from .errors import CORRUPT_MESSAGE, UNSUPPORTED_COMPRESSION_TYPE, LogAppendError, LogError
 from .records import (
-    CONTROL_FLAG_MASK,
     COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     CREATE_TIME,
     H_ATTRIBUTES,
     H_MAX_TS,
@@ -285,7 +285,9 @@ def downconvert(batches: bytes | bytearray | memoryview, magic: int) -> bytes:
             raise LogError(UNSUPPORTED_COMPRESSION_TYPE, "zstd batches cannot be down-converted to magic 0/1")
         first = recs[0].offset
         inner = b"".join(
-            encode_entry(r.offset - first if magic == 1 else r.offset, encode_message(magic, 0, r.timestamp, r.key, r.value))
+            encode_entry(
+                r.offset - first if magic == 1 else r.offset, encode_message(magic, 0, r.timestamp, r.key, r.value)
+            )
             for r in recs
         )
         wrapper = encode_message(magic, codec | tbit, h[H_MAX_TS], None, compression.compress(codec, inner))

@@ -34,19 +34,26 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .clock import wall_clock_ms
 from . import cleaner as _cleaner
-from .records import H_LENGTH
 from . import legacy
+from .clock import wall_clock_ms
 from .config import LogConfig
-from .errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
-from .records import (NO_TIMESTAMP, Record, build_batch, build_control_batch, record_timestamps,
-                      set_partition_leader_epoch)
 from .epochs import LeaderEpochCache
+from .errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
+from .records import (
+    H_LENGTH,
+    NO_TIMESTAMP,
+    Record,
+    build_batch,
+    build_control_batch,
+    record_timestamps,
+    set_partition_leader_epoch,
+)
 from .replication import ReplicaLogMixin
 from .segment import LOG_SUFFIX, FileSlice, LogSegment
 from .txnindex import AbortedTxn
@@ -89,10 +96,18 @@ class FetchInfo:
 
 
 class PartitionLog(ReplicaLogMixin):
-    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, clock_ms: Callable[[], int],
-                 *, on_append: Callable[["PartitionLog"], None] | None = None,
-                 on_log_start_offset_change: Callable[["PartitionLog"], None] | None = None,
-                 hw_checkpoint: int | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock_ms: Callable[[], int],
+        *,
+        on_append: Callable[[PartitionLog], None] | None = None,
+        on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
+        hw_checkpoint: int | None = None,
+    ):
         """`on_append(log)` after every append; `on_log_start_offset_change(log)` when the log
         start moves (retention, DeleteRecords); `hw_checkpoint`: the high watermark this log had
         when last checkpointed (a replicated log starts from it, `start_replication`)."""
@@ -135,17 +150,25 @@ class PartitionLog(ReplicaLogMixin):
         recovery_point: int | None = None,
         clean_shutdown: bool = False,
         log_start_offset: int = 0,
-        on_append: Callable[["PartitionLog"], None] | None = None,
-        on_log_start_offset_change: Callable[["PartitionLog"], None] | None = None,
+        on_append: Callable[[PartitionLog], None] | None = None,
+        on_log_start_offset_change: Callable[[PartitionLog], None] | None = None,
         hw_checkpoint: int | None = None,
-    ) -> "PartitionLog":
+    ) -> PartitionLog:
         """Open (creating when missing) `<log_dir>/<topic>-<partition>` and recover it; the hooks
         and `hw_checkpoint` as in the constructor."""
         clock = clock_ms or wall_clock_ms
         directory = Path(log_dir) / f"{topic}-{partition}"
         directory.mkdir(parents=True, exist_ok=True)
-        log = cls(directory, topic, partition, config or LogConfig(), clock, on_append=on_append,
-                  on_log_start_offset_change=on_log_start_offset_change, hw_checkpoint=hw_checkpoint)
+        log = cls(
+            directory,
+            topic,
+            partition,
+            config or LogConfig(),
+            clock,
+            on_append=on_append,
+            on_log_start_offset_change=on_log_start_offset_change,
+            hw_checkpoint=hw_checkpoint,
+        )
         log._load(recovery_point, clean_shutdown, log_start_offset)
         return log
 
@@ -197,12 +220,20 @@ class PartitionLog(ReplicaLogMixin):
                 if truncated:
                     logger.warning(
                         "%s-%d: truncated %d bytes of torn or corrupt data at the end of segment %d; "
-                        "log end offset is now %d", self.topic, self.partition, truncated, seg.base_offset, seg.next_offset,
+                        "log end offset is now %d",
+                        self.topic,
+                        self.partition,
+                        truncated,
+                        seg.base_offset,
+                        seg.next_offset,
                     )
                 for later in segs[i + 1 :]:
                     logger.warning(
                         "%s-%d: deleting segment %d (%d bytes) that follows the truncation point",
-                        self.topic, self.partition, later.base_offset, later.size,
+                        self.topic,
+                        self.partition,
+                        later.base_offset,
+                        later.size,
                     )
                     later.delete()
                 del segs[i + 1 :]
@@ -281,8 +312,15 @@ class PartitionLog(ReplicaLogMixin):
                 set_partition_leader_epoch(buf, b.position, self._leader_epoch)
         unflushed = self._write(buf, v, now)
         info = AppendInfo(
-            v.first_offset, v.last_offset, v.log_append_time, self._log_start_offset, v.max_timestamp,
-            v.offset_of_max_timestamp, v.num_records, v.size, v.batches,
+            v.first_offset,
+            v.last_offset,
+            v.log_append_time,
+            self._log_start_offset,
+            v.max_timestamp,
+            v.offset_of_max_timestamp,
+            v.num_records,
+            v.size,
+            v.batches,
             unflushed >= self.config.flush_messages,
         )
         if self.on_append is not None:
@@ -311,7 +349,13 @@ class PartitionLog(ReplicaLogMixin):
         return self.append_raw(build_batch(records, **batch_kw), now_ms=now_ms)
 
     def append_control(
-        self, control_type: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, *, now_ms: int | None = None
+        self,
+        control_type: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        *,
+        now_ms: int | None = None,
     ) -> AppendInfo:
         """A transaction marker (records.CONTROL_COMMIT / CONTROL_ABORT)."""
         now = self.clock_ms() if now_ms is None else now_ms
@@ -463,8 +507,10 @@ class PartitionLog(ReplicaLogMixin):
         it as it is. A log whose cleanup.policy has no `delete` is refused (POLICY_VIOLATION),
         as Kafka's Partition.deleteRecordsOnLeader."""
         if not self.config.delete:
-            raise LogError(POLICY_VIOLATION, f"Records of partition {self.topic}-{self.partition} can not be "
-                                             f"deleted due to the configured policy")
+            raise LogError(
+                POLICY_VIOLATION,
+                f"Records of partition {self.topic}-{self.partition} can not be deleted due to the configured policy",
+            )
         hw = self.high_watermark
         if offset == -1:
             offset = hw
@@ -536,7 +582,7 @@ class PartitionLog(ReplicaLogMixin):
             self.on_log_start_offset_change(self)
         return deleted
 
-    def compact(self, now_ms: int | None = None, *, force: bool = False) -> "_cleaner.CleanStats":
+    def compact(self, now_ms: int | None = None, *, force: bool = False) -> _cleaner.CleanStats:
         """Run the cleaner over the closed segments (cleanup.policy=compact); skipped while the
         dirty ratio is below min.cleanable.dirty.ratio unless `force`."""
         now = self.clock_ms() if now_ms is None else now_ms

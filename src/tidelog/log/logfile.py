@@ -15,14 +15,25 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from crc32c import crc32c
 
 from .errors import KAFKA_STORAGE_ERROR, LogError
-from .records import H_BASE_OFFSET, H_CRC, H_LAST_OFFSET_DELTA, H_LENGTH, H_MAGIC
-from .records import ATTRIBUTES_OFFSET, HEADER, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD
+from .records import (
+    ATTRIBUTES_OFFSET,
+    H_BASE_OFFSET,
+    H_CRC,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAGIC,
+    HEADER,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+)
 
 logger = logging.getLogger("tidelog.log")
 _MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
@@ -65,7 +76,9 @@ class LogFile:
     def pread(self, pos: int, n: int) -> bytes:
         return os.pread(self.fd, n, pos)
 
-    def headers(self, start: int, end: int | None = None, window: int = HEADER_WINDOW) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    def headers(
+        self, start: int, end: int | None = None, window: int = HEADER_WINDOW
+    ) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """(position, HEADER fields) of each whole batch from `start` (a batch boundary)."""
         end = self.size if end is None else end
         fd = self.fd
@@ -103,7 +116,13 @@ class LogFile:
             h = HEADER.unpack_from(buf, off)
             length = h[H_LENGTH]
             size = LOG_OVERHEAD + length
-            if length < _MIN_LENGTH or h[H_MAGIC] != MAGIC_V2 or pos + size > end or h[H_BASE_OFFSET] < next_offset or h[H_LAST_OFFSET_DELTA] < 0:
+            if (
+                length < _MIN_LENGTH
+                or h[H_MAGIC] != MAGIC_V2
+                or pos + size > end
+                or h[H_BASE_OFFSET] < next_offset
+                or h[H_LAST_OFFSET_DELTA] < 0
+            ):
                 return
             if off + size > len(buf):
                 buf = os.pread(fd, max(SCAN_WINDOW, size), pos)

@@ -26,11 +26,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
-from .clock import wall_clock_ms
 from .atomic import replace_file
+from .clock import wall_clock_ms
 from .config import LogConfig
 from .log import PartitionLog
 
@@ -85,7 +86,7 @@ def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
 
 
 def write_checkpoint(path: Path, entries: dict[TopicPartition, int]) -> None:
-    replace_file(path, "0\n%d\n" % len(entries) + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items())))
+    replace_file(path, f"0\n{len(entries)}\n" + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items())))
 
 
 class LogManager:
@@ -126,8 +127,16 @@ class LogManager:
             if not m or not (d / name).is_dir():
                 continue
             tp = (m.group(1), int(m.group(2)))
-            log = self._open(d, tp[0], tp[1], self._config_for(tp[0]), recovery_point=recovery.get(tp, 0),
-                             clean_shutdown=clean, log_start_offset=starts.get(tp, 0), hw_checkpoint=hws.get(tp))
+            log = self._open(
+                d,
+                tp[0],
+                tp[1],
+                self._config_for(tp[0]),
+                recovery_point=recovery.get(tp, 0),
+                clean_shutdown=clean,
+                log_start_offset=starts.get(tp, 0),
+                hw_checkpoint=hws.get(tp),
+            )
             self._logs[tp] = log
         if not clean and self._logs:
             logger.warning("%s: no clean shutdown marker; logs were recovered from their recovery points", d)
@@ -138,9 +147,16 @@ class LogManager:
     def _open(self, d: Path, topic: str, partition: int, config: LogConfig, **kw: Any) -> PartitionLog:
         """A log of this manager: opened with its callbacks (appends, log start changes)."""
         listener = self._listener
-        return PartitionLog.open(d, topic, partition, config, self.clock_ms,
-                                 on_append=(lambda lg: listener(lg.topic, lg.partition)) if listener else None,
-                                 on_log_start_offset_change=lambda lg: self.checkpoint(), **kw)
+        return PartitionLog.open(
+            d,
+            topic,
+            partition,
+            config,
+            self.clock_ms,
+            on_append=(lambda lg: listener(lg.topic, lg.partition)) if listener else None,
+            on_log_start_offset_change=lambda lg: self.checkpoint(),
+            **kw,
+        )
 
     # -- partitions ----------------------------------------------------------------------------
 
@@ -152,8 +168,11 @@ class LogManager:
         if log is None:
             # The dir with the fewest logs; one dir needs no count (a scan of every log per new
             # log made creating a topic of N partitions quadratic: minutes for thousands).
-            d = self.log_dirs[0] if len(self.log_dirs) == 1 else \
-                min(self.log_dirs, key=lambda p: sum(1 for lg in self._logs.values() if lg.dir.parent == p))
+            d = (
+                self.log_dirs[0]
+                if len(self.log_dirs) == 1
+                else min(self.log_dirs, key=lambda p: sum(1 for lg in self._logs.values() if lg.dir.parent == p))
+            )
             log = self._open(d, topic, partition, config or self._config_for(topic))
             self._logs[(topic, partition)] = log
         return log

@@ -56,8 +56,9 @@ The hot path (append, read) touches only headers (`BatchHeader`, `HEADER.unpack_
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from crc32c import crc32c
 
@@ -486,8 +487,20 @@ def build_batch(
     total = RECORDS_OFFSET + len(body)
     out = bytearray(total)
     HEADER.pack_into(
-        out, 0, base_offset, total - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0, attrs,
-        last_offset_delta, first_ts, max_timestamp, producer_id, producer_epoch, base_sequence,
+        out,
+        0,
+        base_offset,
+        total - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,
+        attrs,
+        last_offset_delta,
+        first_ts,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
         len(records),
     )
     out[RECORDS_OFFSET:] = body
@@ -504,12 +517,14 @@ def build_control_batch(
     base_offset: int = 0,
 ) -> bytes:
     """A transaction marker: one control record (ABORT=0, COMMIT=1), transactional + control."""
-    rec = Record(
-        _CONTROL_KEY.pack(0, control_type), _CONTROL_VALUE.pack(0, coordinator_epoch), timestamp
-    )
+    rec = Record(_CONTROL_KEY.pack(0, control_type), _CONTROL_VALUE.pack(0, coordinator_epoch), timestamp)
     return build_batch(
-        [rec], base_offset, producer_id=producer_id, producer_epoch=producer_epoch,
-        transactional=True, control=True,
+        [rec],
+        base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        transactional=True,
+        control=True,
     )
 
 

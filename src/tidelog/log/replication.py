@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .config import LogConfig
 from .epochs import LeaderEpochCache
@@ -121,7 +122,7 @@ class ReplicaLogMixin:
         if not v.batches:
             return v
         if v.size < len(buf):
-            del buf[v.size:]
+            del buf[v.size :]
         self._write(buf, v, self.clock_ms())
         cache = self.epochs
         for b in v.batches:
@@ -169,8 +170,13 @@ class ReplicaLogMixin:
             removed = seg.truncate_to(offset)
             self._next_offset = seg.next_offset
             self._after_truncate()
-        logger.info("%s-%d: truncated to %d (%d bytes of the last segment removed)",
-                    self.topic, self.partition, self._next_offset, removed)
+        logger.info(
+            "%s-%d: truncated to %d (%d bytes of the last segment removed)",
+            self.topic,
+            self.partition,
+            self._next_offset,
+            removed,
+        )
         return self._next_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -24,20 +24,31 @@ the first torn or corrupt batch and both indexes are rebuilt.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
-
 import logging
 import os
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .config import LogConfig
-from .records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA, H_LENGTH, H_MAGIC, H_MAX_TS
 from .errors import CorruptIndexError
 from .index import OffsetIndex, TimeIndex
 from .logfile import HEADER_WINDOW, LogFile
-from .records import HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, record_timestamps
+from .records import (
+    H_BASE_OFFSET,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAGIC,
+    H_MAX_TS,
+    HEADER,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    record_timestamps,
+)
 from .txnindex import TransactionIndex
 from .validation import ValidatedAppend
 
@@ -111,7 +122,7 @@ class LogSegment:
         self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> "LogSegment":
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
         seg = cls(directory, base_offset, config, created_ms=now_ms, log_size=0)
         for p in (seg.offset_index.path, seg.time_index.path, seg.txn_index.path):
             if p.exists():
@@ -308,7 +319,9 @@ class LogSegment:
             if self.log.size + size > cfg.segment_bytes:
                 return "segment.bytes"
             rolling = self.rolling_based_timestamp
-            waited = max_ts - rolling if rolling is not None and rolling >= 0 and max_ts >= 0 else now_ms - self.created_ms
+            waited = (
+                max_ts - rolling if rolling is not None and rolling >= 0 and max_ts >= 0 else now_ms - self.created_ms
+            )
             if waited > cfg.segment_ms - self.roll_jitter_ms:
                 return "segment.ms"
             if self.offset_index.is_full or self.time_index.is_full:
@@ -373,7 +386,11 @@ class LogSegment:
             self.ensure_indexes()
             idx_off, pos = self.offset_index.lookup(offset)
             for p, h in self.log.headers(pos):
-                if p == pos and pos and (h[H_MAGIC] != MAGIC_V2 or h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] != idx_off):
+                if (
+                    p == pos
+                    and pos
+                    and (h[H_MAGIC] != MAGIC_V2 or h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA] != idx_off)
+                ):
                     if attempt == 0:
                         logger.warning("segment %s: index entry does not match the log; rebuilding", self.log.path)
                         self.rebuild()

@@ -62,8 +62,17 @@ class TransactionIndex:
                 version, pid, first, last, lso = ENTRY.unpack_from(data, i * ENTRY_SIZE)
                 if version != VERSION or pid < 0 or not 0 <= first <= last < lso or last <= prev_last:
                     # A torn or garbled tail: keep the entries before it (power-loss damage).
-                    logger.warning("%s: entry %d is damaged (version %d, producer %d, offsets %d-%d, lso %d); "
-                                   "truncating the index there", self.path, i, version, pid, first, last, lso)
+                    logger.warning(
+                        "%s: entry %d is damaged (version %d, producer %d, offsets %d-%d, lso %d); "
+                        "truncating the index there",
+                        self.path,
+                        i,
+                        version,
+                        pid,
+                        first,
+                        last,
+                        lso,
+                    )
                     self._cut(i * ENTRY_SIZE)
                     break
                 prev_last = last
@@ -83,12 +92,12 @@ class TransactionIndex:
     def append(self, txn: AbortedTxn) -> None:
         entries = self._load()
         if entries and txn.last_offset < entries[-1].last_offset:
-            raise ValueError(
-                f"aborted transaction last offset {txn.last_offset} is below {entries[-1].last_offset}"
-            )
+            raise ValueError(f"aborted transaction last offset {txn.last_offset} is below {entries[-1].last_offset}")
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, ENTRY.pack(VERSION, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset))
+        os.write(
+            self._fd, ENTRY.pack(VERSION, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset)
+        )
         entries.append(txn)
 
     def collect_aborted(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
@@ -110,7 +119,11 @@ class TransactionIndex:
     def _rewrite(self, entries: list[AbortedTxn]) -> None:
         self.close()
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(b"".join(ENTRY.pack(VERSION, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in entries))
+        tmp.write_bytes(
+            b"".join(
+                ENTRY.pack(VERSION, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in entries
+            )
+        )
         os.replace(tmp, self.path)
         self._entries = entries
 

@@ -1,8 +1,9 @@
 """Append validation: v2 batches in, a `ValidatedAppend` out, or `LogAppendError(code, message)`.
 
 Pure (no I/O). It reads batch headers only, never records, and works in place on the buffer the
-caller gives it (a `bytearray` copy, or the writable request frame itself): base offsets are assigned, and for LogAppendTime topics the timestamp type bit
-and maxTimestamp are set (CRC recomputed; records are not recompressed).
+caller gives it (a `bytearray` copy, or the writable request frame itself): base offsets are
+assigned, and for LogAppendTime topics the timestamp type bit and maxTimestamp are set (CRC
+recomputed; records are not recompressed).
 
 | check                                                          | error                      |
 |----------------------------------------------------------------|----------------------------|
@@ -24,6 +25,8 @@ decoding on append). Timestamps of -1 (magic 0 data) are not checked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from crc32c import crc32c
 
 from .config import LogConfig
 from .errors import (
@@ -47,7 +50,6 @@ from .records import (
     set_base_offset,
     set_log_append_time,
 )
-from crc32c import crc32c
 
 _MIN_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 
@@ -117,8 +119,8 @@ def validate_and_assign(
     while pos < n:
         if pos + RECORD_BATCH_OVERHEAD > n:
             raise LogAppendError(CORRUPT_MESSAGE, f"truncated record batch at byte {pos}")
-        (_b, length, _e, magic, crc, attrs, lod, first_ts, batch_max_ts, pid, pepoch, bseq, count) = (
-            HEADER.unpack_from(buf, pos)
+        (_b, length, _e, magic, crc, attrs, lod, first_ts, batch_max_ts, pid, pepoch, bseq, count) = HEADER.unpack_from(
+            buf, pos
         )
         if magic != MAGIC_V2:
             raise LogAppendError(CORRUPT_MESSAGE, f"batch at byte {pos} has magic {magic}, expected 2")
@@ -126,9 +128,7 @@ def validate_and_assign(
         if length < _MIN_LENGTH or pos + size > n:
             raise LogAppendError(CORRUPT_MESSAGE, f"batch at byte {pos} has an invalid length {length}")
         if size > max_size:
-            raise LogAppendError(
-                MESSAGE_TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_size}"
-            )
+            raise LogAppendError(MESSAGE_TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_size}")
         if crc32c(mv[pos + ATTRIBUTES_OFFSET : pos + size]) != crc:
             raise LogAppendError(CORRUPT_MESSAGE, f"CRC mismatch in batch at byte {pos}")
         if count <= 0 or lod != count - 1:
@@ -162,8 +162,20 @@ def validate_and_assign(
         if batch_max_ts > max_ts:
             max_ts, offset_of_max = batch_max_ts, last
         batches.append(
-            BatchInfo(pos, size, offset, last, count, first_ts, batch_max_ts, pid, pepoch, bseq,
-                      bool(attrs & TRANSACTIONAL_FLAG_MASK), control)
+            BatchInfo(
+                pos,
+                size,
+                offset,
+                last,
+                count,
+                first_ts,
+                batch_max_ts,
+                pid,
+                pepoch,
+                bseq,
+                bool(attrs & TRANSACTIONAL_FLAG_MASK),
+                control,
+            )
         )
         out.num_records += count
         offset = last + 1
@@ -205,8 +217,20 @@ def validate_replicated(buf: bytearray | memoryview, next_offset: int) -> Valida
         if batch_max_ts > max_ts:
             max_ts, offset_of_max = batch_max_ts, last
         out.batches.append(
-            BatchInfo(pos, size, base, last, count, first_ts, batch_max_ts, pid, pepoch, bseq,
-                      bool(attrs & TRANSACTIONAL_FLAG_MASK), bool(attrs & CONTROL_FLAG_MASK))
+            BatchInfo(
+                pos,
+                size,
+                base,
+                last,
+                count,
+                first_ts,
+                batch_max_ts,
+                pid,
+                pepoch,
+                bseq,
+                bool(attrs & TRANSACTIONAL_FLAG_MASK),
+                bool(attrs & CONTROL_FLAG_MASK),
+            )
         )
         out.num_records += count
         expect = last + 1
@@ -218,4 +242,3 @@ def validate_replicated(buf: bytearray | memoryview, next_offset: int) -> Valida
     out.max_timestamp = max_ts
     out.offset_of_max_timestamp = offset_of_max
     return out
-

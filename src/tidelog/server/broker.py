@@ -23,22 +23,21 @@ import asyncio
 import logging
 from typing import Any
 
-from ..core.topics import OFFSETS_TOPIC
+from ..cluster.state import ClusterState
+from ..cluster.view import ClusterView, SingleNode
+from ..core.admin import TopicAdmin
+from ..core.config import BrokerConfig
+from ..core.dynamic_config import DynamicBrokerConfigs
+from ..core.partitions import Partitions
+from ..core.topics import OFFSETS_TOPIC, TopicRegistry
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
 from ..txn.producer_states import ProducerStates
 from ..txn.service import TxnService
 from . import handlers
-from ..core.admin import TopicAdmin
-from ..core.config import BrokerConfig
-from ..core.dynamic_config import DynamicBrokerConfigs
 from .metrics import Metrics
-from ..core.partitions import Partitions
 from .router import Router
 from .security import Security
-from ..core.topics import TopicRegistry
-from ..cluster.state import ClusterState
-from ..cluster.view import ClusterView, SingleNode
 
 log = logging.getLogger("tidelog.server")
 
@@ -57,10 +56,12 @@ class Broker:
         self.topic_defaults = self.admin.topic_defaults
         self.security = Security(config)  # TLS contexts, SASL, credentials, ACLs
         # dynamic broker configs (kafka-configs --entity-type brokers): a file here, etcd in a cluster
-        self.dynamic = DynamicBrokerConfigs(config, self.admin, config.log_dirs[0],
-                                            state.put_broker_configs if state is not None else None)
-        self.partitions = Partitions(config, self.admin, state.hosts) if state is not None \
-            else Partitions(config, self.admin)
+        self.dynamic = DynamicBrokerConfigs(
+            config, self.admin, config.log_dirs[0], state.put_broker_configs if state is not None else None
+        )
+        self.partitions = (
+            Partitions(config, self.admin, state.hosts) if state is not None else Partitions(config, self.admin)
+        )
         self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
         self.cluster: ClusterView
         if state is not None:
@@ -70,8 +71,9 @@ class Broker:
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint)
         self.connections: dict[Any, None] = {}  # in order of opening
-        self.metrics = Metrics(config, self.registry, self.partitions, self.groups, self.txn, self.connections,
-                               self.cluster)
+        self.metrics = Metrics(
+            config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster
+        )
         self.router = Router()
         handlers.register_all(self)
         self.router.seal(self.metrics.stage)
@@ -101,20 +103,51 @@ class Broker:
         listener = config["inter.broker.listener.name"] or config.listeners[0].name
         membership = Membership(config, state, self.partitions, self.bound_port)
         fetchers = FetcherManager(node_id, state.cache, self.partitions, self.producers, config, listener, connect)
-        replicas = ReplicaManager(node_id, state.store, state.keys, state.cache, self.partitions, config,
-                                  membership.lease_valid, state.min_isr, membership.broker_epoch, fetchers)
+        replicas = ReplicaManager(
+            node_id,
+            state.store,
+            state.keys,
+            state.cache,
+            self.partitions,
+            config,
+            membership.lease_valid,
+            state.min_isr,
+            membership.broker_epoch,
+            fetchers,
+        )
         writes = CoordinatorWrites(replicas, membership.lease_valid, config["offsets.commit.timeout.ms"] / 1000)
         groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes))
-        markers = MarkerSender(node_id, state.cache, replicas, self.producers, self.partitions, listener, groups,
-                               connect)
-        txn = TxnService(config, self.admin, self.partitions, groups, self.producers, pids=state.pids,
-                         marker_sender=markers, state_guard=writes)
+        markers = MarkerSender(
+            node_id, state.cache, replicas, self.producers, self.partitions, listener, groups, connect
+        )
+        txn = TxnService(
+            config,
+            self.admin,
+            self.partitions,
+            groups,
+            self.producers,
+            pids=state.pids,
+            marker_sender=markers,
+            state_guard=writes,
+        )
         verifier = TxnVerifier(node_id, state.cache, txn, listener, connect)
-        placement = CoordinatorPlacement(config, state.cache, replicas, groups, txn, membership.lease_valid,
-                                         state.create_topic)
+        placement = CoordinatorPlacement(
+            config, state.cache, replicas, groups, txn, membership.lease_valid, state.create_topic
+        )
         shared = SharedSecurity(state.store, state.keys.security, state.cache, self.security)
-        node = ClusterNode(config, state, membership, self.admin, self.dynamic, replicas, fetchers, placement,
-                           markers, verifier, shared)
+        node = ClusterNode(
+            config,
+            state,
+            membership,
+            self.admin,
+            self.dynamic,
+            replicas,
+            fetchers,
+            placement,
+            markers,
+            verifier,
+            shared,
+        )
         return groups, txn, node
 
     # ---- connections ---------------------------------------------------------------------
@@ -191,7 +224,7 @@ class Broker:
         for server in self.servers:
             try:
                 await asyncio.wait_for(server.wait_closed(), 2)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - a listener that will not close must not block shutdown
+            except (TimeoutError, Exception):  # noqa: BLE001 - a listener that will not close must not block shutdown
                 pass
         await self.cluster.stop()
         await self.metrics.stop()

@@ -40,8 +40,8 @@ UNSUPPORTED_VERSION = 35
 @dataclass(slots=True)
 class RequestContext:
     header: RequestHeader
-    connection: "KafkaConnection"
-    broker: "Broker"
+    connection: KafkaConnection
+    broker: Broker
 
     @property
     def api_version(self) -> int:
@@ -58,7 +58,7 @@ class _Slot:
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, broker: "Broker", listener_name: str) -> None:
+    def __init__(self, broker: Broker, listener_name: str) -> None:
         self.broker = broker
         self.listener_name = listener_name
         self.router = broker.router
@@ -135,8 +135,11 @@ class KafkaConnection(asyncio.Protocol):
         reading pauses). Owed = queued.max.requests responses, a full transport buffer, or a
         sendfile response still going out with another answer already waiting behind it; so a
         client that never reads holds a bounded amount of broker memory."""
-        return (self._write_paused or len(self._slots) >= self._max_queued
-                or (self._stream is not None and bool(self._slots)))
+        return (
+            self._write_paused
+            or len(self._slots) >= self._max_queued
+            or (self._stream is not None and bool(self._slots))
+        )
 
     def _dispatch_held(self) -> None:
         held = self._held
@@ -197,8 +200,9 @@ class KafkaConnection(asyncio.Protocol):
         try:
             body = route.encode(result, header.api_version)
         except Exception:  # a response that cannot be encoded closes this connection only
-            log.exception("cannot encode the answer to api %d v%d; closing %s", header.api_key,
-                          header.api_version, self.peer)
+            log.exception(
+                "cannot encode the answer to api %d v%d; closing %s", header.api_key, header.api_version, self.peer
+            )
             self.close_with("response encoding error")
             slot.chunks, slot.done = [], True
             return
@@ -277,8 +281,9 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.writelines(out)
             if not (slots and slots[0].done):
                 return
-            stream = FileStream(self.transport, asyncio.get_running_loop(), self._sock_fd,
-                                slots.popleft().chunks, self._stream_done)  # type: ignore[arg-type]  # done: chunks set
+            chunks = slots.popleft().chunks
+            assert chunks is not None  # a done slot has its chunks
+            stream = FileStream(self.transport, asyncio.get_running_loop(), self._sock_fd, chunks, self._stream_done)
             try:
                 if stream.start():
                     continue  # written at once

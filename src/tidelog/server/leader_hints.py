@@ -26,6 +26,9 @@ class LeaderHints:
     def node_endpoints(self) -> bytes | None:
         if not self.leaders:
             return None
-        nodes = [(b["node_id"], b["host"], b["port"], b["rack"]) for b in self.cluster.brokers(self.listener)
-                 if b["node_id"] in self.leaders]
+        nodes = [
+            (b["node_id"], b["host"], b["port"], b["rack"])
+            for b in self.cluster.brokers(self.listener)
+            if b["node_id"] in self.leaders
+        ]
         return H.node_endpoints(nodes) if nodes else None

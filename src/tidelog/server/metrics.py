@@ -26,7 +26,8 @@ import bisect
 import logging
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Sized
+from collections.abc import Iterable, Sized
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -36,16 +37,33 @@ from ..wire.apis import ApiKey
 from .router import NO_RESPONSE
 
 if TYPE_CHECKING:
-    from ..groups import GroupCoordinator
-    from ..txn.service import TxnService
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
     from ..core.topics import TopicRegistry
+    from ..groups import GroupCoordinator
+    from ..txn.service import TxnService
 
 log = logging.getLogger("tidelog.metrics")
 
-LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                   1.0, 2.5, 5.0, 10.0, 30.0)
+LATENCY_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
 _I32 = struct.Struct(">i")
 _LENGTH_MAGIC = struct.Struct(">i4xb")  # batchLength, (leader epoch), magic
 _BATCH_MIN = 61  # a v2 batch header
@@ -122,8 +140,16 @@ class Metrics:
     records per topic from batch headers) and gauges read at scrape time from the parts the
     composition root gives it."""
 
-    def __init__(self, config: "BrokerConfig", topics: "TopicRegistry", partitions: "Partitions",
-                 groups: "GroupCoordinator", txn: "TxnService", connections: Sized, cluster: Any) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicRegistry,
+        partitions: Partitions,
+        groups: GroupCoordinator,
+        txn: TxnService,
+        connections: Sized,
+        cluster: Any,
+    ) -> None:
         """`cluster`: the cluster view (replication gauges when it is a cluster member)."""
         self.topic_registry = topics
         self.partitions = partitions
@@ -146,9 +172,8 @@ class Metrics:
             return
         host, _, port = self.listener.rpartition(":")
         if host.startswith("http://"):
-            host = host[len("http://"):]
-        self.server = await asyncio.start_server(self._serve, host.strip("[]") or None, int(port),
-                                                 reuse_address=True)
+            host = host[len("http://") :]
+        self.server = await asyncio.start_server(self._serve, host.strip("[]") or None, int(port), reuse_address=True)
         self.bound = self.server.sockets[0].getsockname()[:2]
         log.info("metrics on http://%s:%d/metrics", *self.bound)
 
@@ -157,7 +182,7 @@ class Metrics:
             self.server.close()
             try:
                 await asyncio.wait_for(self.server.wait_closed(), 2)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            except (TimeoutError, Exception):  # noqa: BLE001
                 pass
             self.server = None
 
@@ -248,10 +273,13 @@ class Metrics:
                 status, ctype, body = "404 Not Found", "text/plain", b"not found: try /metrics\n"
             else:
                 status, ctype, body = "200 OK", CONTENT_TYPE_LATEST, self.render()
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                         f"Connection: close\r\n\r\n".encode() + (body if method != "HEAD" else b""))
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                f"Connection: close\r\n\r\n".encode()
+                + (body if method != "HEAD" else b"")
+            )
             await writer.drain()
-        except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, ValueError):
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, ValueError):
             pass
         except Exception:
             log.exception("metrics scrape failed")
@@ -269,8 +297,14 @@ class BrokerCollector:
         conns = GaugeMetricFamily("tidelog_connections", "Open client connections")
         conns.add_metric([], len(self.metrics.connections))
         yield conns
-        for section in (self._requests, self._topics, self._partitions, self._groups, self._transactions,
-                        self._replication):
+        for section in (
+            self._requests,
+            self._topics,
+            self._partitions,
+            self._groups,
+            self._transactions,
+            self._replication,
+        ):
             try:
                 families = list(section())  # a section that fails is left out, the others still served
             except Exception:
@@ -280,8 +314,9 @@ class BrokerCollector:
 
     def _requests(self):
         s = self.metrics.requests
-        h = HistogramMetricFamily("tidelog_request_latency_seconds",
-                                  "Time from handler call to response ready, per API", labels=["api"])
+        h = HistogramMetricFamily(
+            "tidelog_request_latency_seconds", "Time from handler call to response ready, per API", labels=["api"]
+        )
         for key in sorted(s.buckets):
             if not any(s.buckets[key]):
                 continue
@@ -294,9 +329,11 @@ class BrokerCollector:
 
     def _topics(self):
         t = self.metrics.topics
-        for name, data, doc in (("tidelog_topic_bytes_in", t.bytes_in, "Record bytes appended by Produce"),
-                                ("tidelog_topic_messages_in", t.messages_in, "Records appended by Produce"),
-                                ("tidelog_topic_bytes_out", t.bytes_out, "Record bytes returned by Fetch")):
+        for name, data, doc in (
+            ("tidelog_topic_bytes_in", t.bytes_in, "Record bytes appended by Produce"),
+            ("tidelog_topic_messages_in", t.messages_in, "Records appended by Produce"),
+            ("tidelog_topic_bytes_out", t.bytes_out, "Record bytes returned by Fetch"),
+        ):
             c = CounterMetricFamily(name, doc, labels=["topic"])
             for topic, v in sorted(data.items()):
                 c.add_metric([topic], v)
@@ -304,15 +341,18 @@ class BrokerCollector:
 
     def _partitions(self):
         fams = {
-            "size": GaugeMetricFamily("tidelog_log_size_bytes", "Bytes of a partition's segments",
-                                      labels=["topic", "partition"]),
-            "segments": GaugeMetricFamily("tidelog_log_segments", "Segments of a partition",
-                                          labels=["topic", "partition"]),
+            "size": GaugeMetricFamily(
+                "tidelog_log_size_bytes", "Bytes of a partition's segments", labels=["topic", "partition"]
+            ),
+            "segments": GaugeMetricFamily(
+                "tidelog_log_segments", "Segments of a partition", labels=["topic", "partition"]
+            ),
             "start": GaugeMetricFamily("tidelog_log_start_offset", "Log start offset", labels=["topic", "partition"]),
             "end": GaugeMetricFamily("tidelog_log_end_offset", "Log end offset", labels=["topic", "partition"]),
             "hw": GaugeMetricFamily("tidelog_high_watermark", "High watermark", labels=["topic", "partition"]),
-            "lso": GaugeMetricFamily("tidelog_last_stable_offset", "Last stable offset (LSO)",
-                                     labels=["topic", "partition"]),
+            "lso": GaugeMetricFamily(
+                "tidelog_last_stable_offset", "Last stable offset (LSO)", labels=["topic", "partition"]
+            ),
         }
         partitions = self.metrics.partitions
         if partitions is not None:
@@ -333,14 +373,19 @@ class BrokerCollector:
         if not cluster.clustered:
             return
         manager = cluster.replicas
-        under = GaugeMetricFamily("tidelog_under_replicated_partitions",
-                                  "Partitions led here whose ISR is smaller than their replica set")
+        under = GaugeMetricFamily(
+            "tidelog_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set"
+        )
         under.add_metric([], manager.under_replicated())
         yield under
         offline = GaugeMetricFamily("tidelog_offline_partitions", "Partitions without a live leader (controller only)")
         if cluster.controller.active:
-            offline.add_metric([], sum(1 for st in cluster.cache.states.values()
-                                       if st.leader < 0 or st.leader not in cluster.cache.brokers))
+            offline.add_metric(
+                [],
+                sum(
+                    1 for st in cluster.cache.states.values() if st.leader < 0 or st.leader not in cluster.cache.brokers
+                ),
+            )
         yield offline
         shrinks = CounterMetricFamily("tidelog_isr_shrinks", "ISR shrinks written by this broker as leader")
         shrinks.add_metric([], manager.isr_shrinks)
@@ -348,8 +393,11 @@ class BrokerCollector:
         expands = CounterMetricFamily("tidelog_isr_expands", "ISR expansions written by this broker as leader")
         expands.add_metric([], manager.isr_expands)
         yield expands
-        lag = GaugeMetricFamily("tidelog_follower_lag", "Leader's log end offset minus a follower's",
-                                labels=["topic", "partition", "follower"])
+        lag = GaugeMetricFamily(
+            "tidelog_follower_lag",
+            "Leader's log end offset minus a follower's",
+            labels=["topic", "partition", "follower"],
+        )
         for (t, p), r in sorted(manager.replicas.items()):
             if r.role == "leader":
                 leo = r.plog.log_end_offset
@@ -358,11 +406,11 @@ class BrokerCollector:
         yield lag
 
     def _groups(self):
-        states = GaugeMetricFamily("tidelog_group_state", "1 for the state each group is in",
-                                   labels=["group", "state"])
+        states = GaugeMetricFamily("tidelog_group_state", "1 for the state each group is in", labels=["group", "state"])
         members = GaugeMetricFamily("tidelog_group_members", "Members of a group", labels=["group"])
-        lag = GaugeMetricFamily("tidelog_group_lag", "High watermark minus the committed offset",
-                                labels=["group", "topic", "partition"])
+        lag = GaugeMetricFamily(
+            "tidelog_group_lag", "High watermark minus the committed offset", labels=["group", "topic", "partition"]
+        )
         coord = self.metrics.groups
         partitions = self.metrics.partitions
         if coord is not None and getattr(coord, "loaded", False):
@@ -382,7 +430,9 @@ class BrokerCollector:
 
     def _transactions(self):
         pids = GaugeMetricFamily("tidelog_producer_ids", "Live producer ids (idempotent or transactional)")
-        tids = GaugeMetricFamily("tidelog_transactional_ids", "Transactional ids with a transaction ongoing or completing")
+        tids = GaugeMetricFamily(
+            "tidelog_transactional_ids", "Transactional ids with a transaction ongoing or completing"
+        )
         n_pids, n_tids = txn_counts(self.metrics.txn)
         pids.add_metric([], n_pids)
         tids.add_metric([], n_tids)

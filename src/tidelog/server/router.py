@@ -8,8 +8,9 @@ response (plain data or a typed response), an awaitable of one, or `NO_RESPONSE`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..wire import control
 
@@ -45,21 +46,23 @@ def control_route(api_key: int, min_version: int, max_version: int, handle) -> R
         max_version,
         handle,
         decode=lambda frame, offset, version: control.decode_request(
-            api_key, version, frame if type(frame) is bytes else bytes(frame), offset),
+            api_key, version, frame if type(frame) is bytes else bytes(frame), offset
+        ),
         encode=lambda data, version: control.encode_response(api_key, version, data),
         is_flexible=lambda version: bool(control.flexible(api_key, version)),
         control=True,
     )
 
 
-def missing_schemas(router: "Router") -> list[tuple[int, int]]:
+def missing_schemas(router: Router) -> list[tuple[int, int]]:
     """(api_key, version) pairs routed through kio with no schema (must be empty)."""
     missing = []
     for r in router.routes.values():
         if not r.control:
             continue
-        missing += [(r.api_key, v) for v in range(r.min_version, r.max_version + 1)
-                    if control.flexible(r.api_key, v) is None]
+        missing += [
+            (r.api_key, v) for v in range(r.min_version, r.max_version + 1) if control.flexible(r.api_key, v) is None
+        ]
     return missing
 
 

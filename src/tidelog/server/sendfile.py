@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from ..log.segment import FileSlice
 

@@ -28,28 +28,46 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-dirs", required=True, help="the broker's log.dirs (comma-separated)")
     p.add_argument("--warehouse", required=True, help="directory of the Spark tables and the manifest")
     p.add_argument("--topics", nargs="+", help="topics to export (default: every topic on disk)")
-    p.add_argument("--compact-topics", nargs="+", default=[],
-                   help="also build <topic>_latest for these (besides cleanup.policy=compact topics)")
+    p.add_argument(
+        "--compact-topics",
+        nargs="+",
+        default=[],
+        help="also build <topic>_latest for these (besides cleanup.policy=compact topics)",
+    )
     p.add_argument("--master", default=d.master, help=f"Spark master URL (default {d.master})")
     p.add_argument("--driver-memory", default=d.driver_memory, help=f"default {d.driver_memory}")
-    p.add_argument("--shuffle-partitions", type=int, default=d.shuffle_partitions,
-                   help=f"spark.sql.shuffle.partitions (default {d.shuffle_partitions})")
+    p.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=d.shuffle_partitions,
+        help=f"spark.sql.shuffle.partitions (default {d.shuffle_partitions})",
+    )
     p.add_argument("--jvm-flags", default=d.jvm_flags, help=f"driver/executor JVM options (default {d.jvm_flags!r})")
     p.add_argument("--hive", action="store_true", help="use the Hive catalog (embedded Derby in the warehouse)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting")
-    p.add_argument("--max-partition-bytes", type=int, default=128 << 20,
-                   help="read consecutive small segments in one Spark task up to this many bytes (default 128 MiB)")
-    p.add_argument("--table-format", choices=("parquet", "delta"),
-                   help="parquet (the default for a new warehouse: needs no download) or delta (Delta Lake: "
-                        "one commit per run, readers never see part of a run; its jars come from Maven "
-                        "Central). A warehouse keeps the format of its first run")
-    p.add_argument("--rewrite-min-files", type=int, default=8,
-                   help="rewrite a table partition once it holds this many small files (default 8)")
+    p.add_argument(
+        "--max-partition-bytes",
+        type=int,
+        default=128 << 20,
+        help="read consecutive small segments in one Spark task up to this many bytes (default 128 MiB)",
+    )
+    p.add_argument(
+        "--table-format",
+        choices=("parquet", "delta"),
+        help="parquet (the default for a new warehouse: needs no download) or delta (Delta Lake: "
+        "one commit per run, readers never see part of a run; its jars come from Maven "
+        "Central). A warehouse keeps the format of its first run",
+    )
+    p.add_argument(
+        "--rewrite-min-files",
+        type=int,
+        default=8,
+        help="rewrite a table partition once it holds this many small files (default 8)",
+    )
 
 
 def cmd_export(args) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         import pyspark  # noqa: F401
@@ -70,9 +88,15 @@ def cmd_export(args) -> int:
     except TableFormatError as e:
         print(f"tidelog export: {e}", file=sys.stderr)
         return 2
-    settings = SparkSettings(master=args.master, driver_memory=args.driver_memory,
-                             shuffle_partitions=args.shuffle_partitions, jvm_flags=args.jvm_flags,
-                             hive=args.hive, table_format=table_format, extra=extra)
+    settings = SparkSettings(
+        master=args.master,
+        driver_memory=args.driver_memory,
+        shuffle_partitions=args.shuffle_partitions,
+        jvm_flags=args.jvm_flags,
+        hive=args.hive,
+        table_format=table_format,
+        extra=extra,
+    )
     try:
         spark = build_session(args.warehouse, settings)
     except DeltaUnavailable as e:

@@ -50,7 +50,8 @@ class Columns:
         headers = pa.ListArray.from_arrays(
             pa.array(self.h_offsets, pa.int32()),
             pa.StructArray.from_arrays(
-                [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())], fields=list(header_type.value_type)
+                [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
+                fields=list(header_type.value_type),
             ),
             type=header_type,
         )

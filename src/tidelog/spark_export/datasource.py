@@ -36,12 +36,12 @@ Internal options used by the export job: `offsets` (JSON {"<partition>": [start,
 
 from __future__ import annotations
 
-import os
-import sys
-
 import datetime as _dt
 import json
-from typing import Any, Iterator
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -65,8 +65,13 @@ SCHEMA = (
 )
 
 
-def export_options(topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int],
-                   max_partition_bytes: int, min_partitions: int) -> dict[str, str]:
+def export_options(
+    topic: str,
+    offsets: dict[int, tuple[int, int]],
+    scan_from: dict[int, int],
+    max_partition_bytes: int,
+    min_partitions: int,
+) -> dict[str, str]:
     """The options the export job reads a topic's range with (the internal `offsets`, `scanFrom`)."""
     return {
         "topic": topic,
@@ -104,7 +109,7 @@ class TidelogDataSource(DataSource):
     def schema(self) -> str:
         return SCHEMA
 
-    def reader(self, schema) -> "TidelogReader":
+    def reader(self, schema) -> TidelogReader:
         return TidelogReader(dict(self.options))
 
 
@@ -117,8 +122,8 @@ def _ms_floor(v) -> int:
     """Milliseconds since the epoch of a pushed-down timestamp literal, rounded down."""
     if isinstance(v, _dt.datetime):
         if v.tzinfo is None:
-            v = v.replace(tzinfo=_dt.timezone.utc)
-        delta = v - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+            v = v.replace(tzinfo=_dt.UTC)
+        delta = v - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
         micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
         return micros // 1000
     raise TypeError(v)
@@ -161,7 +166,9 @@ class TidelogReader(DataSourceReader):
         self.scan_from = {int(k): int(v) for k, v in json.loads(o.get("scanfrom") or "{}").items()}
         self.isolation = (o.get("isolationlevel") or seg.READ_COMMITTED).lower()
         if self.isolation not in (seg.READ_COMMITTED, seg.READ_UNCOMMITTED):
-            raise ValueError(f"tidelog: isolationLevel must be read_committed or read_uncommitted, not {self.isolation!r}")
+            raise ValueError(
+                f"tidelog: isolationLevel must be read_committed or read_uncommitted, not {self.isolation!r}"
+            )
         self.include_active = (o.get("includeactivesegment") or "false").lower() == "true"
         self.rows_per_batch = int(o.get("rowsperbatch") or 65536)
         self.push = (o.get("pushfilters") or "true").lower() == "true"
@@ -233,17 +240,28 @@ class TidelogReader(DataSourceReader):
             if partition in self.per_partition:
                 p_lo, p_hi = self.per_partition[partition]
                 lo, hi = max(lo, int(p_lo)), min(hi, int(p_hi))
-            out.append(seg.plan_partition(
-                self.topic, partition, pdir, lo, hi, isolation=self.isolation,
-                scan_from=self.scan_from.get(partition), include_active=self.include_active,
-                start_timestamp=self.times.lo, end_timestamp=self.times.hi,
-                log_start_offset=starts.get((self.topic, partition)),
-            ))
+            out.append(
+                seg.plan_partition(
+                    self.topic,
+                    partition,
+                    pdir,
+                    lo,
+                    hi,
+                    isolation=self.isolation,
+                    scan_from=self.scan_from.get(partition),
+                    include_active=self.include_active,
+                    start_timestamp=self.times.lo,
+                    end_timestamp=self.times.hi,
+                    log_start_offset=starts.get((self.topic, partition)),
+                )
+            )
         return out
 
     def partitions(self):
         tasks = [t for plan in self.plans() for t in plan.tasks]
-        return [InputPartition(g) for g in seg.pack_tasks(tasks, self.max_partition_bytes, self.min_partitions)] or [InputPartition([])]
+        return [InputPartition(g) for g in seg.pack_tasks(tasks, self.max_partition_bytes, self.min_partitions)] or [
+            InputPartition([])
+        ]
 
     def read(self, partition: InputPartition) -> Iterator:
         for task in partition.value:

@@ -48,13 +48,17 @@ def spark_line(version: str | None = None) -> str:
     if line not in SPARK_LINES:
         raise DeltaUnavailable(
             f"Delta Lake {DELTA_VERSION} supports Spark {', '.join(SPARK_LINES)}, not {version}: "
-            "install pyspark<4.3 (tidelog[spark] does) or use --table-format parquet")
+            "install pyspark<4.3 (tidelog[spark] does) or use --table-format parquet"
+        )
     return line
 
 
 def coordinates(version: str | None = None) -> list[str]:
     """Maven coordinates of the two jars Delta needs beside Spark."""
-    return [f"io.delta:delta-spark_{spark_line(version)}_2.13:{DELTA_VERSION}", f"io.delta:delta-storage:{DELTA_VERSION}"]
+    return [
+        f"io.delta:delta-spark_{spark_line(version)}_2.13:{DELTA_VERSION}",
+        f"io.delta:delta-storage:{DELTA_VERSION}",
+    ]
 
 
 def _m2_path(coordinate: str) -> Path:
@@ -74,8 +78,12 @@ def jars(version: str | None = None) -> list[str] | None:
     if missing and shutil.which("mvn"):
         for c in missing:
             log.info("fetching %s with mvn", c)
-            subprocess.run(["mvn", "-B", "-q", "dependency:get", f"-Dartifact={c}", "-Dtransitive=false"],
-                           check=False, timeout=600, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                ["mvn", "-B", "-q", "dependency:get", f"-Dartifact={c}", "-Dtransitive=false"],
+                check=False,
+                timeout=600,
+                stdout=subprocess.DEVNULL,
+            )
     if all(p.exists() for p in paths):
         return [str(p) for p in paths]
     return None
@@ -109,8 +117,10 @@ class DeltaTables:
 
     def __init__(self, spark) -> None:
         if not is_enabled(spark):
-            raise DeltaUnavailable("this SparkSession has no Delta Lake: build it with "
-                                   "SparkSettings(table_format='delta') (session.build_session)")
+            raise DeltaUnavailable(
+                "this SparkSession has no Delta Lake: build it with "
+                "SparkSettings(table_format='delta') (session.build_session)"
+            )
         self.spark = spark
 
     def ensure(self, location: Path, columns: str, partitioned_by: str | None = None) -> None:
@@ -124,8 +134,11 @@ class DeltaTables:
         """The history entry (version, operation, metrics) of `run_id`'s commit, if the table has it."""
         if not (location / "_delta_log").exists():
             return None
-        rows = self.spark.sql(f"DESCRIBE HISTORY {_path(location)} LIMIT 100").select(
-            "version", "operation", "operationMetrics", "userMetadata").collect()
+        rows = (
+            self.spark.sql(f"DESCRIBE HISTORY {_path(location)} LIMIT 100")
+            .select("version", "operation", "operationMetrics", "userMetadata")
+            .collect()
+        )
         for r in rows:
             if r.userMetadata == run_id:
                 return {"version": r.version, "operation": r.operation, "metrics": dict(r.operationMetrics or {})}
@@ -133,18 +146,25 @@ class DeltaTables:
 
     def append(self, df, location: Path, run_id: str, serial: int) -> None:
         """One commit appending `df`, skipped by Delta if the table already holds `serial`."""
-        (df.write.format("delta").mode("append")
-           .option("txnAppId", APP_ID).option("txnVersion", serial).option("userMetadata", run_id)
-           .save(str(location)))
+        (
+            df.write.format("delta")
+            .mode("append")
+            .option("txnAppId", APP_ID)
+            .option("txnVersion", serial)
+            .option("userMetadata", run_id)
+            .save(str(location))
+        )
 
     def merge_latest(self, latest: Path, newest, run_id: str, serial: int) -> None:
         """One MERGE of the run's newest row per (partition, key), tombstones included (`newest`:
         at most one row per key, as MERGE requires)."""
         view = f"tidelog_merge_{serial}"
         newest.createOrReplaceTempView(view)
-        conf = {"spark.databricks.delta.write.txnAppId": APP_ID,
-                "spark.databricks.delta.write.txnVersion": str(serial),
-                "spark.databricks.delta.commitInfo.userMetadata": run_id}
+        conf = {
+            "spark.databricks.delta.write.txnAppId": APP_ID,
+            "spark.databricks.delta.write.txnVersion": str(serial),
+            "spark.databricks.delta.commitInfo.userMetadata": run_id,
+        }
         for k, v in conf.items():
             self.spark.conf.set(k, v)
         try:
@@ -154,7 +174,8 @@ class DeltaTables:
                 "ON t.partition = s.partition AND t.key = s.key "
                 "WHEN MATCHED AND s.offset > t.offset AND s.value IS NULL THEN DELETE "
                 "WHEN MATCHED AND s.offset > t.offset THEN UPDATE SET * "
-                "WHEN NOT MATCHED AND s.value IS NOT NULL THEN INSERT *")
+                "WHEN NOT MATCHED AND s.value IS NOT NULL THEN INSERT *"
+            )
         finally:
             for k in conf:
                 self.spark.conf.unset(k)

@@ -18,13 +18,23 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import segments as seg
 
-FILE_COLUMNS = ("topic", "offset", "timestamp", "timestamp_type", "key", "value", "headers", "producer_id",
-                "is_transactional")
+FILE_COLUMNS = (
+    "topic",
+    "offset",
+    "timestamp",
+    "timestamp_type",
+    "key",
+    "value",
+    "headers",
+    "producer_id",
+    "is_transactional",
+)
 
 
 # Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of the
@@ -32,13 +42,23 @@ FILE_COLUMNS = ("topic", "offset", "timestamp", "timestamp_type", "key", "value"
 DICTIONARY_COLUMNS = [c for c in FILE_COLUMNS if c != "value"]
 
 
-def task_groups(log_dirs: list[Path], topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int],
-                max_partition_bytes: int, min_partitions: int) -> list[list[seg.SegmentTask]]:
+def task_groups(
+    log_dirs: list[Path],
+    topic: str,
+    offsets: dict[int, tuple[int, int]],
+    scan_from: dict[int, int],
+    max_partition_bytes: int,
+    min_partitions: int,
+) -> list[list[seg.SegmentTask]]:
     """The segment tasks of the export, grouped as the data source groups them into Spark partitions."""
     from .datasource import TidelogReader, export_options
 
-    reader = TidelogReader({"path": ",".join(str(d) for d in log_dirs),
-                            **export_options(topic, offsets, scan_from, max_partition_bytes, min_partitions)})
+    reader = TidelogReader(
+        {
+            "path": ",".join(str(d) for d in log_dirs),
+            **export_options(topic, offsets, scan_from, max_partition_bytes, min_partitions),
+        }
+    )
     return [p.value for p in reader.partitions() if p.value]
 
 
@@ -64,8 +84,13 @@ def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[
                         d = Path(out) / f"date={day.isoformat()}" / f"partition={task.partition}"
                         d.mkdir(parents=True, exist_ok=True)
                         path = d / f"part-{tag}-{uuid.uuid4().hex[:12]}.parquet"
-                        writers[key] = (pq.ParquetWriter(str(path), file_schema, compression="zstd",
-                                                         use_dictionary=DICTIONARY_COLUMNS), path, [0])
+                        writers[key] = (
+                            pq.ParquetWriter(
+                                str(path), file_schema, compression="zstd", use_dictionary=DICTIONARY_COLUMNS
+                            ),
+                            path,
+                            [0],
+                        )
                     w, _path, rows = writers[key]
                     w.write_batch(part)
                     rows[0] += part.num_rows

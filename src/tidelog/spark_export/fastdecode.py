@@ -54,8 +54,27 @@ def _varint(body, p, n):  # pragma: no cover - compiled
     return 0, -1
 
 
-def _walk(body, count, base, first_ts, max_ts, log_append, no_ts, start_off, end_off, check_off, lo, hi,
-          check_ts, out_off, out_ts, k_pos, k_len, v_pos, v_len):  # pragma: no cover - compiled
+def _walk(
+    body,
+    count,
+    base,
+    first_ts,
+    max_ts,
+    log_append,
+    no_ts,
+    start_off,
+    end_off,
+    check_off,
+    lo,
+    hi,
+    check_ts,
+    out_off,
+    out_ts,
+    k_pos,
+    k_len,
+    v_pos,
+    v_len,
+):  # pragma: no cover - compiled
     """One pass over the records: fields of the selected ones into the out arrays; returns
     (status, how many selected)."""
     n = body.shape[0]
@@ -126,7 +145,7 @@ def _gather(body, pos, lens, count):  # pragma: no cover - compiled
     for i in range(count):
         ln = lens[i]
         if ln > 0:
-            out[at:at + ln] = body[pos[i]:pos[i] + ln]
+            out[at : at + ln] = body[pos[i] : pos[i] + ln]
             at += ln
     return out
 
@@ -176,14 +195,25 @@ class FastColumns:
 
     def add_reference(self, c: Columns, ts_type: int, pid: int, txn: bool) -> None:
         """Rows the pure-Python decoder produced (a batch with headers)."""
+
         def lens_data(items: list[bytes | None]) -> tuple[Any, Any]:
             lens = np.array([-1 if x is None else len(x) for x in items], np.int64)
             return lens, np.frombuffer(b"".join(x for x in items if x), np.uint8)
 
         klens, kdata = lens_data(c.keys)
         vlens, vdata = lens_data(c.values)
-        self._add(np.array(c.offsets, np.int64), np.array(c.timestamps, np.int64), klens, kdata, vlens, vdata,
-                  np.diff(np.array(c.h_offsets, np.int64)), ts_type, pid, txn)
+        self._add(
+            np.array(c.offsets, np.int64),
+            np.array(c.timestamps, np.int64),
+            klens,
+            kdata,
+            vlens,
+            vdata,
+            np.diff(np.array(c.h_offsets, np.int64)),
+            ts_type,
+            pid,
+            txn,
+        )
         self.h_keys.extend(c.h_keys)
         self.h_values.extend(c.h_values)
 
@@ -209,8 +239,10 @@ class FastColumns:
         header_type = schema.field("headers").type
         headers = pa.ListArray.from_arrays(
             pa.array(h_offsets, pa.int32()),
-            pa.StructArray.from_arrays([pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
-                                       fields=list(header_type.value_type)),
+            pa.StructArray.from_arrays(
+                [pa.array(self.h_keys, pa.string()), pa.array(self.h_values, pa.binary())],
+                fields=list(header_type.value_type),
+            ),
             type=header_type,
         )
         ts = cat(self.timestamps, np.int64) * 1000
@@ -231,12 +263,21 @@ class FastColumns:
         )
 
 
-def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_offset: int, end_offset: int,
-                      t_lo: int | None, t_hi: int | None) -> None:
+def append_batch_fast(
+    cols: FastColumns,
+    buf,
+    pos: int,
+    header: tuple,
+    start_offset: int,
+    end_offset: int,
+    t_lo: int | None,
+    t_hi: int | None,
+) -> None:
     """`columns.append_batch` into FastColumns, through the compiled walk."""
     body = batch_body(buf, pos, header)
     base, first_ts, max_ts, log_append, no_ts, pid, txn, ts_type, check_off, check_ts, count = batch_fields(
-        header, start_offset, end_offset, t_lo, t_hi)
+        header, start_offset, end_offset, t_lo, t_hi
+    )
     arr = np.frombuffer(body, np.uint8)
     out_off = np.empty(count, np.int64)
     out_ts = np.empty(count, np.int64)
@@ -246,9 +287,27 @@ def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_off
     v_len = np.empty(count, np.int64)
     # int64 bounds for the compiled walk: "unbounded above" is the largest int64 (the reference's
     # 2**63 does not fit), which no record's timestamp can reach (it would be excluded, as there).
-    status, sel = _walk(arr, count, base, first_ts, max_ts, log_append, no_ts, start_offset, end_offset, check_off,
-                        t_lo if t_lo is not None else -(1 << 63), t_hi if t_hi is not None else (1 << 63) - 1,
-                        check_ts, out_off, out_ts, k_pos, k_len, v_pos, v_len)
+    status, sel = _walk(
+        arr,
+        count,
+        base,
+        first_ts,
+        max_ts,
+        log_append,
+        no_ts,
+        start_offset,
+        end_offset,
+        check_off,
+        t_lo if t_lo is not None else -(1 << 63),
+        t_hi if t_hi is not None else (1 << 63) - 1,
+        check_ts,
+        out_off,
+        out_ts,
+        k_pos,
+        k_len,
+        v_pos,
+        v_len,
+    )
     if status == CORRUPT:
         raise CorruptRecordError("malformed record")
     if status == HAS_HEADERS:
@@ -256,8 +315,18 @@ def append_batch_fast(cols: FastColumns, buf, pos: int, header: tuple, start_off
         append_batch(ref, buf, pos, header, start_offset, end_offset, t_lo, t_hi)
         cols.add_reference(ref, ts_type, pid, txn)
         return
-    cols._add(out_off[:sel], out_ts[:sel], k_len[:sel], _gather(arr, k_pos, k_len, sel), v_len[:sel],
-              _gather(arr, v_pos, v_len, sel), np.zeros(sel, np.int64), ts_type, pid, txn)
+    cols._add(
+        out_off[:sel],
+        out_ts[:sel],
+        k_len[:sel],
+        _gather(arr, k_pos, k_len, sel),
+        v_len[:sel],
+        _gather(arr, v_pos, v_len, sel),
+        np.zeros(sel, np.int64),
+        ts_type,
+        pid,
+        txn,
+    )
 
 
 def warm() -> None:

@@ -9,10 +9,10 @@ One run:
    reported as gaps;
 3. `manifest.begin` with the state the run will commit;
 4. per topic, one Spark job reads the range through the `tidelog` data source (a task per
-   segment, small segments a few per task) and writes Parquet into the run's staging
-   directory, partitioned by `date` (UTC day of the timestamp) and `partition`; for compacted topics the previous `_latest` version and
-   the new rows are reduced to the latest value per (partition, key), tombstones dropped, into a
-   new version directory `<topic>_latest/v-<run id>/`;
+   segment, small segments a few per task) and writes Parquet into the run's staging directory,
+   partitioned by `date` (UTC day of the timestamp) and `partition`; for compacted topics the
+   previous `_latest` version and the new rows are reduced to the latest value per (partition, key),
+   tombstones dropped, into a new version directory `<topic>_latest/v-<run id>/`;
 5. publish: staged files are moved into the table directories under names that carry the run
    id (`part-<run id>-<n>.parquet`); small files of earlier runs are rewritten into one file per
    table partition the same way;
@@ -142,8 +142,9 @@ class ExportJob:
         started = time.monotonic()
         from .fastdecode import DECODER
 
-        log.info("export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba"
-                 else "pure-Python")
+        log.info(
+            "export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba" else "pure-Python"
+        )
         manifest = Manifest.load(self.o.warehouse)
         manifest.table_format = manifest.resolve_format(self.o.table_format)
         delta = manifest.table_format == "delta"
@@ -159,7 +160,9 @@ class ExportJob:
         plans = [self._plan(manifest, t) for t in self._topics()]
         for p in plans:
             for partition, lo, hi in p.summary.gaps:
-                log.warning("%s-%d: offsets [%d, %d) were deleted by retention before export", p.topic, partition, lo, hi)
+                log.warning(
+                    "%s-%d: offsets [%d, %d) were deleted by retention before export", p.topic, partition, lo, hi
+                )
         work = [p for p in plans if p.has_data]
         if not work:
             if any(p.summary.gaps for p in plans):  # nothing to export, but record the gaps seen
@@ -179,8 +182,9 @@ class ExportJob:
             assert manifest.pending is not None
             for p in work:
                 t0 = time.monotonic()
-                self._deliver_delta(p.topic, p.state, p.offsets, p.scan_from, p.tasks, run_id,
-                                    manifest.pending.serial, p.summary)
+                self._deliver_delta(
+                    p.topic, p.state, p.offsets, p.scan_from, p.tasks, run_id, manifest.pending.serial, p.summary
+                )
                 p.summary.seconds = time.monotonic() - t0
             manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
             self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
@@ -223,9 +227,17 @@ class ExportJob:
 
     # -- Delta tables -------------------------------------------------------------------------
 
-    def _deliver_delta(self, topic: str, state: TopicState, offsets: dict[int, tuple[int, int]],
-                       scan_from: dict[int, int], tasks: int, run_id: str, serial: int,
-                       summary: TopicSummary) -> None:
+    def _deliver_delta(
+        self,
+        topic: str,
+        state: TopicState,
+        offsets: dict[int, tuple[int, int]],
+        scan_from: dict[int, int],
+        tasks: int,
+        run_id: str,
+        serial: int,
+        summary: TopicSummary,
+    ) -> None:
         """The run's commits for one topic: the append, then the MERGE into `_latest`. Each is
         skipped when its table already holds the run's commit, so a crashed run is completed by
         running this again with the same run id, serial and offsets."""
@@ -246,9 +258,13 @@ class ExportJob:
         if state.compacted:
             latest = self._latest_root(topic)
             if d.commit_of(latest, run_id) is None:
-                mine = functools.reduce(operator.or_, (
-                    (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
-                    for partition, (lo, hi) in offsets.items()))  # never empty: a run has data
+                mine = functools.reduce(
+                    operator.or_,
+                    (
+                        (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
+                        for partition, (lo, hi) in offsets.items()
+                    ),
+                )  # never empty: a run has data
                 rows = self.spark.read.format("delta").load(str(main)).where(mine)
                 d.merge_latest(latest, newest_per_key(rows), run_id, serial)
             self._point("merged")
@@ -271,8 +287,16 @@ class ExportJob:
                     offsets[n] = (lo, ps.next_offset)
             summary = TopicSummary(topic)
             if offsets:
-                self._deliver_delta(topic, state, offsets, {n: lo for n, (lo, _hi) in offsets.items()},
-                                    len(offsets), p.run_id, p.serial, summary)
+                self._deliver_delta(
+                    topic,
+                    state,
+                    offsets,
+                    {n: lo for n, (lo, _hi) in offsets.items()},
+                    len(offsets),
+                    p.run_id,
+                    p.serial,
+                    summary,
+                )
             done[topic] = summary.to_json()
         manifest.commit({"recovered": True, "topics": done})
 
@@ -323,8 +347,14 @@ class ExportJob:
         starts = seg.log_start_offsets(self.o.log_dirs)
         for partition, pdir in seg.partition_dirs(self.o.log_dirs, topic).items():
             ps = state.partitions.setdefault(partition, PartitionState())
-            plan = seg.plan_partition(topic, partition, pdir, ps.next_offset, scan_from=ps.next_offset,
-                                      log_start_offset=starts.get((topic, partition)))
+            plan = seg.plan_partition(
+                topic,
+                partition,
+                pdir,
+                ps.next_offset,
+                scan_from=ps.next_offset,
+                log_start_offset=starts.get((topic, partition)),
+            )
             summary.partitions += 1
             if plan.log_start_offset > ps.next_offset:
                 gap = [ps.next_offset, plan.log_start_offset]
@@ -353,13 +383,16 @@ class ExportJob:
 
     def _stage(self, p: _TopicPlan, staging: Path, old_latest: str | None) -> None:
         main = staging / p.topic / "main"
-        groups = direct.task_groups(self.o.log_dirs, p.topic, p.offsets, p.scan_from, self.o.max_partition_bytes,
-                                    self._parallelism())
+        groups = direct.task_groups(
+            self.o.log_dirs, p.topic, p.offsets, p.scan_from, self.o.max_partition_bytes, self._parallelism()
+        )
         with self.progress.topic(self.spark, p.topic, len(groups)):
             p.summary.rows = direct.write(self.spark, groups, main)
         if p.state.compacted:
             # No file when every record of the range was aborted (or a control record).
-            staged = self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], TABLE_COLUMNS)
+            staged = (
+                self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], TABLE_COLUMNS)
+            )
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
 
     def _source(self, topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int]):
@@ -372,14 +405,26 @@ class ExportJob:
             .load(",".join(str(d) for d in self.o.log_dirs))
         )
         # The UTC day, independent of the session time zone.
-        return df.withColumn("date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int")))
+        return df.withColumn(
+            "date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int"))
+        )
 
     def _stage_latest(self, p: _TopicPlan, staged, new_rows: int, old_latest: str | None) -> int:
         """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""
         from pyspark.sql import functions as F
 
-        cols = ["topic", "partition", "key", "offset", "timestamp", "timestamp_type", "value", "headers",
-                "producer_id", "is_transactional"]
+        cols = [
+            "topic",
+            "partition",
+            "key",
+            "offset",
+            "timestamp",
+            "timestamp_type",
+            "value",
+            "headers",
+            "producer_id",
+            "is_transactional",
+        ]
         new = staged.select(*cols).withColumn("partition", F.col("partition").cast("int"))
         both, bound = new, new_rows
         if old_latest and Path(old_latest).exists():
@@ -419,7 +464,9 @@ class ExportJob:
         candidates: list[Path] = []
         for d in sorted({f.parent for f in table.rglob("*.parquet")}):
             files = [f for f in d.glob("*.parquet") if not f.name.startswith(mine)]
-            if len(files) >= self.o.rewrite_min_files and all(f.stat().st_size < self.o.small_file_bytes for f in files):
+            if len(files) >= self.o.rewrite_min_files and all(
+                f.stat().st_size < self.o.small_file_bytes for f in files
+            ):
                 candidates += files
         if not candidates:
             return []
@@ -427,9 +474,12 @@ class ExportJob:
 
         df = self.spark.read.option("basePath", str(table)).parquet(*[str(f) for f in candidates])
         out = staging / p.topic / "rewrite"
-        (df.repartition(F.col("date"), F.col("partition"))
-           .sortWithinPartitions("offset")
-           .write.partitionBy("date", "partition").parquet(str(out)))
+        (
+            df.repartition(F.col("date"), F.col("partition"))
+            .sortWithinPartitions("offset")
+            .write.partitionBy("date", "partition")
+            .parquet(str(out))
+        )
         self._publish(out, table, run_id, tag="r")
         p.summary.files_rewritten = len(candidates)
         return [str(f) for f in candidates]
@@ -441,8 +491,12 @@ def newest_per_key(df):
     from pyspark.sql import functions as F
 
     w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
-    return (df.where(F.col("key").isNotNull()).withColumn("_rank", F.row_number().over(w))
-            .where(F.col("_rank") == 1).drop("_rank"))
+    return (
+        df.where(F.col("key").isNotNull())
+        .withColumn("_rank", F.row_number().over(w))
+        .where(F.col("_rank") == 1)
+        .drop("_rank")
+    )
 
 
 class ExportRunning(RuntimeError):
@@ -468,8 +522,9 @@ def parquet_rows(root: Path) -> int:
     """Rows in the Parquet files under `root`, from their footers."""
     import pyarrow.parquet as pq
 
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in Path(root).rglob("*.parquet")
-               if not f.name.startswith((".", "_")))
+    return sum(
+        pq.ParquetFile(f).metadata.num_rows for f in Path(root).rglob("*.parquet") if not f.name.startswith((".", "_"))
+    )
 
 
 def _remove(path: str | Path) -> None:

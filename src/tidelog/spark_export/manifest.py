@@ -51,7 +51,7 @@ class PartitionState:
         return {"next_offset": self.next_offset, "segments": list(self.segments), "gaps": [list(g) for g in self.gaps]}
 
     @classmethod
-    def from_json(cls, d: dict) -> "PartitionState":
+    def from_json(cls, d: dict) -> PartitionState:
         return cls(int(d["next_offset"]), list(d.get("segments", [])), [list(g) for g in d.get("gaps", [])])
 
 
@@ -69,7 +69,7 @@ class TopicState:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "TopicState":
+    def from_json(cls, d: dict) -> TopicState:
         return cls(
             {int(p): PartitionState.from_json(s) for p, s in d.get("partitions", {}).items()},
             bool(d.get("compacted", False)),
@@ -86,13 +86,23 @@ class PendingRun:
     serial: int = 0
 
     def to_json(self) -> dict:
-        return {"run_id": self.run_id, "serial": self.serial, "phase": self.phase, "replaced": list(self.replaced),
-                "topics": {t: s.to_json() for t, s in self.topics.items()}}
+        return {
+            "run_id": self.run_id,
+            "serial": self.serial,
+            "phase": self.phase,
+            "replaced": list(self.replaced),
+            "topics": {t: s.to_json() for t, s in self.topics.items()},
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "PendingRun":
-        return cls(d["run_id"], d["phase"], {t: TopicState.from_json(s) for t, s in d["topics"].items()},
-                   list(d.get("replaced", [])), int(d.get("serial", 0)))
+    def from_json(cls, d: dict) -> PendingRun:
+        return cls(
+            d["run_id"],
+            d["phase"],
+            {t: TopicState.from_json(s) for t, s in d["topics"].items()},
+            list(d.get("replaced", [])),
+            int(d.get("serial", 0)),
+        )
 
 
 FORMATS = ("parquet", "delta")
@@ -124,7 +134,7 @@ class Manifest:
         return self.dir / "staging" / run_id
 
     @classmethod
-    def load(cls, warehouse: str | Path) -> "Manifest":
+    def load(cls, warehouse: str | Path) -> Manifest:
         m = cls(warehouse)
         if m.path.exists():
             doc = json.loads(m.path.read_text())
@@ -158,8 +168,10 @@ class Manifest:
             raise TableFormatError(f"unknown table format {wanted!r} (one of {', '.join(FORMATS)})")
         if self.topics or self.pending:
             if wanted and wanted != self.table_format:
-                raise TableFormatError(f"{self.warehouse} holds {self.table_format} tables; "
-                                       f"a run with --table-format {wanted} needs another warehouse")
+                raise TableFormatError(
+                    f"{self.warehouse} holds {self.table_format} tables; "
+                    f"a run with --table-format {wanted} needs another warehouse"
+                )
             return self.table_format
         return wanted or "parquet"
 

@@ -33,9 +33,15 @@ class TopicSummary:
     seconds: float = 0.0
 
     def to_json(self) -> dict:
-        return {"partitions": self.partitions, "segments": self.segments, "rows": self.rows,
-                "latest_rows": self.latest_rows, "files_rewritten": self.files_rewritten,
-                "gaps": [list(g) for g in self.gaps], "seconds": round(self.seconds, 3)}
+        return {
+            "partitions": self.partitions,
+            "segments": self.segments,
+            "rows": self.rows,
+            "latest_rows": self.latest_rows,
+            "files_rewritten": self.files_rewritten,
+            "gaps": [list(g) for g in self.gaps],
+            "seconds": round(self.seconds, 3),
+        }
 
 
 class Progress:
@@ -44,7 +50,7 @@ class Progress:
         self.tty = self.stream.isatty() if tty is None else tty
         self.interval = interval
 
-    def topic(self, spark, topic: str, total_tasks: int) -> "_TopicProgress":
+    def topic(self, spark, topic: str, total_tasks: int) -> _TopicProgress:
         return _TopicProgress(self, spark, topic, total_tasks)
 
     def line(self, text: str) -> None:
@@ -57,15 +63,25 @@ class Progress:
     def summary(self, run_id: str, topics: list[TopicSummary], elapsed: float) -> str:
         rows = [("topic", "partitions", "segments", "rows", "latest", "rewritten", "gaps", "seconds")]
         for t in topics:
-            rows.append((
-                t.topic, str(t.partitions), str(t.segments), f"{t.rows:,}",
-                "-" if t.latest_rows is None else f"{t.latest_rows:,}", str(t.files_rewritten),
-                ", ".join(f"p{p}:[{a},{b})" for p, a, b in t.gaps) or "-", f"{t.seconds:.1f}",
-            ))
+            rows.append(
+                (
+                    t.topic,
+                    str(t.partitions),
+                    str(t.segments),
+                    f"{t.rows:,}",
+                    "-" if t.latest_rows is None else f"{t.latest_rows:,}",
+                    str(t.files_rewritten),
+                    ", ".join(f"p{p}:[{a},{b})" for p, a, b in t.gaps) or "-",
+                    f"{t.seconds:.1f}",
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-        lines = [f"export run {run_id}: {sum(t.rows for t in topics):,} rows in {elapsed:.1f}s", fmt(rows[0]),
-                 fmt(tuple("-" * w for w in widths))]
+        lines = [
+            f"export run {run_id}: {sum(t.rows for t in topics):,} rows in {elapsed:.1f}s",
+            fmt(rows[0]),
+            fmt(tuple("-" * w for w in widths)),
+        ]
         lines += [fmt(r) for r in rows[1:]]
         text = "\n".join(lines)
         if self.tty:
@@ -88,7 +104,7 @@ class _TopicProgress:
         self._logged_quarter = -1
         self.started = time.monotonic()
 
-    def __enter__(self) -> "_TopicProgress":
+    def __enter__(self) -> _TopicProgress:
         self.spark.sparkContext.setJobGroup(self.group, f"export {self.topic}")
         self._draw(0)
         self._thread = threading.Thread(target=self._poll, name=f"progress-{self.topic}", daemon=True)

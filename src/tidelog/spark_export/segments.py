@@ -34,15 +34,16 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from tidelog.log import records as rb
-from tidelog.spark_export.columns import Columns, append_batch
-from tidelog.spark_export.fastdecode import DECODER, FastColumns, append_batch_fast
 from tidelog.log.txnindex import ENTRY as TXN_ENTRY
 from tidelog.log.txnindex import ENTRY_SIZE as TXN_ENTRY_SIZE
+from tidelog.spark_export.columns import Columns, append_batch
+from tidelog.spark_export.fastdecode import DECODER, FastColumns, append_batch_fast
 
 SEGMENT_SUFFIX = ".log"
 NO_LIMIT = 2**63 - 1
@@ -91,7 +92,7 @@ def partition_dirs(log_dirs: Sequence[str | Path], topic: str) -> dict[int, Path
             name = entry.name
             if not name.startswith(prefix) or not entry.is_dir():
                 continue
-            num = name[len(prefix):]
+            num = name[len(prefix) :]
             if num.isdigit():
                 out[int(num)] = entry
     return dict(sorted(out.items()))
@@ -295,7 +296,9 @@ def plan_partition(
     start = max(start_offset, log_start)
     lso = closed_end
     if isolation == READ_COMMITTED:
-        lso = _last_stable_offset(closed, ends, log_start if scan_from is None else max(scan_from, log_start), closed_end)
+        lso = _last_stable_offset(
+            closed, ends, log_start if scan_from is None else max(scan_from, log_start), closed_end
+        )
     end = min(end_offset, lso)
     aborted_by_seg = [read_aborted(s) for s in closed] if isolation == READ_COMMITTED else [[] for _ in closed]
     tasks = []
@@ -313,8 +316,11 @@ def plan_partition(
             {a for later in aborted_by_seg[i:] for a in later if a[2] >= lo and a[1] < hi},
             key=lambda a: a[1],
         )
-        tasks.append(SegmentTask(topic, partition, seg.path, seg.base_offset, lo, hi, isolation, aborted,
-                                 start_timestamp, end_timestamp))
+        tasks.append(
+            SegmentTask(
+                topic, partition, seg.path, seg.base_offset, lo, hi, isolation, aborted, start_timestamp, end_timestamp
+            )
+        )
     return PartitionPlan(topic, partition, log_start, closed_end, lso, start, max(start, end), tasks, closed)
 
 
@@ -385,18 +391,20 @@ def arrow_schema():
     """The Arrow schema `read_task` yields (Spark's mapping of the data source's schema)."""
     import pyarrow as pa
 
-    return pa.schema([
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("timestamp_type", pa.int32()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("headers", pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))),
-        ("producer_id", pa.int64()),
-        ("is_transactional", pa.bool_()),
-    ])
+    return pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("timestamp_type", pa.int32()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))),
+            ("producer_id", pa.int64()),
+            ("is_transactional", pa.bool_()),
+        ]
+    )
 
 
 def read_task(task: SegmentTask, rows_per_batch: int = 65536) -> Iterator:

@@ -70,8 +70,10 @@ def build_session(warehouse: str | Path, settings: SparkSettings | None = None):
     if s.hive:
         b = (
             b.config("spark.sql.catalogImplementation", "hive")
-            .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                    f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true")
+            .config(
+                "spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true",
+            )
             .config("spark.hadoop.derby.system.home", str(warehouse))
         )
     if s.table_format == "delta":
@@ -125,7 +127,10 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
 
 def ensure_database(spark, warehouse: str | Path) -> None:
     """The `tidelog` database of `warehouse` in this session's catalog."""
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'")
+    spark.sql(
+        f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} "
+        f"LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'"
+    )
 
 
 def _sql_str(v) -> str:
@@ -168,7 +173,9 @@ def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, rep
     from .delta import DeltaTables
 
     d = DeltaTables(spark)
-    tables = [(topic, TABLE_COLUMNS, "date, partition")] + ([(topic + "_latest", LATEST_COLUMNS, None)] if compacted else [])
+    tables = [(topic, TABLE_COLUMNS, "date, partition")] + (
+        [(topic + "_latest", LATEST_COLUMNS, None)] if compacted else []
+    )
     for name, columns, parts in tables:
         if replace:
             spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")

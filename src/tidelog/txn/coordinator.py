@@ -35,8 +35,9 @@ All on the event loop; no locks. Error results are Kafka error codes (ints).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
@@ -56,7 +57,8 @@ from ..wire.errors import (
 )
 from .pids import ProducerIds
 from .records import TxnLogValue, partition_for
-from .state import COMPLETED, PREPARING, TxnState as S, check_transition
+from .state import COMPLETED, PREPARING, check_transition
+from .state import TxnState as S
 
 log = logging.getLogger("tidelog.txn")
 
@@ -71,8 +73,9 @@ class StateStore(Protocol):
 
 
 class MarkerWriter(Protocol):
-    async def write(self, producer_id: int, producer_epoch: int, commit: bool,
-                    partitions: list[TopicPartition]) -> None: ...
+    async def write(
+        self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[TopicPartition]
+    ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -93,17 +96,28 @@ class TxnMetadata:
         for t, p in changes.get("partitions", self.partitions):
             parts.setdefault(t, []).append(p)
         return TxnLogValue(
-            changes.get("producer_id", self.producer_id), changes.get("producer_epoch", self.producer_epoch),
-            changes.get("timeout_ms", self.timeout_ms), changes.get("state", self.state), parts,
-            changes.get("last_update_ms", self.last_update_ms), changes.get("start_ms", self.start_ms),
+            changes.get("producer_id", self.producer_id),
+            changes.get("producer_epoch", self.producer_epoch),
+            changes.get("timeout_ms", self.timeout_ms),
+            changes.get("state", self.state),
+            parts,
+            changes.get("last_update_ms", self.last_update_ms),
+            changes.get("start_ms", self.start_ms),
         )
 
 
 class TxnCoordinator:
-    def __init__(self, store: StateStore, markers: MarkerWriter, pids: ProducerIds, *,
-                 max_timeout_ms: int = 900_000, expiration_ms: int = 604_800_000,
-                 partition_exists: Callable[[str, int], bool] | None = None,
-                 clock: Callable[[], int] = wall_clock_ms) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        markers: MarkerWriter,
+        pids: ProducerIds,
+        *,
+        max_timeout_ms: int = 900_000,
+        expiration_ms: int = 604_800_000,
+        partition_exists: Callable[[str, int], bool] | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
         self.store = store
         self.markers = markers
         self.pids = pids
@@ -160,15 +174,20 @@ class TxnCoordinator:
         committed; its ids get COORDINATOR_LOAD_IN_PROGRESS until `load_partition`."""
         self.loading.add(partition)
 
-    def load_partition(self, partition: int, leader_epoch: int,
-                       entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
+    def load_partition(
+        self, partition: int, leader_epoch: int, entries: Iterable[tuple[str, TxnLogValue | None]]
+    ) -> None:
         assert self.owned is not None
         self.loading.discard(partition)
         before = len(self.txns)
         self.load(entries)
         self.owned[partition] = leader_epoch
-        log.info("__transaction_state-%d: coordinating its transactional ids (epoch %d): %d loaded", partition,
-                 leader_epoch, len(self.txns) - before)
+        log.info(
+            "__transaction_state-%d: coordinating its transactional ids (epoch %d): %d loaded",
+            partition,
+            leader_epoch,
+            len(self.txns) - before,
+        )
 
     def unload_partition(self, partition: int) -> None:
         assert self.owned is not None
@@ -189,14 +208,25 @@ class TxnCoordinator:
         for txn_id, v in latest.items():
             if v is None or v.state == S.DEAD:
                 continue
-            meta = TxnMetadata(txn_id, v.producer_id, v.producer_epoch, v.timeout_ms, v.state,
-                               {(t, p) for t, ps in v.partitions.items() for p in ps}, v.start_ms, v.last_update_ms)
+            meta = TxnMetadata(
+                txn_id,
+                v.producer_id,
+                v.producer_epoch,
+                v.timeout_ms,
+                v.state,
+                {(t, p) for t, ps in v.partitions.items() for p in ps},
+                v.start_ms,
+                v.last_update_ms,
+            )
             self.txns[txn_id] = meta
             self.by_pid[meta.producer_id] = meta
         self.loaded = True
-        log.info("transaction coordinator loaded %d transactional ids (%d ongoing, %d to complete)",
-                 len(self.txns), sum(1 for m in self.txns.values() if m.state == S.ONGOING),
-                 sum(1 for m in self.txns.values() if m.state in PREPARING))
+        log.info(
+            "transaction coordinator loaded %d transactional ids (%d ongoing, %d to complete)",
+            len(self.txns),
+            sum(1 for m in self.txns.values() if m.state == S.ONGOING),
+            sum(1 for m in self.txns.values() if m.state in PREPARING),
+        )
 
     async def resume(self) -> None:
         """Finish the markers of transactions that were in PrepareCommit/PrepareAbort."""
@@ -205,11 +235,16 @@ class TxnCoordinator:
                 try:
                     await self._finish(meta)
                 except LogError as e:  # moved, or too few replicas: the next coordinator resumes
-                    log.info("transactional id %s: completing %s not done yet: %s", meta.transactional_id,
-                             meta.state.kafka_name, e)
+                    log.info(
+                        "transactional id %s: completing %s not done yet: %s",
+                        meta.transactional_id,
+                        meta.state.kafka_name,
+                        e,
+                    )
                 except Exception:
-                    log.exception("transactional id %s: completing %s failed", meta.transactional_id,
-                                  meta.state.kafka_name)
+                    log.exception(
+                        "transactional id %s: completing %s failed", meta.transactional_id, meta.state.kafka_name
+                    )
 
     # ---- state writes -----------------------------------------------------------------------------
     async def _persist(self, meta: TxnMetadata, **changes: Any) -> None:
@@ -261,8 +296,13 @@ class TxnCoordinator:
         check_transition(meta.state, S.PREPARE_EPOCH_FENCE)
         meta.state = S.PREPARE_EPOCH_FENCE
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_EPOCH else meta.producer_epoch
-        log.info("transactional id %s: aborting the ongoing transaction of producer %d (%s); epoch now %d",
-                 meta.transactional_id, meta.producer_id, why, epoch)
+        log.info(
+            "transactional id %s: aborting the ongoing transaction of producer %d (%s); epoch now %d",
+            meta.transactional_id,
+            meta.producer_id,
+            why,
+            epoch,
+        )
         try:
             await self._persist(meta, state=S.PREPARE_ABORT, producer_epoch=epoch, last_producer_epoch=-1)
         except BaseException:
@@ -281,8 +321,9 @@ class TxnCoordinator:
         return NONE, meta
 
     # ---- APIs ------------------------------------------------------------------------------------
-    async def init_producer_id(self, txn_id: str | None, timeout_ms: int, producer_id: int = -1,
-                               epoch: int = -1) -> tuple[int, int, int]:
+    async def init_producer_id(
+        self, txn_id: str | None, timeout_ms: int, producer_id: int = -1, epoch: int = -1
+    ) -> tuple[int, int, int]:
         """(error, producer id, epoch)."""
         if not txn_id:
             return NONE, self.pids.next_id(), 0
@@ -295,8 +336,9 @@ class TxnCoordinator:
                 return e.error_code, -1, -1
             raise
 
-    async def _init_producer_id(self, txn_id: str, timeout_ms: int, producer_id: int,
-                                epoch: int) -> tuple[int, int, int]:
+    async def _init_producer_id(
+        self, txn_id: str, timeout_ms: int, producer_id: int, epoch: int
+    ) -> tuple[int, int, int]:
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return INVALID_TRANSACTION_TIMEOUT, -1, -1
         meta = self.txns.get(txn_id)
@@ -324,13 +366,22 @@ class TxnCoordinator:
             pid, new_epoch, last = self.pids.next_id(), 0, -1
         else:
             pid, new_epoch, last = meta.producer_id, meta.producer_epoch + 1, meta.producer_epoch
-        await self._persist(meta, state=S.EMPTY, producer_id=pid, producer_epoch=new_epoch, timeout_ms=timeout_ms,
-                            partitions=set(), start_ms=-1, last_producer_epoch=last)
+        await self._persist(
+            meta,
+            state=S.EMPTY,
+            producer_id=pid,
+            producer_epoch=new_epoch,
+            timeout_ms=timeout_ms,
+            partitions=set(),
+            start_ms=-1,
+            last_producer_epoch=last,
+        )
         log.info("transactional id %s: producer id %d epoch %d", txn_id, pid, new_epoch)
         return NONE, pid, new_epoch
 
-    async def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    async def add_partitions(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
         def all_(code: int) -> dict[TopicPartition, int]:
             return {tp: code for tp in tps}
 
@@ -413,7 +464,12 @@ class TxnCoordinator:
         now = self.clock() if now is None else now
         n = 0
         for meta in list(self.txns.values()):
-            if meta.state == S.ONGOING and not meta.busy and meta.start_ms >= 0 and now - meta.start_ms > meta.timeout_ms:
+            if (
+                meta.state == S.ONGOING
+                and not meta.busy
+                and meta.start_ms >= 0
+                and now - meta.start_ms > meta.timeout_ms
+            ):
                 try:
                     await self._fence_and_abort(meta, f"transaction.timeout.ms {meta.timeout_ms} expired")
                     n += 1
@@ -439,8 +495,9 @@ class TxnCoordinator:
         return n
 
     # ---- admin -------------------------------------------------------------------------------------
-    def list(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
-             min_duration_ms: int = -1) -> tuple[list[str], list[TxnMetadata]]:
+    def list(
+        self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), min_duration_ms: int = -1
+    ) -> tuple[list[str], list[TxnMetadata]]:
         """(unknown state filters, matching transactions)."""
         wanted, unknown = set(), []
         for name in states:

@@ -22,7 +22,8 @@ Produce: they have no producer state here (`UNTRACKED`).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.clock import wall_clock_ms
@@ -48,7 +49,7 @@ class ProducerStates:
     """Built by the composition root after the partitions (the log engine), before the replica
     fetcher and the transaction coordinator, which both use it."""
 
-    def __init__(self, admin: "TopicAdmin", partitions: "Partitions") -> None:
+    def __init__(self, admin: TopicAdmin, partitions: Partitions) -> None:
         self.partitions = partitions
         self.states: dict[TopicPartition, PartitionProducers] = {}
         self._active_base: dict[TopicPartition, int] = {}
@@ -105,8 +106,16 @@ class ProducerStates:
         return len(pids)
 
     # ---- produce path --------------------------------------------------------------------------
-    def append(self, topic: str, partition: int, plog: PartitionLog, records: bytes | memoryview, now: int,
-               verify: Callable[[int, int], int], issued: Callable[[int], bool]) -> AppendInfo:
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        plog: PartitionLog,
+        records: bytes | memoryview,
+        now: int,
+        verify: Callable[[int, int], int],
+        issued: Callable[[int], bool],
+    ) -> AppendInfo:
         """Produce's append with producer-state checks; same AppendInfo as `plog.append`.
         `verify(producer_id, epoch)`: 0 when a transactional batch of that producer may go to
         this partition now; `issued(producer_id)`: whether that producer id was ever given out."""
@@ -162,8 +171,15 @@ class ProducerStates:
         self._load(plog)
 
     # ---- markers ----------------------------------------------------------------------------------
-    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int = 0) -> tuple[PartitionLog, int] | None:
+    def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> tuple[PartitionLog, int] | None:
         """Append a COMMIT/ABORT marker for the producer, closing its open transaction on the
         partition if it has one: (the log written to, to flush; the marker's offset, to wait
         for its replication), or None when the partition does not exist here.
@@ -182,16 +198,23 @@ class ProducerStates:
         if known is not None and coordinator_epoch < known.coordinator_epoch:
             # a deposed coordinator (its partition has a newer leader epoch) must not end the
             # transaction the new one owns (Kafka's TRANSACTION_COORDINATOR_FENCED)
-            raise LogError(TRANSACTION_COORDINATOR_FENCED,
-                           f"{topic}-{partition}: marker of coordinator epoch {coordinator_epoch} for producer "
-                           f"{producer_id}, which saw epoch {known.coordinator_epoch}")
+            raise LogError(
+                TRANSACTION_COORDINATOR_FENCED,
+                f"{topic}-{partition}: marker of coordinator epoch {coordinator_epoch} for producer "
+                f"{producer_id}, which saw epoch {known.coordinator_epoch}",
+            )
         if known is not None and producer_epoch < known.epoch:
-            raise LogError(INVALID_PRODUCER_EPOCH, f"{topic}-{partition}: marker of producer {producer_id} epoch "
-                                                   f"{producer_epoch}, which is at epoch {known.epoch}")
-        info = plog.append_control(CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch,
-                                   coordinator_epoch)
-        aborted = state.complete_txn(producer_id, producer_epoch, info.first_offset, commit, coordinator_epoch,
-                                     wall_clock_ms())
+            raise LogError(
+                INVALID_PRODUCER_EPOCH,
+                f"{topic}-{partition}: marker of producer {producer_id} epoch "
+                f"{producer_epoch}, which is at epoch {known.epoch}",
+            )
+        info = plog.append_control(
+            CONTROL_COMMIT if commit else CONTROL_ABORT, producer_id, producer_epoch, coordinator_epoch
+        )
+        aborted = state.complete_txn(
+            producer_id, producer_epoch, info.first_offset, commit, coordinator_epoch, wall_clock_ms()
+        )
         if aborted is not None:
             plog.append_aborted_txn(aborted)
         plog.set_first_unstable_offset(state.first_unstable_offset())

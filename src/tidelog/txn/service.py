@@ -17,24 +17,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA
+from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
 from ..log.log import AppendInfo, PartitionLog
-from ..log.records import Record, decode_batches
+from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA, Record, decode_batches
 from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator, ProducerIds
-from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from .producer_states import ProducerStates
 
 if TYPE_CHECKING:
-    from ..groups import GroupCoordinator
     from ..core.admin import TopicAdmin
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
+    from ..groups import GroupCoordinator
 
 log = logging.getLogger("tidelog.txn")
 
@@ -49,7 +49,7 @@ class _StateLog:
 
     READ_BYTES = 1 << 20
 
-    def __init__(self, service: "TxnService", guard: Any = None) -> None:
+    def __init__(self, service: TxnService, guard: Any = None) -> None:
         self.service = service
         self.guard = guard
 
@@ -60,7 +60,9 @@ class _StateLog:
         plog = s.partitions.get(STATE_TOPIC, partition)
         if plog is None:
             raise LogError(15, f"{STATE_TOPIC} is missing")
-        rec = Record(TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), wall_clock_ms())
+        rec = Record(
+            TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), wall_clock_ms()
+        )
         info = plog.append_records([rec])
         await s.partitions.group_commit.flush(plog)
         if self.guard is not None:
@@ -94,11 +96,12 @@ class _StateLog:
 class _Markers:
     """The coordinator's `MarkerWriter`: markers on data partitions, group offsets completed."""
 
-    def __init__(self, service: "TxnService") -> None:
+    def __init__(self, service: TxnService) -> None:
         self.service = service
 
-    async def write(self, producer_id: int, producer_epoch: int, commit: bool,
-                    partitions: Iterable[tuple[str, int]]) -> None:
+    async def write(
+        self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[tuple[str, int]]
+    ) -> None:
         s = self.service
         if s.marker_sender is not None:
             # cluster mode: every marker goes to the partition's leader, the group offsets' ones
@@ -109,8 +112,9 @@ class _Markers:
             epoch = s.coordinator.coordinator_epoch(txn_id) if txn_id is not None else 0
 
             def still_owned() -> bool:  # the sender stops once this broker no longer coordinates it
-                return txn_id is None or (s.coordinator.status(txn_id) == 0
-                                          and s.coordinator.coordinator_epoch(txn_id) == epoch)
+                return txn_id is None or (
+                    s.coordinator.status(txn_id) == 0 and s.coordinator.coordinator_epoch(txn_id) == epoch
+                )
 
             await s.marker_sender(producer_id, producer_epoch, commit, list(partitions), epoch, still_owned)
             return
@@ -141,9 +145,18 @@ class TxnService:
     `__transaction_state`, knows which partitions exist), the partitions (the log engine), the
     group coordinator and the producer state of every partition."""
 
-    def __init__(self, config: "BrokerConfig", admin: "TopicAdmin", partitions: "Partitions",
-                 groups: "GroupCoordinator", producers: ProducerStates, *, pids: ProducerIds | None = None,
-                 marker_sender: MarkerSend | None = None, state_guard: Any = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        admin: TopicAdmin,
+        partitions: Partitions,
+        groups: GroupCoordinator,
+        producers: ProducerStates,
+        *,
+        pids: ProducerIds | None = None,
+        marker_sender: MarkerSend | None = None,
+        state_guard: Any = None,
+    ) -> None:
         """Cluster mode: `pids` hands out producer ids from blocks reserved in etcd (else a local
         allocator); `marker_sender` sends every marker to its partition's leader (a
         WriteTxnMarkers call when that is another broker); `state_guard` (a
@@ -164,7 +177,9 @@ class TxnService:
         self.pids: ProducerIds = pids if pids is not None else ProducerIdAllocator(cfg.log_dirs[0])
         self.state_log = _StateLog(self, state_guard)
         self.coordinator = TxnCoordinator(
-            self.state_log, _Markers(self), self.pids,
+            self.state_log,
+            _Markers(self),
+            self.pids,
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             expiration_ms=cfg["transactional.id.expiration.ms"],
             partition_exists=self._partition_exists,
@@ -196,17 +211,25 @@ class TxnService:
         if self.clustered:
             self.coordinator.start_clustered()
         else:
-            topic = self.admin.ensure_internal(STATE_TOPIC, self.num_partitions, {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
-            })
+            topic = self.admin.ensure_internal(
+                STATE_TOPIC,
+                self.num_partitions,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+                },
+            )
             self.num_partitions = topic.partitions
         self.coordinator.set_num_partitions(self.num_partitions)
         open_txns = self.producers.load_all()
         if not self.clustered:
             self.coordinator.load(self.state_log.read_all())
-        log.info("producer state of %d partitions loaded in %.0f ms (%d open transactions)",
-                 len(self.producers.states), (time.monotonic() - t0) * 1000, open_txns)
+        log.info(
+            "producer state of %d partitions loaded in %.0f ms (%d open transactions)",
+            len(self.producers.states),
+            (time.monotonic() - t0) * 1000,
+            open_txns,
+        )
         self._tasks.append(asyncio.ensure_future(self._abort_loop()))
         self._tasks.append(asyncio.ensure_future(self._expire_loop()))
 
@@ -243,7 +266,9 @@ class TxnService:
                 log.exception("transaction expiry pass failed")
 
     # ---- produce path --------------------------------------------------------------------------
-    def append(self, topic: str, partition: int, plog: "PartitionLog", records: bytes | memoryview, now_ms: int) -> AppendInfo:
+    def append(
+        self, topic: str, partition: int, plog: PartitionLog, records: bytes | memoryview, now_ms: int
+    ) -> AppendInfo:
         """Produce's append: the producer state's, with this coordinator's KIP-890 verification
         (where it holds the producer's transactional id) and its producer-id check."""
         key = (topic, partition)

@@ -17,12 +17,24 @@ import logging
 import os
 from pathlib import Path
 
-from ..log.records import (
-    CONTROL_ABORT, CONTROL_COMMIT, CONTROL_FLAG_MASK, H_ATTRIBUTES, H_BASE_OFFSET, H_BASE_SEQUENCE,
-    H_LAST_OFFSET_DELTA, H_LENGTH, H_MAX_TS, H_PRODUCER_EPOCH, H_PRODUCER_ID, LOG_OVERHEAD,
-    TRANSACTIONAL_FLAG_MASK, decode_records, parse_control_record,
-)
 from ..log.log import PartitionLog
+from ..log.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    CONTROL_FLAG_MASK,
+    H_ATTRIBUTES,
+    H_BASE_OFFSET,
+    H_BASE_SEQUENCE,
+    H_LAST_OFFSET_DELTA,
+    H_LENGTH,
+    H_MAX_TS,
+    H_PRODUCER_EPOCH,
+    H_PRODUCER_ID,
+    LOG_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+    decode_records,
+    parse_control_record,
+)
 from .producers import PartitionProducers
 
 log = logging.getLogger("tidelog.txn")
@@ -96,12 +108,15 @@ def replay(plog: PartitionLog, state: PartitionProducers, offset: int) -> None:
             if attrs & CONTROL_FLAG_MASK:
                 _replay_marker(plog, state, seg.log.pread(pos, LOG_OVERHEAD + f[H_LENGTH]), pid, epoch, base)
             else:
-                state.replay_batch(pid, epoch, f[H_BASE_SEQUENCE], base, last, f[H_MAX_TS],
-                                   bool(attrs & TRANSACTIONAL_FLAG_MASK))
+                state.replay_batch(
+                    pid, epoch, f[H_BASE_SEQUENCE], base, last, f[H_MAX_TS], bool(attrs & TRANSACTIONAL_FLAG_MASK)
+                )
             offset = last + 1
 
 
-def _replay_marker(plog: PartitionLog, state: PartitionProducers, batch: bytes, pid: int, epoch: int, offset: int) -> None:
+def _replay_marker(
+    plog: PartitionLog, state: PartitionProducers, batch: bytes, pid: int, epoch: int, offset: int
+) -> None:
     try:
         records = decode_records(batch)
         ctype, coord_epoch = parse_control_record(records[0])
@@ -123,5 +138,10 @@ def _replay_marker(plog: PartitionLog, state: PartitionProducers, batch: bytes, 
     if entries and entries[-1].last_offset >= offset:
         return
     seg.txn_index.append(aborted)
-    log.info("%s-%d: restored .txnindex entry for aborted transaction of producer %d at %d",
-             plog.topic, plog.partition, pid, offset)
+    log.info(
+        "%s-%d: restored .txnindex entry for aborted transaction of producer %d at %d",
+        plog.topic,
+        plog.partition,
+        pid,
+        offset,
+    )

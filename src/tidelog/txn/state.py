@@ -40,7 +40,7 @@ class TxnState(enum.IntEnum):
         return _NAMES[self]
 
     @classmethod
-    def from_kafka_name(cls, name: str) -> "TxnState | None":
+    def from_kafka_name(cls, name: str) -> TxnState | None:
         return _BY_NAME.get(name)
 
 

@@ -9,16 +9,16 @@ the shape of its answer, only for semantics.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import importlib
-import pkgutil
 import datetime
+import importlib
 import io
+import pkgutil
 import typing
 import uuid
+from collections.abc import Callable
 from functools import cache
 from types import NoneType, UnionType
-from typing import Any, Callable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -71,9 +71,7 @@ def decode_request(api_key: int, version: int, frame: bytes, offset: int, strict
     except Exception as e:  # kio raises several kinds on garbage
         raise ControlDecodeError(f"api {api_key} v{version}: {e}") from e
     if strict and offset + size != len(frame):
-        raise ControlDecodeError(
-            f"api {api_key} v{version}: {len(frame) - offset - size} trailing bytes after body"
-        )
+        raise ControlDecodeError(f"api {api_key} v{version}: {len(frame) - offset - size} trailing bytes after body")
     return value
 
 
@@ -139,7 +137,7 @@ def _convert(kafka_type: str | None, value: Any) -> Any:
     if kafka_type == "datetime_i64":
         if isinstance(value, datetime.datetime):
             return value
-        return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
     if kafka_type == "uuid" and isinstance(value, (bytes, str)):
         return uuid.UUID(bytes=value) if isinstance(value, bytes) else uuid.UUID(value)
     return value
@@ -149,7 +147,7 @@ class UnknownFieldError(ValueError):
     """A response (or request) was built with a field no version of its message has."""
 
 
-@functools.lru_cache(maxsize=None)
+@cache
 def _known_names(cls: type) -> frozenset[str]:
     """Field names of `cls` in every version of its message: a handler may build one mapping
     for several versions (fields a version lacks are left out), but not a name none has."""
@@ -196,8 +194,7 @@ def build(cls: type, data: Any, strict: bool = False) -> Any:
         if value is None:
             kwargs[name] = None
         elif entity is not None:
-            kwargs[name] = (tuple(build(entity, v, strict) for v in value) if is_array
-                            else build(entity, value, strict))
+            kwargs[name] = tuple(build(entity, v, strict) for v in value) if is_array else build(entity, value, strict)
         elif is_array:
             kwargs[name] = tuple(_convert(kafka_type, v) for v in value)
         else:

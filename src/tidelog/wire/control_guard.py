@@ -23,15 +23,28 @@ import struct
 from dataclasses import fields, is_dataclass
 from functools import cache
 
-from .primitives import DecodeError, read_uvarint
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
+
+from .primitives import DecodeError, read_uvarint
 
 __all__ = ["GuardError", "check_body"]
 
 _FIXED = {
-    "int8": 1, "bool": 1, "uint8": 1, "int16": 2, "uint16": 2, "error_code": 2,
-    "int32": 4, "uint32": 4, "timedelta_i32": 4, "int64": 8, "uint64": 8, "float64": 8,
-    "timedelta_i64": 8, "datetime_i64": 8, "uuid": 16,
+    "int8": 1,
+    "bool": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "uint32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "uuid": 16,
 }
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -162,5 +175,6 @@ def check_body(cls: type, buf: bytes | bytearray | memoryview, offset: int) -> N
     """Raise GuardError when the body of `cls` at `offset` forges a count or is truncated."""
     if not is_dataclass(cls):
         return
-    _entity(_Cursor(memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf, offset, len(buf)),
-            cls)
+    _entity(
+        _Cursor(memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf, offset, len(buf)), cls
+    )

@@ -44,17 +44,28 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .primitives import Chunk, DecodeError, Reader, Writer
 
 __all__ = [
-    "MIN_VERSION", "MAX_VERSION", "FIRST_FLEXIBLE_VERSION",
-    "FetchRequest", "FetchRequestTopic", "FetchRequestPartition", "FetchForgottenTopic",
-    "FetchResponse", "FetchResponseTopic", "FetchResponsePartition", "FetchAbortedTransaction",
-    "decode_request", "encode_request", "decode_response", "encode_response",
+    "MIN_VERSION",
+    "MAX_VERSION",
+    "FIRST_FLEXIBLE_VERSION",
+    "FetchRequest",
+    "FetchRequestTopic",
+    "FetchRequestPartition",
+    "FetchForgottenTopic",
+    "FetchResponse",
+    "FetchResponseTopic",
+    "FetchResponsePartition",
+    "FetchAbortedTransaction",
+    "decode_request",
+    "encode_request",
+    "decode_response",
+    "encode_response",
     "encode_response_sized",
 ]
 
@@ -178,6 +189,7 @@ def _check(version: int, exc: type[ValueError]) -> None:
 
 
 # ---- request ----------------------------------------------------------------------------------
+
 
 def _req_head(version: int) -> struct.Struct:
     if version >= 15:
@@ -332,13 +344,21 @@ def encode_request(req: FetchRequest, version: int) -> list[Chunk]:
         count(len(t.partitions))
         for p in t.partitions:
             if version >= 12:
-                fixed(ps, p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
-                      p.log_start_offset, p.partition_max_bytes)
+                fixed(
+                    ps,
+                    p.partition,
+                    p.current_leader_epoch,
+                    p.fetch_offset,
+                    p.last_fetched_epoch,
+                    p.log_start_offset,
+                    p.partition_max_bytes,
+                )
                 assert tags is not None  # v12+ is flexible
                 tags(p.tagged_fields)
             elif version >= 9:
-                fixed(ps, p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset,
-                      p.partition_max_bytes)
+                fixed(
+                    ps, p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset, p.partition_max_bytes
+                )
             elif version >= 5:
                 fixed(ps, p.partition, p.fetch_offset, p.log_start_offset, p.partition_max_bytes)
             else:
@@ -365,13 +385,19 @@ def encode_request(req: FetchRequest, version: int) -> list[Chunk]:
 
 # ---- response ---------------------------------------------------------------------------------
 
+
 def encode_response_sized(resp: FetchResponse, version: int) -> tuple[list[Chunk], int]:
     """The response body as chunks (record chunks by reference), and its total size in bytes."""
     _check(version, ValueError)
     w = Writer()
     flex = version >= FIRST_FLEXIBLE_VERSION
     if flex:
-        string, count, ncount, tags = w.compact_string, w.compact_array_len, w.compact_nullable_array_len, w.tagged_fields
+        string, count, ncount, tags = (
+            w.compact_string,
+            w.compact_array_len,
+            w.compact_nullable_array_len,
+            w.tagged_fields,
+        )
     else:
         string, count, ncount, tags = w.string, w.array_len, w.nullable_array_len, None
     by_id = version >= FIRST_TOPIC_ID_VERSION
@@ -393,11 +419,16 @@ def encode_response_sized(resp: FetchResponse, version: int) -> tuple[list[Chunk
         count(len(t.partitions))
         for p in t.partitions:
             if version >= 5:
-                fixed(_RESP_PART_V5, p.partition_index, p.error_code, p.high_watermark,
-                      p.last_stable_offset, p.log_start_offset)
+                fixed(
+                    _RESP_PART_V5,
+                    p.partition_index,
+                    p.error_code,
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    p.log_start_offset,
+                )
             elif version >= 4:
-                fixed(_RESP_PART_V4, p.partition_index, p.error_code, p.high_watermark,
-                      p.last_stable_offset)
+                fixed(_RESP_PART_V4, p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
             else:
                 fixed(_RESP_PART_V0, p.partition_index, p.error_code, p.high_watermark)
             if version >= 4:
@@ -448,8 +479,13 @@ def decode_response(body: bytes | memoryview, version: int) -> FetchResponse:
     r = Reader(body)
     flex = version >= FIRST_FLEXIBLE_VERSION
     if flex:
-        string, count, ncount, nbytes, tags = (r.compact_string, r.compact_array_len, r.compact_nullable_array_len,
-                                               r.compact_nullable_bytes, r.tagged_fields)
+        string, count, ncount, nbytes, tags = (
+            r.compact_string,
+            r.compact_array_len,
+            r.compact_nullable_array_len,
+            r.compact_nullable_bytes,
+            r.tagged_fields,
+        )
     else:
         string, count, ncount, nbytes, tags = r.string, r.array_len, r.nullable_array_len, r.nullable_bytes, None
     by_id = version >= FIRST_TOPIC_ID_VERSION

@@ -29,10 +29,19 @@ from dataclasses import dataclass, field
 from .primitives import Chunk, DecodeError, Reader, Writer
 
 __all__ = [
-    "MIN_VERSION", "MAX_VERSION", "FIRST_FLEXIBLE_VERSION",
-    "ListOffsetsRequest", "ListOffsetsRequestTopic", "ListOffsetsRequestPartition",
-    "ListOffsetsResponse", "ListOffsetsResponseTopic", "ListOffsetsResponsePartition",
-    "decode_request", "encode_request", "decode_response", "encode_response",
+    "MIN_VERSION",
+    "MAX_VERSION",
+    "FIRST_FLEXIBLE_VERSION",
+    "ListOffsetsRequest",
+    "ListOffsetsRequestTopic",
+    "ListOffsetsRequestPartition",
+    "ListOffsetsResponse",
+    "ListOffsetsResponseTopic",
+    "ListOffsetsResponsePartition",
+    "decode_request",
+    "encode_request",
+    "decode_response",
+    "encode_response",
     "encode_response_sized",
 ]
 
@@ -106,6 +115,7 @@ def _check(version: int, exc: type[ValueError]) -> None:
 
 # ---- request ----------------------------------------------------------------------------------
 
+
 def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> ListOffsetsRequest:
     """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
     `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
@@ -174,6 +184,7 @@ def encode_request(req: ListOffsetsRequest, version: int) -> list[Chunk]:
 
 
 # ---- response ---------------------------------------------------------------------------------
+
 
 def encode_response_sized(resp: ListOffsetsResponse, version: int) -> tuple[list[Chunk], int]:
     _check(version, ValueError)

@@ -29,9 +29,20 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 __all__ = [
-    "DecodeError", "Reader", "Writer", "Chunk",
-    "INT8", "INT16", "INT32", "INT64", "UINT32",
-    "encode_uvarint", "encode_varint", "encode_varlong", "encode_tagged_fields", "chunks_size",
+    "DecodeError",
+    "Reader",
+    "Writer",
+    "Chunk",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "UINT32",
+    "encode_uvarint",
+    "encode_varint",
+    "encode_varlong",
+    "encode_tagged_fields",
+    "chunks_size",
 ]
 
 T = TypeVar("T")
@@ -117,6 +128,7 @@ def chunks_size(chunks: Iterable[Chunk]) -> int:
 
 
 # ---- reading ----------------------------------------------------------------------------------
+
 
 class Reader:
     """A cursor over a byte buffer. Methods read one field and advance `pos`."""
@@ -384,6 +396,7 @@ class Reader:
 
 
 # ---- writing ----------------------------------------------------------------------------------
+
 
 class Writer:
     """Builds a list of chunks: small fields accumulate in a bytearray, `chunk()` adds payloads

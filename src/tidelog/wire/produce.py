@@ -32,10 +32,20 @@ from dataclasses import dataclass, field
 from .primitives import Chunk, DecodeError, Reader, Writer
 
 __all__ = [
-    "MIN_VERSION", "MAX_VERSION", "FIRST_FLEXIBLE_VERSION",
-    "ProduceRequest", "ProduceRequestTopic", "ProduceRequestPartition",
-    "ProduceResponse", "ProduceResponseTopic", "ProduceResponsePartition", "ProduceRecordError",
-    "decode_request", "encode_request", "decode_response", "encode_response",
+    "MIN_VERSION",
+    "MAX_VERSION",
+    "FIRST_FLEXIBLE_VERSION",
+    "ProduceRequest",
+    "ProduceRequestTopic",
+    "ProduceRequestPartition",
+    "ProduceResponse",
+    "ProduceResponseTopic",
+    "ProduceResponsePartition",
+    "ProduceRecordError",
+    "decode_request",
+    "encode_request",
+    "decode_response",
+    "encode_response",
     "encode_response_sized",
 ]
 
@@ -113,6 +123,7 @@ def _check(version: int, exc: type[ValueError]) -> None:
 
 # ---- request ----------------------------------------------------------------------------------
 
+
 def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> ProduceRequest:
     """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
     `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
@@ -169,6 +180,7 @@ def encode_request(req: ProduceRequest, version: int) -> list[Chunk]:
 
 
 # ---- response ---------------------------------------------------------------------------------
+
 
 def _part_struct(version: int) -> struct.Struct:
     return _PART_V5 if version >= 5 else _PART_V2 if version >= 2 else _PART_V0

@@ -13,13 +13,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import typing
-from typing import Any
 from dataclasses import dataclass, field, fields
 from functools import cache
 from types import EllipsisType, NoneType, UnionType
+from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-from kio.index import KioIndexError
+from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as _ReqHeaderV1
 from kio.schema.response_header.v0.header import ResponseHeader as _RespHeaderV0
 
@@ -127,8 +126,13 @@ def _retype(tp: object, old: type, new: type) -> object:
     return tp
 
 
-def _derive_class(base: type, version: int, flexible: bool, drop: set[str],
-                  replace: dict[str, tuple[tuple[str, str, object, object], ...]]) -> type:
+def _derive_class(
+    base: type,
+    version: int,
+    flexible: bool,
+    drop: set[str],
+    replace: dict[str, tuple[tuple[str, str, object, object], ...]],
+) -> type:
     new_fields: list[tuple[str, object, Any]] = []
     for f in fields(base):
         if f.name in drop:
@@ -161,9 +165,7 @@ def _derive_class(base: type, version: int, flexible: bool, drop: set[str],
         "__api_key__": getattr(base, "__api_key__"),
         "__header_schema__": _ReqHeaderV1 if base_type.name == "request" else _RespHeaderV0,
     }
-    cls = dataclasses.make_dataclass(
-        base.__name__, new_fields, namespace=ns, frozen=True, slots=True, kw_only=True
-    )
+    cls = dataclasses.make_dataclass(base.__name__, new_fields, namespace=ns, frozen=True, slots=True, kw_only=True)
     for k, v in ns.items():  # ClassVars, not fields
         setattr(cls, k, v)
     cls.__module__ = __name__
@@ -202,4 +204,4 @@ def response_schema(api_key: int, version: int) -> type | None:
 
 
 def epoch_ms_to_datetime(ms: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)

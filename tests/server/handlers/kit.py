@@ -23,10 +23,11 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
     produce_request,
     started_broker,
 )
-from tidelog.wire.frame import FrameDecoder
+
 from tidelog.server.connection import RequestContext
 from tidelog.server.handlers import join_group, sync_group
 from tidelog.wire import control
+from tidelog.wire.frame import FrameDecoder
 from tidelog.wire.schemas import response_schema
 
 __all__ = ["T0", "batch", "started_broker"]  # re-exported from the first handler unit tests
@@ -103,16 +104,22 @@ def connection(broker, listener: str = "PLAINTEXT", close_with=None):
     """The parts of a connection a handler and a security session use (no socket, no transport);
     `security` is the session the broker gives a connection on `listener` (None when nothing is
     checked there)."""
-    conn = SimpleNamespace(listener_name=listener, peer=("127.0.0.1", 50000), transport=None,
-                           close_with=close_with or (lambda reason: None),
-                           decoder=FrameDecoder(100 * 1024 * 1024))
+    conn = SimpleNamespace(
+        listener_name=listener,
+        peer=("127.0.0.1", 50000),
+        transport=None,
+        close_with=close_with or (lambda reason: None),
+        decoder=FrameDecoder(100 * 1024 * 1024),
+    )
     conn.security = broker.security.session(conn)
     return conn
 
 
 async def produce_records(broker, n: int, partition: int = 0, topic: str = "t", **kw) -> int:
     """Append `n` records through the Produce handler; their base offset."""
-    resp = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(n, **kw), partition, topic=topic)))
+    resp = await answer(
+        produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(n, **kw), partition, topic=topic))
+    )
     part = resp.responses[0].partition_responses[0]
     assert part.error_code == 0, part
     return part.base_offset
@@ -125,16 +132,32 @@ ASSIGNMENT = b"assignment"
 
 async def join(broker, group: str = "g") -> tuple[str, int]:
     """One consumer joins `group` and syncs (the group is Stable); (its member id, the generation)."""
+
     def request(member_id: str) -> dict:
-        return {"group_id": group, "session_timeout": 30_000, "rebalance_timeout": 30_000, "member_id": member_id,
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": SUBSCRIPTION}]}
+        return {
+            "group_id": group,
+            "session_timeout": 30_000,
+            "rebalance_timeout": 30_000,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
+        }
 
     first = await call(join_group, broker, 5, request(""))  # MEMBER_ID_REQUIRED: join again with it
     joined = await call(join_group, broker, 5, request(first["member_id"]))
     member, generation = joined["member_id"], joined["generation_id"]
-    synced = await call(sync_group, broker, 4, {"group_id": group, "generation_id": generation, "member_id": member,
-                                                "group_instance_id": None,
-                                                "assignments": [{"member_id": member, "assignment": ASSIGNMENT}]})
+    synced = await call(
+        sync_group,
+        broker,
+        4,
+        {
+            "group_id": group,
+            "generation_id": generation,
+            "member_id": member,
+            "group_instance_id": None,
+            "assignments": [{"member_id": member, "assignment": ASSIGNMENT}],
+        },
+    )
     assert synced["error_code"] == 0
     return member, generation

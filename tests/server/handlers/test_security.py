@@ -12,15 +12,30 @@ import hashlib
 import hmac
 
 import pytest
+
 from tidelog.server.handlers import (
-    alter_user_scram_credentials, create_acls, delete_acls, describe_acls, describe_user_scram_credentials,
-    sasl_authenticate, sasl_handshake,
+    alter_user_scram_credentials,
+    create_acls,
+    delete_acls,
+    describe_acls,
+    describe_user_scram_credentials,
+    sasl_authenticate,
+    sasl_handshake,
 )
 from tidelog.server.security.acls import AclFilter
 
 from .kit import (
-    DUPLICATE_RESOURCE, ILLEGAL_SASL_STATE, INVALID_REQUEST, RESOURCE_NOT_FOUND, SASL_AUTHENTICATION_FAILED,
-    SECURITY_DISABLED, UNACCEPTABLE_CREDENTIAL, UNSUPPORTED_SASL_MECHANISM, call, connection, started_broker,
+    DUPLICATE_RESOURCE,
+    ILLEGAL_SASL_STATE,
+    INVALID_REQUEST,
+    RESOURCE_NOT_FOUND,
+    SASL_AUTHENTICATION_FAILED,
+    SECURITY_DISABLED,
+    UNACCEPTABLE_CREDENTIAL,
+    UNSUPPORTED_SASL_MECHANISM,
+    call,
+    connection,
+    started_broker,
 )
 
 # Kafka's ACL enums (org.apache.kafka.common.resource / acl)
@@ -30,32 +45,60 @@ READ, WRITE = 3, 4  # AclOperation (UNKNOWN 0, ANY 1)
 DENY, ALLOW = 2, 3  # AclPermissionType
 SCRAM_SHA_256, SCRAM_SHA_512 = 1, 2  # ScramMechanism
 LISTENER = "SASL_PLAINTEXT"
-JAAS = ('listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule '
-        'required user_alice="alice-secret";')
+JAAS = (
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+    'required user_alice="alice-secret";'
+)
 
 
 @pytest.fixture
 async def secure(tmp_path):
     """A broker with an authorizer, a SASL_PLAINTEXT listener (PLAIN user alice, SCRAM-SHA-256) and a
     PLAINTEXT one (no listener is opened)."""
-    async with started_broker(tmp_path, f"listeners={LISTENER}://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092",
-                              "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                              "super.users=User:admin", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", JAAS,
-                              "connections.max.reauth.ms=3600000",
-                              "connection.failed.authentication.delay.ms=0") as b:
+    async with started_broker(
+        tmp_path,
+        f"listeners={LISTENER}://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092",
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users=User:admin",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+        JAAS,
+        "connections.max.reauth.ms=3600000",
+        "connection.failed.authentication.delay.ms=0",
+    ) as b:
         yield b
 
 
-def binding(rt: int, name: str, principal: str, op: int = READ, permission: int = ALLOW, pattern: int = LITERAL,
-            host: str = "*") -> dict:
-    return {"resource_type": rt, "resource_name": name, "resource_pattern_type": pattern, "principal": principal,
-            "host": host, "operation": op, "permission_type": permission}
+def binding(
+    rt: int, name: str, principal: str, op: int = READ, permission: int = ALLOW, pattern: int = LITERAL, host: str = "*"
+) -> dict:
+    return {
+        "resource_type": rt,
+        "resource_name": name,
+        "resource_pattern_type": pattern,
+        "principal": principal,
+        "host": host,
+        "operation": op,
+        "permission_type": permission,
+    }
 
 
-def acl_filter(rt: int = ANY, name: str | None = None, pattern: int = 1, principal: str | None = None,
-               op: int = 1, permission: int = 1) -> dict:
-    return {"resource_type_filter": rt, "resource_name_filter": name, "pattern_type_filter": pattern,
-            "principal_filter": principal, "host_filter": None, "operation": op, "permission_type": permission}
+def acl_filter(
+    rt: int = ANY,
+    name: str | None = None,
+    pattern: int = 1,
+    principal: str | None = None,
+    op: int = 1,
+    permission: int = 1,
+) -> dict:
+    return {
+        "resource_type_filter": rt,
+        "resource_name_filter": name,
+        "pattern_type_filter": pattern,
+        "principal_filter": principal,
+        "host_filter": None,
+        "operation": op,
+        "permission_type": permission,
+    }
 
 
 def create(broker, *bindings: dict):
@@ -72,6 +115,7 @@ APPS = binding(GROUP, "app-", "User:bob", pattern=PREFIXED, permission=DENY, hos
 
 # ---- CreateAcls / DescribeAcls / DeleteAcls -------------------------------------------------
 
+
 async def test_create_acls_then_describe_them(secure):
     resp = await create(secure, ORDERS, APPS)
     assert resp["results"] == [{"error_code": 0, "error_message": None}, {"error_code": 0, "error_message": None}]
@@ -81,10 +125,18 @@ async def test_create_acls_then_describe_them(secure):
     everything = await describe(secure)
     assert (everything["error_code"], everything["error_message"]) == (0, None)
     assert sorted(everything["resources"], key=lambda r: r["resource_type"]) == [
-        {"resource_type": TOPIC, "resource_name": "orders", "pattern_type": LITERAL,
-         "acls": [{"principal": "User:alice", "host": "*", "operation": READ, "permission_type": ALLOW}]},
-        {"resource_type": GROUP, "resource_name": "app-", "pattern_type": PREFIXED,
-         "acls": [{"principal": "User:bob", "host": "10.0.0.1", "operation": READ, "permission_type": DENY}]},
+        {
+            "resource_type": TOPIC,
+            "resource_name": "orders",
+            "pattern_type": LITERAL,
+            "acls": [{"principal": "User:alice", "host": "*", "operation": READ, "permission_type": ALLOW}],
+        },
+        {
+            "resource_type": GROUP,
+            "resource_name": "app-",
+            "pattern_type": PREFIXED,
+            "acls": [{"principal": "User:bob", "host": "10.0.0.1", "operation": READ, "permission_type": DENY}],
+        },
     ]
     bobs = await describe(secure, principal="User:bob")
     assert [r["resource_name"] for r in bobs["resources"]] == ["app-"]
@@ -94,15 +146,17 @@ async def test_create_acls_then_describe_them(secure):
 
 
 async def test_create_acls_refusals(secure):
-    resp = await create(secure,
-                        binding(ANY, "x", "User:alice"),  # resource type ANY
-                        binding(TOPIC, "x", "User:alice", pattern=MATCH),  # only LITERAL or PREFIXED
-                        binding(TOPIC, "x", "User:alice", op=1),  # operation ANY
-                        binding(TOPIC, "x", "User:alice", permission=1),  # permission ANY
-                        binding(TOPIC, "", "User:alice"),  # empty resource name
-                        binding(CLUSTER, "my-cluster", "User:alice"),  # the cluster is "kafka-cluster"
-                        binding(TOPIC, "x", "alice"),  # no principal type
-                        ORDERS)
+    resp = await create(
+        secure,
+        binding(ANY, "x", "User:alice"),  # resource type ANY
+        binding(TOPIC, "x", "User:alice", pattern=MATCH),  # only LITERAL or PREFIXED
+        binding(TOPIC, "x", "User:alice", op=1),  # operation ANY
+        binding(TOPIC, "x", "User:alice", permission=1),  # permission ANY
+        binding(TOPIC, "", "User:alice"),  # empty resource name
+        binding(CLUSTER, "my-cluster", "User:alice"),  # the cluster is "kafka-cluster"
+        binding(TOPIC, "x", "alice"),  # no principal type
+        ORDERS,
+    )
     codes = [r["error_code"] for r in resp["results"]]
     assert codes == [INVALID_REQUEST] * 7 + [0]
     assert all(r["error_message"] for r in resp["results"][:7])
@@ -119,13 +173,27 @@ async def test_describe_acls_invalid_filter(secure):
 
 async def test_delete_acls_reports_what_it_removed(secure):
     await create(secure, ORDERS, APPS)
-    resp = await call(delete_acls, secure, 3, {"filters": [acl_filter(TOPIC, "orders", LITERAL),
-                                                           acl_filter(rt=0)]})  # UNKNOWN resource type
+    resp = await call(
+        delete_acls, secure, 3, {"filters": [acl_filter(TOPIC, "orders", LITERAL), acl_filter(rt=0)]}
+    )  # UNKNOWN resource type
     removed, invalid = resp["filter_results"]
-    assert removed == {"error_code": 0, "error_message": None, "matching_acls": [
-        {"error_code": 0, "error_message": None, "resource_type": TOPIC, "resource_name": "orders",
-         "pattern_type": LITERAL, "principal": "User:alice", "host": "*", "operation": READ,
-         "permission_type": ALLOW}]}
+    assert removed == {
+        "error_code": 0,
+        "error_message": None,
+        "matching_acls": [
+            {
+                "error_code": 0,
+                "error_message": None,
+                "resource_type": TOPIC,
+                "resource_name": "orders",
+                "pattern_type": LITERAL,
+                "principal": "User:alice",
+                "host": "*",
+                "operation": READ,
+                "permission_type": ALLOW,
+            }
+        ],
+    }
     assert (invalid["error_code"], invalid["matching_acls"]) == (INVALID_REQUEST, [])
     assert not secure.security.authorizer.authorize("User:alice", "10.9.9.9", TOPIC, "orders", READ)
     again = await call(delete_acls, secure, 3, {"filters": [acl_filter(TOPIC, "orders", LITERAL)]})
@@ -145,34 +213,60 @@ async def test_acl_apis_without_an_authorizer(broker):
 
 # ---- SCRAM credentials ----------------------------------------------------------------------
 
-def upsertion(name: str, password: bytes = b"pw", mechanism: int = SCRAM_SHA_256, iterations: int = 4096,
-              salt: bytes = b"0123456789abcdef") -> dict:
+
+def upsertion(
+    name: str,
+    password: bytes = b"pw",
+    mechanism: int = SCRAM_SHA_256,
+    iterations: int = 4096,
+    salt: bytes = b"0123456789abcdef",
+) -> dict:
     digest = "sha512" if mechanism == SCRAM_SHA_512 else "sha256"
-    return {"name": name, "mechanism": mechanism, "iterations": iterations, "salt": salt,
-            "salted_password": hashlib.pbkdf2_hmac(digest, password, salt, iterations) if salt else b""}
+    return {
+        "name": name,
+        "mechanism": mechanism,
+        "iterations": iterations,
+        "salt": salt,
+        "salted_password": hashlib.pbkdf2_hmac(digest, password, salt, iterations) if salt else b"",
+    }
 
 
 def alter(broker, upsertions=(), deletions=()):
-    return call(alter_user_scram_credentials, broker, 0, {"upsertions": list(upsertions), "deletions": [
-        {"name": n, "mechanism": m} for n, m in deletions]})
+    return call(
+        alter_user_scram_credentials,
+        broker,
+        0,
+        {"upsertions": list(upsertions), "deletions": [{"name": n, "mechanism": m} for n, m in deletions]},
+    )
 
 
 def describe_users(broker, users: list[str] | None):
-    return call(describe_user_scram_credentials, broker, 0, {"users": None if users is None else [
-        {"name": u} for u in users]})
+    return call(
+        describe_user_scram_credentials, broker, 0, {"users": None if users is None else [{"name": u} for u in users]}
+    )
 
 
 async def test_alter_user_scram_credentials_upsert_and_delete(secure):
     resp = await alter(secure, [upsertion("carol"), upsertion("dave", mechanism=SCRAM_SHA_512, iterations=8192)])
-    assert resp["results"] == [{"user": "carol", "error_code": 0, "error_message": None},
-                               {"user": "dave", "error_code": 0, "error_message": None}]
+    assert resp["results"] == [
+        {"user": "carol", "error_code": 0, "error_message": None},
+        {"user": "dave", "error_code": 0, "error_message": None},
+    ]
     described = await describe_users(secure, None)
     assert (described["error_code"], described["error_message"]) == (0, None)
     assert described["results"] == [
-        {"user": "carol", "error_code": 0, "error_message": None,
-         "credential_infos": [{"mechanism": SCRAM_SHA_256, "iterations": 4096}]},
-        {"user": "dave", "error_code": 0, "error_message": None,
-         "credential_infos": [{"mechanism": SCRAM_SHA_512, "iterations": 8192}]},
+        {
+            "user": "carol",
+            "error_code": 0,
+            "error_message": None,
+            "credential_infos": [{"mechanism": SCRAM_SHA_256, "iterations": 4096}],
+        },
+        {
+            "user": "dave",
+            "error_code": 0,
+            "error_message": None,
+            "credential_infos": [{"mechanism": SCRAM_SHA_512, "iterations": 8192}],
+        },
     ]
     stored = (secure.config.log_dirs[0] / "tidelog-scram.json").read_text()
     assert "carol" in stored and "pw" not in stored  # kept on disk, never the password
@@ -183,15 +277,26 @@ async def test_alter_user_scram_credentials_upsert_and_delete(secure):
 
 async def test_alter_user_scram_credentials_refusals(secure):
     await alter(secure, [upsertion("carol")])
-    resp = await alter(secure, [upsertion(""), upsertion("erin", mechanism=7), upsertion("frank", iterations=10),
-                                upsertion("gina", salt=b""), upsertion("carol")],
-                       deletions=[("nobody", SCRAM_SHA_256), ("carol", SCRAM_SHA_256)])
+    resp = await alter(
+        secure,
+        [
+            upsertion(""),
+            upsertion("erin", mechanism=7),
+            upsertion("frank", iterations=10),
+            upsertion("gina", salt=b""),
+            upsertion("carol"),
+        ],
+        deletions=[("nobody", SCRAM_SHA_256), ("carol", SCRAM_SHA_256)],
+    )
     codes = {r["user"]: r["error_code"] for r in resp["results"]}
-    assert codes == {"nobody": RESOURCE_NOT_FOUND,  # nothing to delete
-                     "carol": DUPLICATE_RESOURCE,  # deleted and upserted in one request
-                     "": UNACCEPTABLE_CREDENTIAL, "erin": UNSUPPORTED_SASL_MECHANISM,
-                     "frank": UNACCEPTABLE_CREDENTIAL,  # fewer iterations than SCRAM allows (4096)
-                     "gina": UNACCEPTABLE_CREDENTIAL}
+    assert codes == {
+        "nobody": RESOURCE_NOT_FOUND,  # nothing to delete
+        "carol": DUPLICATE_RESOURCE,  # deleted and upserted in one request
+        "": UNACCEPTABLE_CREDENTIAL,
+        "erin": UNSUPPORTED_SASL_MECHANISM,
+        "frank": UNACCEPTABLE_CREDENTIAL,  # fewer iterations than SCRAM allows (4096)
+        "gina": UNACCEPTABLE_CREDENTIAL,
+    }
     assert all(r["error_message"] for r in resp["results"])
     assert [r["user"] for r in (await describe_users(secure, None))["results"]] == ["carol"]
 
@@ -209,10 +314,12 @@ async def test_describe_user_scram_credentials_user_named_twice(secure):
     await alter(secure, [upsertion("carol")])
     resp = await describe_users(secure, ["carol", "carol"])
     assert [(r["user"], r["error_code"], r["credential_infos"]) for r in resp["results"]] == [
-        ("carol", DUPLICATE_RESOURCE, [])]
+        ("carol", DUPLICATE_RESOURCE, [])
+    ]
 
 
 # ---- SaslHandshake / SaslAuthenticate -------------------------------------------------------
+
 
 class Closes:
     """A connection's close_with: records the reason, and wakes a waiter."""
@@ -266,8 +373,12 @@ async def test_sasl_authenticate_plain(secure):
     conn = sasl_connection(secure)
     await handshake(secure, conn, "PLAIN")
     resp = await authenticate(secure, conn, b"\0alice\0alice-secret")
-    assert resp == {"error_code": 0, "error_message": None, "auth_bytes": b"",
-                    "session_lifetime": datetime.timedelta(hours=1)}  # connections.max.reauth.ms (KIP-368)
+    assert resp == {
+        "error_code": 0,
+        "error_message": None,
+        "auth_bytes": b"",
+        "session_lifetime": datetime.timedelta(hours=1),
+    }  # connections.max.reauth.ms (KIP-368)
     assert conn.security.authenticated and conn.security.principal == "User:alice"
 
 
@@ -315,5 +426,7 @@ def scram_final(password: bytes, client_first_bare: str, server_first: str) -> t
     signature = hmac.new(hashlib.sha256(client_key).digest(), auth_message, "sha256").digest()
     proof = bytes(a ^ b for a, b in zip(client_key, signature))
     server_signature = hmac.new(hmac.new(salted, b"Server Key", "sha256").digest(), auth_message, "sha256").digest()
-    return (f"{without_proof},p={base64.b64encode(proof).decode()}".encode(),
-            b"v=" + base64.b64encode(server_signature))
+    return (
+        f"{without_proof},p={base64.b64encode(proof).decode()}".encode(),
+        b"v=" + base64.b64encode(server_signature),
+    )

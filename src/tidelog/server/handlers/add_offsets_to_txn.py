@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
-from ._txn_util import fenced_for, guarded
 from ...core.topics import OFFSETS_TOPIC
+from ...wire.apis import ApiKey
 from ..router import control_route
+from ._txn_util import fenced_for, guarded
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
@@ -26,7 +25,8 @@ async def handle(broker: Broker, ctx: RequestContext, request: AddOffsetsToTxnRe
     results = await guarded(
         "AddOffsetsToTxn",
         txn.coordinator.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch, [tp]),
-        lambda code: {tp: code})
+        lambda code: {tp: code},
+    )
     return {"throttle_time": 0, "error_code": fenced_for(results[tp], ctx.api_version, 2)}
 
 

@@ -7,48 +7,68 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ...wire.errors import INVALID_TXN_STATE, NONE
+from ..router import control_route
 from ._txn_util import fenced_for, guarded
 
-from ..router import control_route
-
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
     txn = broker.txn
     coordinator = txn.coordinator
+
     async def one(txn_id, pid, epoch, topics, version, verify_only=False) -> list[dict]:
         tps = [(t.name, p) for t in topics for p in t.partitions]
         if verify_only and (moved := coordinator.status(txn_id)):
             results = {tp: moved for tp in tps}
         elif verify_only:
-            results = {tp: coordinator.verify(pid, epoch, tp) if coordinator.txns.get(txn_id) is not None
-                       else INVALID_TXN_STATE for tp in tps}
+            results = {
+                tp: coordinator.verify(pid, epoch, tp)
+                if coordinator.txns.get(txn_id) is not None
+                else INVALID_TXN_STATE
+                for tp in tps
+            }
         else:
-            results = await guarded("AddPartitionsToTxn", coordinator.add_partitions(txn_id, pid, epoch, tps),
-                                    lambda code: {tp: code for tp in tps})
+            results = await guarded(
+                "AddPartitionsToTxn",
+                coordinator.add_partitions(txn_id, pid, epoch, tps),
+                lambda code: {tp: code for tp in tps},
+            )
         by_topic: dict[str, list[dict]] = {}
         for (t, p), code in results.items():
             by_topic.setdefault(t, []).append(
-                {"partition_index": p, "partition_error_code": fenced_for(code, version, 2)})
+                {"partition_index": p, "partition_error_code": fenced_for(code, version, 2)}
+            )
         return [{"name": t, "results_by_partition": parts} for t, parts in by_topic.items()]
 
     v = ctx.api_version
     if v >= 4:
         out = []
         for tr in request.transactions:
-            out.append({"transactional_id": tr.transactional_id, "topic_results": await one(
-                tr.transactional_id, tr.producer_id, tr.producer_epoch, tr.topics, v, tr.verify_only)})
+            out.append(
+                {
+                    "transactional_id": tr.transactional_id,
+                    "topic_results": await one(
+                        tr.transactional_id, tr.producer_id, tr.producer_epoch, tr.topics, v, tr.verify_only
+                    ),
+                }
+            )
         return {"throttle_time": 0, "error_code": NONE, "results_by_transaction": out}
-    return {"throttle_time": 0, "results_by_topic_v3_and_below": await one(
-        request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-        request.v3_and_below_producer_epoch, request.v3_and_below_topics, v)}
+    return {
+        "throttle_time": 0,
+        "results_by_topic_v3_and_below": await one(
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            request.v3_and_below_topics,
+            v,
+        ),
+    }
 
 
 ROUTE = control_route(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, handle)

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    from kio.schema.alter_configs.v2.request import AlterConfigsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 
 TOPIC = 2
 
 
 def alter_result(r, code=0, msg=None) -> dict:
-    return {"error_code": code, "error_message": msg, "resource_type": r.resource_type,
-            "resource_name": r.resource_name}
+    return {
+        "error_code": code,
+        "error_message": msg,
+        "resource_type": r.resource_type,
+        "resource_name": r.resource_name,
+    }
 
 
 BROKER = 4

@@ -15,9 +15,10 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    from kio.schema.alter_partition_reassignments.v1.request import AlterPartitionReassignmentsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.alter_partition_reassignments.v1.request import AlterPartitionReassignmentsRequest
 
 
 def handle(broker: Broker, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Any:
@@ -50,8 +51,13 @@ async def _clustered(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions:
             target = None if p.replicas is None else tuple(int(b) for b in p.replicas)
             a = cluster.cache.topics.get(t.name)
-            if (target is not None and not allow_rf_change and a is not None
-                    and 0 <= p.partition_index < a.partitions and len(target) != len(a.original(p.partition_index))):
+            if (
+                target is not None
+                and not allow_rf_change
+                and a is not None
+                and 0 <= p.partition_index < a.partitions
+                and len(target) != len(a.original(p.partition_index))
+            ):
                 code, msg = E.invalid_replication_factor.value, "The replication factor would change."
             else:
                 code, msg = await cluster.state.reassign(t.name, p.partition_index, target)
@@ -61,8 +67,13 @@ async def _clustered(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 def _response(topics: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"throttle_time": 0, "allow_replication_factor_change": True, "error_code": 0, "error_message": None,
-            "responses": topics}
+    return {
+        "throttle_time": 0,
+        "allow_replication_factor_change": True,
+        "error_code": 0,
+        "error_message": None,
+        "responses": topics,
+    }
 
 
 ROUTE = control_route(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, handle)

@@ -9,22 +9,20 @@ Alter on the cluster (the authorization rule answers CLUSTER_AUTHORIZATION_FAILE
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ...wire.apis import ApiKey
-
 import os
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from .describe_log_dirs import log_dir_path
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
@@ -42,8 +40,10 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterReplicaLogDirsRequ
                 else:
                     code = E.none.value
                 results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
-    return {"throttle_time": 0, "results": [
-        {"topic_name": name, "partitions": parts} for name, parts in results.items()]}
+    return {
+        "throttle_time": 0,
+        "results": [{"topic_name": name, "partitions": parts} for name, parts in results.items()],
+    }
 
 
 ROUTE = control_route(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, handle)

@@ -6,22 +6,20 @@ keeps StoredKey and ServerKey derived from it (security.scram), persisted in the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ...wire.apis import ApiKey
-
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
@@ -47,17 +45,29 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentia
         if op.name in results:
             continue
         if not MIN_ITERATIONS <= op.iterations <= MAX_ITERATIONS:
-            fail(op.name, E.unacceptable_credential,
-                 f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}, got {op.iterations}")
+            fail(
+                op.name,
+                E.unacceptable_credential,
+                f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}, got {op.iterations}",
+            )
         elif not op.salt or not op.salted_password:
             fail(op.name, E.unacceptable_credential, "Salt and salted password must not be empty")
-    response = {"throttle_time": 0, "results": [
-        results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order]}
+    response = {
+        "throttle_time": 0,
+        "results": [results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order],
+    }
     deletions = [(op.name, BY_NUMBER[op.mechanism]) for op in request.deletions if op.name not in results]
-    upsertions = [(op.name, BY_NUMBER[op.mechanism],
-                   ScramCredential.from_salted(BY_NUMBER[op.mechanism], bytes(op.salt), op.iterations,
-                                               bytes(op.salted_password)))
-                  for op in request.upsertions if op.name not in results]
+    upsertions = [
+        (
+            op.name,
+            BY_NUMBER[op.mechanism],
+            ScramCredential.from_salted(
+                BY_NUMBER[op.mechanism], bytes(op.salt), op.iterations, bytes(op.salted_password)
+            ),
+        )
+        for op in request.upsertions
+        if op.name not in results
+    ]
     shared = broker.cluster.shared_security
     if shared is not None and (deletions or upsertions):  # cluster: through etcd, to every broker
         return _published(shared, deletions, upsertions, response)
@@ -72,8 +82,9 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentia
     return response
 
 
-async def _published(shared: Any, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, Any]],
-                     response: dict[str, Any]) -> dict[str, Any]:
+async def _published(
+    shared: Any, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, Any]], response: dict[str, Any]
+) -> dict[str, Any]:
     for user, mech in deletions:
         await shared.delete_credential(user, mech)
     for user, mech, cred in upsertions:

@@ -2,32 +2,43 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable
-
-from ...wire.apis import ApiKey
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.acls import AclBinding
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.create_acls.v3.request import CreateAclsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: CreateAclsRequest) -> Any:
     security = broker.security
     if security.authorizer is None:
-        return {"throttle_time": 0, "results": [
-            {"error_code": E.security_disabled, "error_message": "No Authorizer is configured"}
-            for _ in request.creations]}
+        return {
+            "throttle_time": 0,
+            "results": [
+                {"error_code": E.security_disabled, "error_message": "No Authorizer is configured"}
+                for _ in request.creations
+            ],
+        }
     results, valid = [], []
     for c in request.creations:
-        b = AclBinding(int(c.resource_type), c.resource_name, int(getattr(c, "resource_pattern_type", 3)),
-                       c.principal, c.host, int(c.operation), int(c.permission_type))
+        b = AclBinding(
+            int(c.resource_type),
+            c.resource_name,
+            int(getattr(c, "resource_pattern_type", 3)),
+            c.principal,
+            c.host,
+            int(c.operation),
+            int(c.permission_type),
+        )
         reason = b.invalid_reason()
         if reason:
             results.append({"error_code": E.invalid_request, "error_message": reason})

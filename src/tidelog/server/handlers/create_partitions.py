@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
 from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
@@ -24,8 +23,11 @@ def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
     results = []
     pending: list[Any] = []
     current = {t.name: broker.registry.get(t.name) for t in request.topics}
-    added = sum(t.count - current[t.name].partitions for t in request.topics
-                if current[t.name] is not None and t.count > current[t.name].partitions)
+    added = sum(
+        t.count - current[t.name].partitions
+        for t in request.topics
+        if current[t.name] is not None and t.count > current[t.name].partitions
+    )
     for t in request.topics:
         if added > MAX_NEW_PARTITIONS_PER_REQUEST:  # Kafka fails every topic of the request
             code, msg = TOO_MANY_PER_REQUEST

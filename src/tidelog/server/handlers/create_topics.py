@@ -6,17 +6,17 @@ import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
 from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    from kio.schema.create_topics.v7.request import CreateTopicsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.create_topics.v7.request import CreateTopicsRequest
 
 SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
 
@@ -30,12 +30,21 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
     # others, INVALID_REQUEST (Kafka's ControllerApis.createTopics); its partitions do not count.
     counts = Counter(t.name for t in request.topics)
     duplicates = [name for name, n in counts.items() if n > 1]
-    too_many = sum(max(_requested(t, broker.config["num.partitions"]), 0)
-                   for t in request.topics if counts[t.name] == 1) > MAX_NEW_PARTITIONS_PER_REQUEST
+    too_many = (
+        sum(max(_requested(t, broker.config["num.partitions"]), 0) for t in request.topics if counts[t.name] == 1)
+        > MAX_NEW_PARTITIONS_PER_REQUEST
+    )
     for t in request.topics:
         name = t.name
-        entry = {"name": name, "topic_id": None, "error_code": 0, "error_message": None,
-                 "num_partitions": -1, "replication_factor": -1, "configs": []}
+        entry = {
+            "name": name,
+            "topic_id": None,
+            "error_code": 0,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": [],
+        }
         if too_many:  # Kafka fails every entry of the request, repeated names included
             entry.update(error_code=TOO_MANY_PER_REQUEST[0], error_message=TOO_MANY_PER_REQUEST[1])
             results.append(entry)
@@ -46,20 +55,30 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
         rf = t.replication_factor
         if t.assignments:
             if partitions != -1 or rf != -1:
-                entry.update(error_code=E.invalid_request.value,
-                             error_message="Both numPartitions or replicationFactor and replicasAssignments were set.")
+                entry.update(
+                    error_code=E.invalid_request.value,
+                    error_message="Both numPartitions or replicationFactor and replicasAssignments were set.",
+                )
                 results.append(entry)
                 continue
             if admin.clustered:
                 live = set(broker.cluster.state.live_brokers())
-                bad = [a for a in t.assignments if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids)
-                       or not set(a.broker_ids) <= live
-                       or len(a.broker_ids) != len(t.assignments[0].broker_ids)]
+                bad = [
+                    a
+                    for a in t.assignments
+                    if not a.broker_ids
+                    or len(set(a.broker_ids)) != len(a.broker_ids)
+                    or not set(a.broker_ids) <= live
+                    or len(a.broker_ids) != len(t.assignments[0].broker_ids)
+                ]
             else:
                 bad = [a for a in t.assignments if list(a.broker_ids) != [broker.node_id]]
             if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
-                entry.update(error_code=E.invalid_replica_assignment.value,
-                             error_message=f"Replica assignments must name only broker {broker.node_id}, one per partition 0..n-1.")
+                entry.update(
+                    error_code=E.invalid_replica_assignment.value,
+                    error_message=f"Replica assignments must name only broker {broker.node_id}, "
+                    "one per partition 0..n-1.",
+                )
                 results.append(entry)
                 continue
             partitions = len(t.assignments)
@@ -75,8 +94,11 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             effective = admin.new_topic_configs(configs)
             topic_id = None
         elif admin.clustered:
-            replicas = ([tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
-                        if t.assignments else None)
+            replicas = (
+                [tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
+                if t.assignments
+                else None
+            )
             pending.append(_create(broker, entry, name, partitions, rf, configs, replicas))
             effective = admin.new_topic_configs(configs)
             topic_id = None
@@ -94,25 +116,45 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             num_partitions=partitions,
             replication_factor=rf,
             configs=[
-                {"name": k, "value": v, "read_only": False,
-                 "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
-                 "is_sensitive": False}
+                {
+                    "name": k,
+                    "value": v,
+                    "read_only": False,
+                    "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
+                    "is_sensitive": False,
+                }
                 for k, v in sorted(effective.items())
             ],
         )
         results.append(entry)
     if not too_many:
-        results.extend({"name": name, "topic_id": None, "error_code": E.invalid_request.value,
-                        "error_message": "Duplicate topic name.", "num_partitions": -1, "replication_factor": -1,
-                        "configs": []} for name in duplicates)
+        results.extend(
+            {
+                "name": name,
+                "topic_id": None,
+                "error_code": E.invalid_request.value,
+                "error_message": "Duplicate topic name.",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": [],
+            }
+            for name in duplicates
+        )
     response = {"throttle_time": 0, "topics": results}
     if pending:
         return _after(pending, response)
     return response
 
 
-async def _create(broker: Broker, entry: dict[str, Any], name: str, partitions: int, rf: int,
-                  configs: dict[str, str], replicas: list[tuple[int, ...]] | None) -> None:
+async def _create(
+    broker: Broker,
+    entry: dict[str, Any],
+    name: str,
+    partitions: int,
+    rf: int,
+    configs: dict[str, str],
+    replicas: list[tuple[int, ...]] | None,
+) -> None:
     """Cluster mode: the topic is written to etcd; answered once this broker has it."""
     code, msg, topic = await broker.cluster.state.create_topic(name, partitions, rf, configs, replicas)
     if code:

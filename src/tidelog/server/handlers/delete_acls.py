@@ -2,35 +2,38 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable
-
-from ...wire.apis import ApiKey
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from .describe_acls import acl_filter, filter_error
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
     security = broker.security
     if security.authorizer is None:
-        return {"throttle_time": 0, "filter_results": [
-            {"error_code": E.security_disabled, "error_message": "No Authorizer is configured",
-             "matching_acls": []} for _ in request.filters]}
+        return {
+            "throttle_time": 0,
+            "filter_results": [
+                {"error_code": E.security_disabled, "error_message": "No Authorizer is configured", "matching_acls": []}
+                for _ in request.filters
+            ],
+        }
     results = []
     removed: list[Any] = []
     for f in request.filters:
         flt = acl_filter(f)
         if filter_error(flt):
-            results.append({"error_code": E.invalid_request, "error_message": filter_error(flt),
-                            "matching_acls": []})
+            results.append({"error_code": E.invalid_request, "error_message": filter_error(flt), "matching_acls": []})
             continue
         shared = broker.cluster.shared_security
         if shared is not None:  # cluster: removed through etcd, from every broker
@@ -38,10 +41,26 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> A
             removed.extend(gone)
         else:
             gone = security.acls.remove(flt)
-        results.append({"error_code": E.none, "error_message": None, "matching_acls": [
-            {"error_code": E.none, "error_message": None, "resource_type": b.resource_type,
-             "resource_name": b.resource_name, "pattern_type": b.pattern_type, "principal": b.principal,
-             "host": b.host, "operation": b.operation, "permission_type": b.permission} for b in gone]})
+        results.append(
+            {
+                "error_code": E.none,
+                "error_message": None,
+                "matching_acls": [
+                    {
+                        "error_code": E.none,
+                        "error_message": None,
+                        "resource_type": b.resource_type,
+                        "resource_name": b.resource_name,
+                        "pattern_type": b.pattern_type,
+                        "principal": b.principal,
+                        "host": b.host,
+                        "operation": b.operation,
+                        "permission_type": b.permission,
+                    }
+                    for b in gone
+                ],
+            }
+        )
     response = {"throttle_time": 0, "filter_results": results}
     if removed:
         return _published(shared.remove_acls(removed), response)

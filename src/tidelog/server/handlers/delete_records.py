@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
 from ...log.errors import LogError
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ._leadership import off_leader
 
 if TYPE_CHECKING:
+    from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 
 
 def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
@@ -29,20 +29,31 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -
         for p in t.partitions:
             plog = partitions.get(t.name, p.partition_index)
             if cluster is not None and off_leader(cluster, t.name, p.partition_index):
-                parts.append({"partition_index": p.partition_index, "low_watermark": -1,
-                              "error_code": E.not_leader_or_follower.value})
+                parts.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "low_watermark": -1,
+                        "error_code": E.not_leader_or_follower.value,
+                    }
+                )
                 continue
             if plog is None:
-                parts.append({"partition_index": p.partition_index, "low_watermark": -1,
-                              "error_code": E.unknown_topic_or_partition.value})
+                parts.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "low_watermark": -1,
+                        "error_code": E.unknown_topic_or_partition.value,
+                    }
+                )
                 continue
             try:  # -1: the high watermark; below the log start: nothing moves; the log's policy may refuse
                 plog.delete_records(p.offset)
             except LogError as e:
                 parts.append({"partition_index": p.partition_index, "low_watermark": -1, "error_code": e.error_code})
                 continue
-            parts.append({"partition_index": p.partition_index, "low_watermark": plog.log_start_offset,
-                          "error_code": 0})
+            parts.append(
+                {"partition_index": p.partition_index, "low_watermark": plog.log_start_offset, "error_code": 0}
+            )
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time": 0, "topics": topics}
 

@@ -6,17 +6,16 @@ import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
@@ -38,22 +37,38 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
         if names.get(name, 0) > 1 or (name is None and ids.get(topic_id, 0) > 1):
             if (name, topic_id) not in answered:
                 answered.add((name, topic_id))
-                responses.append({"name": name, "topic_id": None if name is not None else topic_id,
-                                  "error_code": E.invalid_request.value,
-                                  "error_message": "Duplicate topic name." if name is not None
-                                  else "Duplicate topic id."})
+                responses.append(
+                    {
+                        "name": name,
+                        "topic_id": None if name is not None else topic_id,
+                        "error_code": E.invalid_request.value,
+                        "error_message": "Duplicate topic name." if name is not None else "Duplicate topic id.",
+                    }
+                )
             continue
         if name is None and topic_id in named_ids:
             continue  # answered with the entry naming it
         if name is not None and (topic := registry.get(name)) is not None and topic.topic_id in ids:
-            responses.append({"name": name, "topic_id": topic.topic_id, "error_code": E.invalid_request.value,
-                              "error_message": "The provided topic name maps to an ID that was already supplied."})
+            responses.append(
+                {
+                    "name": name,
+                    "topic_id": topic.topic_id,
+                    "error_code": E.invalid_request.value,
+                    "error_message": "The provided topic name maps to an ID that was already supplied.",
+                }
+            )
             continue
         if name is None and topic_id is not None:
             topic = registry.by_id.get(topic_id)
             if topic is None:
-                responses.append({"name": None, "topic_id": topic_id, "error_code": E.unknown_topic_id.value,
-                                  "error_message": "Topic id does not exist."})
+                responses.append(
+                    {
+                        "name": None,
+                        "topic_id": topic_id,
+                        "error_code": E.unknown_topic_id.value,
+                        "error_message": "Topic id does not exist.",
+                    }
+                )
                 continue
             name = topic.name
         topic = registry.get(name)
@@ -63,8 +78,9 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
                 pending.append(broker.cluster.state.delete_topic(name))
         else:
             code, msg = admin.delete(name)
-        responses.append({"name": name, "topic_id": topic.topic_id if topic else None,
-                          "error_code": code, "error_message": msg})
+        responses.append(
+            {"name": name, "topic_id": topic.topic_id if topic else None, "error_code": code, "error_message": msg}
+        )
     response = {"throttle_time": 0, "responses": responses}
     if pending:
         return _after(pending, response)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.acls import AclFilter
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def acl_filter(f) -> AclFilter:
@@ -42,19 +41,34 @@ def filter_error(f: AclFilter) -> str | None:
 def handle(broker: Broker, ctx: RequestContext, request: DescribeAclsRequest) -> Any:
     security = broker.security
     if security.authorizer is None:
-        return {"throttle_time": 0, "error_code": E.security_disabled,
-                "error_message": "No Authorizer is configured", "resources": []}
+        return {
+            "throttle_time": 0,
+            "error_code": E.security_disabled,
+            "error_message": "No Authorizer is configured",
+            "resources": [],
+        }
     flt = acl_filter(request)
     if filter_error(flt):
-        return {"throttle_time": 0, "error_code": E.invalid_request, "error_message": filter_error(flt),
-                "resources": []}
+        return {
+            "throttle_time": 0,
+            "error_code": E.invalid_request,
+            "error_message": filter_error(flt),
+            "resources": [],
+        }
     groups: dict[tuple, list] = {}
     for b in security.acls.find(flt):
         groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
-            {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})
-    return {"throttle_time": 0, "error_code": E.none, "error_message": None, "resources": [
-        {"resource_type": rt, "resource_name": name, "pattern_type": pt, "acls": acls}
-        for (rt, name, pt), acls in groups.items()]}
+            {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission}
+        )
+    return {
+        "throttle_time": 0,
+        "error_code": E.none,
+        "error_message": None,
+        "resources": [
+            {"resource_type": rt, "resource_name": name, "pattern_type": pt, "acls": acls}
+            for (rt, name, pt), acls in groups.items()
+        ],
+    }
 
 
 ROUTE = control_route(ApiKey.DESCRIBE_ACLS, 1, 3, handle)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from .metadata import ALL_CLUSTER_OPERATIONS, broker_entries
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # KIP-919 endpoint types (v1+; v0 asks for brokers)
@@ -27,12 +26,22 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeClusterRequest)
         # a broker answers only for brokers (Kafka's AuthHelper.computeDescribeClusterResponse):
         # the controllers are asked of a controller; an unknown type is refused
         if endpoint_type == CONTROLLER_ENDPOINT:
-            code, msg = E.mismatched_endpoint_type.value, (
-                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
+            code, msg = (
+                E.mismatched_endpoint_type.value,
+                ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"),
+            )
         else:
             code, msg = E.unsupported_endpoint_type.value, f"Unsupported endpoint type {endpoint_type}"
-        return {"throttle_time": 0, "error_code": code, "error_message": msg, "endpoint_type": BROKER_ENDPOINT,
-                "cluster_id": "", "controller_id": -1, "brokers": [], "cluster_authorized_operations": -2147483648}
+        return {
+            "throttle_time": 0,
+            "error_code": code,
+            "error_message": msg,
+            "endpoint_type": BROKER_ENDPOINT,
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+            "cluster_authorized_operations": -2147483648,
+        }
     return {
         "throttle_time": 0,
         "error_code": 0,
@@ -45,8 +54,8 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeClusterRequest)
             for b in broker_entries(broker, ctx.connection.listener_name)
         ],
         "cluster_authorized_operations": (
-            ALL_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False)
-            else -2147483648),
+            ALL_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) else -2147483648
+        ),
     }
 
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ..router import control_route
 from ..security.rules import GROUP_OPS
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 ALL_GROUP_OPERATIONS = sum(1 << int(op) for op in GROUP_OPS)

@@ -10,19 +10,17 @@ CLUSTER_AUTHORIZATION_FAILED with no results otherwise).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
-import os
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def log_dir_path(broker) -> str:
@@ -38,14 +36,19 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeLogDirsRequest)
     for plog in sorted(partitions.manager.logs(), key=lambda lg: (lg.topic, lg.partition)):
         if wanted is not None and plog.partition not in wanted.get(plog.topic, ()):
             continue
-        by_topic.setdefault(plog.topic, []).append({
-            "partition_index": plog.partition, "partition_size": plog.size,
-            "offset_lag": 0, "is_future_key": False,
-        })
+        by_topic.setdefault(plog.topic, []).append(
+            {
+                "partition_index": plog.partition,
+                "partition_size": plog.size,
+                "offset_lag": 0,
+                "is_future_key": False,
+            }
+        )
     path = log_dir_path(broker)
     st = os.statvfs(path)
     result = {
-        "error_code": 0, "log_dir": path,
+        "error_code": 0,
+        "log_dir": path,
         "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
     }
     if ctx.api_version >= 4:

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
 from ...txn.producer_states import UNTRACKED
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ._leadership import off_leader
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
@@ -27,21 +26,43 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersReques
     def partition(topic: str, index: int) -> dict:
         plog = txn.partitions.get(topic, index)
         if cluster is not None and topic not in UNTRACKED and off_leader(cluster, topic, index):
-            return {"partition_index": index, "error_code": E.not_leader_or_follower.value,
-                    "error_message": None, "active_producers": []}
+            return {
+                "partition_index": index,
+                "error_code": E.not_leader_or_follower.value,
+                "error_message": None,
+                "active_producers": [],
+            }
         if plog is None:
-            return {"partition_index": index, "error_code": E.unknown_topic_or_partition.value,
-                    "error_message": None, "active_producers": []}
+            return {
+                "partition_index": index,
+                "error_code": E.unknown_topic_or_partition.value,
+                "error_message": None,
+                "active_producers": [],
+            }
         producers = [] if topic in UNTRACKED else broker.producers.state_for(topic, index, plog).producers.values()
-        return {"partition_index": index, "error_code": 0, "error_message": None, "active_producers": [
-            {"producer_id": e.producer_id, "producer_epoch": e.epoch, "last_sequence": e.last_seq,
-             "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
-             "current_txn_start_offset": -1 if e.txn_first_offset is None else e.txn_first_offset}
-            for e in producers]}
+        return {
+            "partition_index": index,
+            "error_code": 0,
+            "error_message": None,
+            "active_producers": [
+                {
+                    "producer_id": e.producer_id,
+                    "producer_epoch": e.epoch,
+                    "last_sequence": e.last_seq,
+                    "last_timestamp": e.last_timestamp,
+                    "coordinator_epoch": e.coordinator_epoch,
+                    "current_txn_start_offset": -1 if e.txn_first_offset is None else e.txn_first_offset,
+                }
+                for e in producers
+            ],
+        }
 
-    return {"throttle_time": 0, "topics": [
-        {"name": t.name, "partitions": [partition(t.name, p) for p in t.partition_indexes]}
-        for t in request.topics]}
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {"name": t.name, "partitions": [partition(t.name, p) for p in t.partition_indexes]} for t in request.topics
+        ],
+    }
 
 
 ROUTE = control_route(ApiKey.DESCRIBE_PRODUCERS, 0, 0, handle)

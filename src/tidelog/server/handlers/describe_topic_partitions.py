@@ -12,23 +12,23 @@ eligible-leader fields (ELR) are empty, as Kafka 4.1 answers for a healthy parti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ...wire.apis import ApiKey
-
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
-from ..router import control_route
-from ..security.acls import Operation as Op, ResourceType as R
-from ..security.rules import TOPIC_OPS, authorized_operations
 from ...core.topics import topic_name_error
+from ...wire.apis import ApiKey
+from ..router import control_route
+from ..security.acls import Operation as Op
+from ..security.acls import ResourceType as R
+from ..security.rules import TOPIC_OPS, authorized_operations
 
 if TYPE_CHECKING:
+    from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
 
 ZERO_UUID = uuid.UUID(int=0)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
@@ -48,15 +48,24 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitions
         return ALL_TOPIC_OPERATIONS if session is None else authorized_operations(session, R.TOPIC, name, TOPIC_OPS)
 
     def failed(name: str, code: int) -> dict:
-        return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": False,
-                "partitions": [], "topic_authorized_operations": -2147483648}
+        return {
+            "error_code": code,
+            "name": name,
+            "topic_id": ZERO_UUID,
+            "is_internal": False,
+            "partitions": [],
+            "topic_authorized_operations": -2147483648,
+        }
 
     cursor = request.cursor
     if request.topics:
         names = sorted({t.name for t in request.topics})
         if cursor is not None and cursor.topic_name not in names:
-            return {"throttle_time": 0, "next_cursor": None,
-                    "topics": [failed(n, E.invalid_request.value) for n in names]}
+            return {
+                "throttle_time": 0,
+                "next_cursor": None,
+                "topics": [failed(n, E.invalid_request.value) for n in names],
+            }
     else:
         names = sorted(n for n in registry.topics if may_describe(n))
     if cursor is not None:
@@ -68,9 +77,13 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitions
         topic = registry.get(name)
         if topic is None or not may_describe(name):
             if request.topics:
-                code = (E.invalid_topic_exception.value if topic is None and topic_name_error(name)
-                        else E.unknown_topic_or_partition.value if topic is None
-                        else E.topic_authorization_failed.value)
+                code = (
+                    E.invalid_topic_exception.value
+                    if topic is None and topic_name_error(name)
+                    else E.unknown_topic_or_partition.value
+                    if topic is None
+                    else E.topic_authorization_failed.value
+                )
                 topics.append(failed(name, code))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
@@ -81,16 +94,29 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitions
             break
         end = min(topic.partitions, start + limit)
         limit -= end - start
-        topics.append({
-            "error_code": 0, "name": name, "topic_id": topic.topic_id, "is_internal": topic.internal,
-            "partitions": [
-                {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": 0,
-                 "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
-                 "last_known_elr": [], "offline_replicas": []}
-                for p in range(start, end)
-            ],
-            "topic_authorized_operations": operations(name),
-        })
+        topics.append(
+            {
+                "error_code": 0,
+                "name": name,
+                "topic_id": topic.topic_id,
+                "is_internal": topic.internal,
+                "partitions": [
+                    {
+                        "error_code": 0,
+                        "partition_index": p,
+                        "leader_id": node,
+                        "leader_epoch": 0,
+                        "replica_nodes": [node],
+                        "isr_nodes": [node],
+                        "eligible_leader_replicas": [],
+                        "last_known_elr": [],
+                        "offline_replicas": [],
+                    }
+                    for p in range(start, end)
+                ],
+                "topic_authorized_operations": operations(name),
+            }
+        )
         if end < topic.partitions:
             next_cursor = {"topic_name": name, "partition_index": end}
             break

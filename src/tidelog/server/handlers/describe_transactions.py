@@ -8,33 +8,45 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ...wire.errors import TRANSACTIONAL_ID_NOT_FOUND
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
     txn = broker.txn
+
     def describe(txn_id: str) -> dict:
         meta = txn.coordinator.txns.get(txn_id)
         if meta is None:
-            return {"error_code": txn.coordinator.status(txn_id) or TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": txn_id, "transaction_state": "",
-                    "transaction_timeout": 0, "transaction_start_time": 0, "producer_id": -1,
-                    "producer_epoch": -1, "topics": []}
+            return {
+                "error_code": txn.coordinator.status(txn_id) or TRANSACTIONAL_ID_NOT_FOUND,
+                "transactional_id": txn_id,
+                "transaction_state": "",
+                "transaction_timeout": 0,
+                "transaction_start_time": 0,
+                "producer_id": -1,
+                "producer_epoch": -1,
+                "topics": [],
+            }
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(meta.partitions):
             by_topic.setdefault(t, []).append(p)
-        return {"error_code": 0, "transactional_id": txn_id, "transaction_state": meta.state.kafka_name,
-                "transaction_timeout": meta.timeout_ms, "transaction_start_time": max(meta.start_ms, 0),
-                "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        return {
+            "error_code": 0,
+            "transactional_id": txn_id,
+            "transaction_state": meta.state.kafka_name,
+            "transaction_timeout": meta.timeout_ms,
+            "transaction_start_time": max(meta.start_ms, 0),
+            "producer_id": meta.producer_id,
+            "producer_epoch": meta.producer_epoch,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
 
     return {"throttle_time": 0, "transaction_states": [describe(t) for t in request.transactional_ids]}
 

@@ -5,28 +5,39 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.scram import MECHANISMS
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
     store = broker.security.credentials
+
     def info(user: str) -> dict:
         mechs = store.users.get(user)
         if not mechs:
-            return {"user": user, "error_code": E.resource_not_found, "error_message": f"Attempt to describe a user credential that does not exist: {user}", "credential_infos": []}
-        return {"user": user, "error_code": E.none, "error_message": None, "credential_infos": [
-            {"mechanism": MECHANISMS[m][0], "iterations": c.iterations} for m, c in sorted(mechs.items())]}
+            return {
+                "user": user,
+                "error_code": E.resource_not_found,
+                "error_message": f"Attempt to describe a user credential that does not exist: {user}",
+                "credential_infos": [],
+            }
+        return {
+            "user": user,
+            "error_code": E.none,
+            "error_message": None,
+            "credential_infos": [
+                {"mechanism": MECHANISMS[m][0], "iterations": c.iterations} for m, c in sorted(mechs.items())
+            ],
+        }
 
     # each user answered once, in the order first named; one named more than once is described
     # not at all but refused, DUPLICATE_RESOURCE (Kafka's ScramImage.describe)
@@ -34,9 +45,15 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeUserScramCreden
     results = []
     for name, n in names.items():
         if n > 1:
-            results.append({"user": name, "error_code": E.duplicate_resource,
-                            "error_message": f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}",
-                            "credential_infos": []})
+            results.append(
+                {
+                    "user": name,
+                    "error_code": E.duplicate_resource,
+                    "error_message": "Cannot describe SCRAM credentials for the same user twice "
+                    f"in a single request: {name}",
+                    "credential_infos": [],
+                }
+            )
             continue
         results.append(info(name))
     return {"throttle_time": 0, "error_code": E.none, "error_message": None, "results": results}

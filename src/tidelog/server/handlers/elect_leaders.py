@@ -14,9 +14,10 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
 
 PREFERRED, UNCLEAN = 0, 1
 
@@ -24,13 +25,19 @@ PREFERRED, UNCLEAN = 0, 1
 def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) -> Any:
     election = getattr(request, "election_type", PREFERRED)
     if request.topic_partitions is None:
-        wanted = [(t.name, p) for t in sorted(broker.registry.topics.values(), key=lambda t: t.name)
-                  for p in range(t.partitions)]
+        wanted = [
+            (t.name, p)
+            for t in sorted(broker.registry.topics.values(), key=lambda t: t.name)
+            for p in range(t.partitions)
+        ]
     else:
         wanted = [(tp.topic, int(p)) for tp in request.topic_partitions for p in tp.partitions]
     if election not in (PREFERRED, UNCLEAN):
-        return _response(ctx, [(t, p, E.invalid_request.value, f"unknown election type {election}")
-                               for t, p in wanted], E.invalid_request.value)
+        return _response(
+            ctx,
+            [(t, p, E.invalid_request.value, f"unknown election type {election}") for t, p in wanted],
+            E.invalid_request.value,
+        )
     # every partition (null): those already led by their preferred replica are left out of the
     # answer, as Kafka's ReplicationControlManager.electLeaders does
     every = request.topic_partitions is None
@@ -46,8 +53,7 @@ def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) ->
     return _response(ctx, _needed(out) if every else out)
 
 
-async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int,
-                 every: bool) -> Any:
+async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int, every: bool) -> Any:
     timeout_s = 60.0
     out = []
     for t, p in wanted:
@@ -64,8 +70,10 @@ def _response(ctx: RequestContext, results: list[tuple[str, int, int, str | None
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for t, p, code, msg in results:
         by_topic.setdefault(t, []).append({"partition_id": p, "error_code": code, "error_message": msg})
-    body: dict[str, Any] = {"throttle_time": 0, "replica_election_results": [
-        {"topic": t, "partition_result": parts} for t, parts in by_topic.items()]}
+    body: dict[str, Any] = {
+        "throttle_time": 0,
+        "replica_election_results": [{"topic": t, "partition_result": parts} for t, parts in by_topic.items()],
+    }
     if ctx.api_version >= 1:
         body["error_code"] = top
     return body

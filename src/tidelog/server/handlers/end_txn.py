@@ -6,25 +6,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
+from ..router import control_route
 from ._txn_util import fenced_for, guarded
 
-from ..router import control_route
-
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.end_txn.v4.request import EndTxnRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: EndTxnRequest) -> Any:
     txn = broker.txn
     code = await guarded(
         "EndTxn",
-        txn.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                bool(request.committed)),
-        lambda c: c)
+        txn.coordinator.end_txn(
+            request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
+        ),
+        lambda c: c,
+    )
     return {"throttle_time": 0, "error_code": fenced_for(code, ctx.api_version, 2)}
 
 

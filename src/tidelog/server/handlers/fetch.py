@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 READ_COMMITTED = 1
 
 
-
-def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: str = "") -> tuple[Any, int, bool, list[Any]]:
+def read_all(
+    broker: Broker, req: codec.FetchRequest, version: int, listener: str = ""
+) -> tuple[Any, int, bool, list[Any]]:
     partitions = broker.partitions
     registry = broker.registry
     remaining = req.max_bytes if version >= 3 else 0x7FFF_FFFF
@@ -59,21 +60,33 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
                     code = E.not_leader_or_follower.value  # another broker holds it
                     hint = hints.current_leader(name, p.partition) if hints is not None else None
                     tags = {leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None
-                parts.append(codec.FetchResponsePartition(
-                    partition_index=p.partition, error_code=code,
-                    aborted_transactions=[] if version >= 13 else None, tagged_fields=tags))
+                parts.append(
+                    codec.FetchResponsePartition(
+                        partition_index=p.partition,
+                        error_code=code,
+                        aborted_transactions=[] if version >= 13 else None,
+                        tagged_fields=tags,
+                    )
+                )
                 errors = True
                 continue
             replica = None
             if cluster is not None:
                 code, replica = leader_check(cluster, name, p.partition, p.current_leader_epoch)
                 if code:
-                    hint = hints.current_leader(name, p.partition) if hints is not None and code in (
-                        E.not_leader_or_follower.value, E.fenced_leader_epoch.value) else None
-                    parts.append(codec.FetchResponsePartition(
-                        partition_index=p.partition, error_code=code,
-                        aborted_transactions=[] if version >= 13 else None,
-                        tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None))
+                    hint = (
+                        hints.current_leader(name, p.partition)
+                        if hints is not None and code in (E.not_leader_or_follower.value, E.fenced_leader_epoch.value)
+                        else None
+                    )
+                    parts.append(
+                        codec.FetchResponsePartition(
+                            partition_index=p.partition,
+                            error_code=code,
+                            aborted_transactions=[] if version >= 13 else None,
+                            tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None,
+                        )
+                    )
                     errors = True
                     continue
             keys.append((name, p.partition))
@@ -81,7 +94,10 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
             lso = plog.last_stable_offset
             start = plog.log_start_offset
             out = codec.FetchResponsePartition(
-                partition_index=p.partition, high_watermark=hw, last_stable_offset=lso, log_start_offset=start,
+                partition_index=p.partition,
+                high_watermark=hw,
+                last_stable_offset=lso,
+                log_start_offset=start,
                 aborted_transactions=[] if committed else None,
             )
             limit = min(p.partition_max_bytes, remaining)
@@ -90,8 +106,7 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
                 continue
             try:
                 upto = plog.log_end_offset if follower >= 0 else (lso if committed else hw)
-                info = plog.read(p.fetch_offset, max(limit, 0), upto, min_one=(total == 0),
-                                 load=version <= 3)
+                info = plog.read(p.fetch_offset, max(limit, 0), upto, min_one=(total == 0), load=version <= 3)
             except OffsetOutOfRangeError:
                 # as Kafka: an out-of-range partition carries no offsets (-1), no aborted list;
                 # a follower is told the leader's log start and high watermark to restart from
@@ -121,20 +136,31 @@ def read_all(broker: Broker, req: codec.FetchRequest, version: int, listener: st
             parts.append(out)
         topics.append(codec.FetchResponseTopic(topic=t.topic, partitions=parts, topic_id=t.topic_id))
     endpoints = hints.node_endpoints() if hints is not None and version >= 16 else None
-    return (codec.FetchResponse(responses=topics, session_id=0,
-                                tagged_fields={leader_hint.NODE_ENDPOINTS_TAG: endpoints} if endpoints else None),
-            total, errors, keys)
+    return (
+        codec.FetchResponse(
+            responses=topics,
+            session_id=0,
+            tagged_fields={leader_hint.NODE_ENDPOINTS_TAG: endpoints} if endpoints else None,
+        ),
+        total,
+        errors,
+        keys,
+    )
+
 
 def handle(broker: Broker, ctx: RequestContext, req: codec.FetchRequest) -> Any:
     version = ctx.api_version
     resp, total, errors, keys = read_all(broker, req, version, ctx.connection.listener_name)
     if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not keys:
         return resp
-    return _long_poll(broker, req, version, keys, time.monotonic() + req.max_wait_ms / 1000,
-                      ctx.connection.listener_name)
+    return _long_poll(
+        broker, req, version, keys, time.monotonic() + req.max_wait_ms / 1000, ctx.connection.listener_name
+    )
 
-async def _long_poll(broker: Broker, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float,
-                     listener: str) -> Any:
+
+async def _long_poll(
+    broker: Broker, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float, listener: str
+) -> Any:
     waiters = broker.partitions.waiters
     while True:
         remaining = deadline - time.monotonic()
@@ -142,5 +168,6 @@ async def _long_poll(broker: Broker, req: codec.FetchRequest, version: int, keys
         resp, total, errors, keys = read_all(broker, req, version, listener)
         if total >= req.min_bytes or errors or not woken or broker.stopping.is_set() or time.monotonic() >= deadline:
             return resp
+
 
 ROUTE = hot_route(codec, handle)

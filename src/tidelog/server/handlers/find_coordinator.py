@@ -9,20 +9,20 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
 from ...core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ...groups.records import partition_for as group_partition
 from ...txn.records import partition_for as txn_partition
+from ...wire.apis import ApiKey
 from ..router import control_route
 from .metadata import broker_entries
 
 if TYPE_CHECKING:
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
 KEY_TYPES = (0, 1)  # group, transaction
 TOPIC_OF = {0: OFFSETS_TOPIC, 1: STATE_TOPIC}
@@ -62,8 +62,14 @@ def _respond(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int
             return _error(key, E.coordinator_not_available.value, "no live coordinator")
         if key_type == 0 and not broker.groups.loaded:
             return _error(key, E.coordinator_not_available.value, "loading")
-        return {"key": key, "error_code": 0, "error_message": None, "node_id": node["node_id"],
-                "host": node["host"], "port": node["port"]}
+        return {
+            "key": key,
+            "error_code": 0,
+            "error_message": None,
+            "node_id": node["node_id"],
+            "host": node["host"],
+            "port": node["port"],
+        }
 
     if ctx.api_version >= 4:
         return {"throttle_time": 0, "coordinators": [answer(k) for k in keys]}

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from .alter_configs import BROKER, alter_brokers, alter_result, broker_entity_error, check_topic_resource
 
 if TYPE_CHECKING:
+    from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = {"cleanup.policy"}
@@ -60,8 +60,9 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
 BROKER_LIST_KEYS = {"log.cleanup.policy"}
 
 
-def apply_ops(current: dict[str, str], inherited: dict[str, str], ops: Any,
-              list_keys: set[str]) -> tuple[dict[str, str] | None, int, str | None]:
+def apply_ops(
+    current: dict[str, str], inherited: dict[str, str], ops: Any, list_keys: set[str]
+) -> tuple[dict[str, str] | None, int, str | None]:
     """The configs after SET / DELETE / APPEND / SUBTRACT; list items are taken from `inherited`
     (a topic's effective value, a broker entity's own)."""
     new = dict(current)

@@ -7,30 +7,37 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
+from ..router import control_route
 from ._txn_util import fenced_for, guarded, millis
 
-from ..router import control_route
-
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: InitProducerIdRequest) -> Any:
     txn = broker.txn
+
     def answer(code: int, pid: int = -1, epoch: int = -1) -> dict:
-        return {"throttle_time": 0, "error_code": fenced_for(code, ctx.api_version, 4),
-                "producer_id": pid, "producer_epoch": epoch}
+        return {
+            "throttle_time": 0,
+            "error_code": fenced_for(code, ctx.api_version, 4),
+            "producer_id": pid,
+            "producer_epoch": epoch,
+        }
 
     res = await guarded(
         "InitProducerId",
         txn.coordinator.init_producer_id(
-            request.transactional_id, millis(request.transaction_timeout),
-            getattr(request, "producer_id", -1), getattr(request, "producer_epoch", -1)),
-        lambda code: (code, -1, -1))
+            request.transactional_id,
+            millis(request.transaction_timeout),
+            getattr(request, "producer_id", -1),
+            getattr(request, "producer_epoch", -1),
+        ),
+        lambda code: (code, -1, -1),
+    )
     return answer(*res)
 
 

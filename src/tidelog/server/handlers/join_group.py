@@ -8,14 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.join_group.v7.request import JoinGroupRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def _ms(value) -> int:

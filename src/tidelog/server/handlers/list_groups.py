@@ -5,20 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.list_groups.v5.request import ListGroupsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListGroupsRequest) -> Any:
     coordinator = broker.groups
-    err, groups = coordinator.list_groups(getattr(request, "states_filter", ()),
-                                          getattr(request, "types_filter", ()))
+    err, groups = coordinator.list_groups(getattr(request, "states_filter", ()), getattr(request, "types_filter", ()))
     return {"throttle_time": 0, "error_code": err, "groups": groups}
 
 

@@ -25,6 +25,7 @@ LATEST, EARLIEST, LAST_STABLE_OR_MAX_TS, EARLIEST_LOCAL = -1, -2, -3, -4
 
 def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
     partitions = broker.partitions
+
     def lookup(plog, ts: int, version: int, committed: bool) -> tuple[int, int]:
         """(timestamp, offset) answered for one partition."""
         lso = plog.last_stable_offset
@@ -45,8 +46,7 @@ def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
         for p in t.partitions:
             epoch = 0
             if cluster is not None:
-                code, replica = leader_check(cluster, t.name, p.partition_index,
-                                             getattr(p, "current_leader_epoch", -1))
+                code, replica = leader_check(cluster, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1))
                 if code == E.not_leader_or_follower.value and not cluster.partition(t.name, p.partition_index).replicas:
                     code = E.unknown_topic_or_partition.value
                 if not code and p.timestamp == LATEST and replica.plog.high_watermark < replica.epoch_start:
@@ -57,18 +57,29 @@ def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
                 epoch = replica.leader_epoch
             plog = partitions.get(t.name, p.partition_index)
             if plog is None:
-                parts.append(codec.ListOffsetsResponsePartition(
-                    partition_index=p.partition_index, error_code=E.unknown_topic_or_partition.value))
+                parts.append(
+                    codec.ListOffsetsResponsePartition(
+                        partition_index=p.partition_index, error_code=E.unknown_topic_or_partition.value
+                    )
+                )
                 continue
             if version == 0:
                 offsets = plog.offsets_before(p.timestamp, p.max_num_offsets)
-                parts.append(codec.ListOffsetsResponsePartition(
-                    partition_index=p.partition_index, old_style_offsets=list(offsets)))
+                parts.append(
+                    codec.ListOffsetsResponsePartition(
+                        partition_index=p.partition_index, old_style_offsets=list(offsets)
+                    )
+                )
                 continue
             timestamp, offset = lookup(plog, p.timestamp, version, committed)
-            parts.append(codec.ListOffsetsResponsePartition(
-                partition_index=p.partition_index, timestamp=timestamp, offset=offset,
-                leader_epoch=epoch if offset >= 0 else -1))
+            parts.append(
+                codec.ListOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=epoch if offset >= 0 else -1,
+                )
+            )
         topics.append(codec.ListOffsetsResponseTopic(name=t.name, partitions=parts))
     return codec.ListOffsetsResponse(topics=topics)
 

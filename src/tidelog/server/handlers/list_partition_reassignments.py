@@ -10,9 +10,10 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
@@ -22,10 +23,16 @@ def handle(broker: Broker, ctx: RequestContext, request: ListPartitionReassignme
     for name in sorted(moving):
         if wanted is not None and name not in wanted:
             continue
-        parts = [{"partition_index": p, "replicas": list(replicas), "adding_replicas": list(adding),
-                  "removing_replicas": list(removing)}
-                 for p, (replicas, adding, removing) in sorted(moving[name].items())
-                 if wanted is None or p in wanted[name]]
+        parts = [
+            {
+                "partition_index": p,
+                "replicas": list(replicas),
+                "adding_replicas": list(adding),
+                "removing_replicas": list(removing),
+            }
+            for p, (replicas, adding, removing) in sorted(moving[name].items())
+            if wanted is None or p in wanted[name]
+        ]
         if parts:
             topics.append({"name": name, "partitions": parts})
     return {"throttle_time": 0, "error_code": 0, "error_message": None, "topics": topics}

@@ -6,24 +6,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListTransactionsRequest) -> Any:
     txn = broker.txn
     duration = getattr(request, "duration_filter", -1)
     unknown, found = txn.coordinator.list(request.state_filters, request.producer_id_filters, duration)
-    return {"throttle_time": 0, "error_code": 0, "unknown_state_filters": unknown,
-            "transaction_states": [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
-                                    "transaction_state": m.state.kafka_name} for m in found]}
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "unknown_state_filters": unknown,
+        "transaction_states": [
+            {
+                "transactional_id": m.transactional_id,
+                "producer_id": m.producer_id,
+                "transaction_state": m.state.kafka_name,
+            }
+            for m in found
+        ],
+    }
 
 
 ROUTE = control_route(ApiKey.LIST_TRANSACTIONS, 0, 1, handle)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...core.topics import topic_name_error
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.rules import CLUSTER_OPS, TOPIC_OPS
-from ...core.topics import topic_name_error
 
 if TYPE_CHECKING:
+    from kio.schema.metadata.v12.request import MetadataRequest
+
     from ..broker import Broker
     from ..connection import RequestContext
-    from kio.schema.metadata.v12.request import MetadataRequest
 
 ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
@@ -32,16 +32,18 @@ def topic_entry(broker, topic) -> dict:
     parts = []
     for p in range(topic.partitions):
         pv = view.partition(topic.name, p)
-        parts.append({
-            # a partition without a live leader: LEADER_NOT_AVAILABLE, as Kafka
-            "error_code": 0 if pv.leader >= 0 else E.leader_not_available.value,
-            "partition_index": p,
-            "leader_id": pv.leader,
-            "leader_epoch": pv.leader_epoch,
-            "replica_nodes": list(pv.replicas),
-            "isr_nodes": list(pv.isr),
-            "offline_replicas": list(pv.offline),
-        })
+        parts.append(
+            {
+                # a partition without a live leader: LEADER_NOT_AVAILABLE, as Kafka
+                "error_code": 0 if pv.leader >= 0 else E.leader_not_available.value,
+                "partition_index": p,
+                "leader_id": pv.leader,
+                "leader_epoch": pv.leader_epoch,
+                "replica_nodes": list(pv.replicas),
+                "isr_nodes": list(pv.isr),
+                "offline_replicas": list(pv.offline),
+            }
+        )
     return {
         "error_code": 0,
         "name": topic.name,
@@ -60,13 +62,14 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
     refused = False
     if requested is None or (version == 0 and not requested):
         topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
-    elif refused := version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None
-                                         for t in requested):
+    elif refused := version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None for t in requested):
         # v10-11 requests carry topic ids and nullable names, but their responses cannot name a
         # topic by id (names are not nullable before v12): Kafka answers INVALID_REQUEST for
         # every topic, a null name as "".
-        topics = [{"error_code": E.invalid_request.value, "name": t.name or "", "topic_id": t.topic_id,
-                   "partitions": []} for t in requested]
+        topics = [
+            {"error_code": E.invalid_request.value, "name": t.name or "", "topic_id": t.topic_id, "partitions": []}
+            for t in requested
+        ]
     else:
         for item in requested:
             name = getattr(item, "name", None)
@@ -75,7 +78,9 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
             if name is None and topic_id is not None:
                 topic = registry.by_id.get(topic_id)
                 if topic is None:
-                    topics.append({"error_code": E.unknown_topic_id.value, "name": None, "topic_id": topic_id, "partitions": []})
+                    topics.append(
+                        {"error_code": E.unknown_topic_id.value, "name": None, "topic_id": topic_id, "partitions": []}
+                    )
                     continue
             else:
                 topic = registry.get(name)
@@ -86,8 +91,7 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
                     if allow_auto:
                         topic = broker.admin.auto_create(name)
                         if topic is None and broker.cluster.clustered and broker.config["auto.create.topics.enable"]:
-                            topics.append({"error_code": E.leader_not_available.value, "name": name,
-                                           "partitions": []})
+                            topics.append({"error_code": E.leader_not_available.value, "name": name, "partitions": []})
                             continue
                 if topic is None:
                     topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
-from ...log.clock import wall_clock_ms
 from ...groups.records import OffsetValue
+from ...log.clock import wall_clock_ms
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.offset_commit.v8.request import OffsetCommitRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
@@ -46,11 +45,19 @@ async def handle(broker: Broker, ctx: RequestContext, request: OffsetCommitReque
         getattr(request, "group_instance_id", None),
         offsets,
     )
-    return {"throttle_time": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
-            for p in t.partitions]}
-        for t in request.topics]}
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ],
+    }
 
 
 ROUTE = control_route(ApiKey.OFFSET_COMMIT, 0, 8, handle)

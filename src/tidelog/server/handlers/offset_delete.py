@@ -5,25 +5,35 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
     coordinator = broker.groups
     tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     err, results = await coordinator.delete_offsets(request.group_id, tps)
-    return {"error_code": err, "throttle_time": 0, "topics": [] if err else [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
-            for p in t.partitions]}
-        for t in request.topics]}
+    return {
+        "error_code": err,
+        "throttle_time": 0,
+        "topics": []
+        if err
+        else [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ],
+    }
 
 
 ROUTE = control_route(ApiKey.OFFSET_DELETE, 0, 0, handle)

@@ -9,14 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.offset_fetch.v8.request import OffsetFetchRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def _topics(topics):
@@ -42,9 +41,16 @@ def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> 
         # partition errors) takes for "nothing committed", and rewinds to its reset policy after
         # every coordinator move. tidelog reports the error in each asked partition too: clients
         # that read the group's error see the same answer, aiokafka retries
-        topics = [{"name": t.name, "partitions": [
-            {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": err}
-            for p in t.partition_indexes]} for t in request.topics or ()]
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": err}
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in request.topics or ()
+        ]
     return {"throttle_time": 0, "topics": topics, "error_code": err}
 
 

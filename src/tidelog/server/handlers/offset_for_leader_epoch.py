@@ -10,18 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 from ._leadership import leader_check
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Any:
@@ -40,8 +39,14 @@ def handle(broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochReq
                     continue
             plog = partitions.get(t.topic, p.partition)
             if plog is None:
-                parts.append({"error_code": E.unknown_topic_or_partition.value, "partition": p.partition,
-                              "leader_epoch": -1, "end_offset": -1})
+                parts.append(
+                    {
+                        "error_code": E.unknown_topic_or_partition.value,
+                        "partition": p.partition,
+                        "leader_epoch": -1,
+                        "end_offset": -1,
+                    }
+                )
             elif p.leader_epoch < 0:
                 parts.append({"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1})
             else:

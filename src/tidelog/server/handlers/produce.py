@@ -30,25 +30,36 @@ if TYPE_CHECKING:
 
 # Kafka answers these before touching the log, with no log start offset (-1); every other append
 # error (sequence, epoch, transaction state, timestamps) carries the partition's log start offset.
-_NO_LOG_START_ERRORS = frozenset({
-    E.corrupt_message.value, E.unknown_topic_or_partition.value, E.not_leader_or_follower.value,
-    E.message_too_large.value, E.record_list_too_large.value, E.kafka_storage_error.value,
-    E.invalid_producer_id_mapping.value,  # KIP-890 verification, before the append
-})
+_NO_LOG_START_ERRORS = frozenset(
+    {
+        E.corrupt_message.value,
+        E.unknown_topic_or_partition.value,
+        E.not_leader_or_follower.value,
+        E.message_too_large.value,
+        E.record_list_too_large.value,
+        E.kafka_storage_error.value,
+        E.invalid_producer_id_mapping.value,  # KIP-890 verification, before the append
+    }
+)
 
 
 def partition_error(index: int, code: int, message: str | None = None) -> codec.ProduceResponsePartition:
     return codec.ProduceResponsePartition(index=index, error_code=code, error_message=message)
 
 
-def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
-           refused: dict[tuple[str, int], int] | None = None) -> Any:
+def handle(
+    broker: Broker, ctx: RequestContext, req: codec.ProduceRequest, refused: dict[tuple[str, int], int] | None = None
+) -> Any:
     """`refused`: partitions whose transactional batch the remote coordinator did not vouch for
     (KIP-890, cluster/verify.py), answered with that error and not appended."""
     if refused is None and req.transactional_id and broker.cluster.clustered:
         verifier = broker.cluster.verifier
-        pending = [(t.name, p.index, tp) for t in req.topic_data for p in t.partition_data
-                   if p.records and (tp := verifier.needs(t.name, p.index, p.records)) is not None]
+        pending = [
+            (t.name, p.index, tp)
+            for t in req.topic_data
+            for p in t.partition_data
+            if p.records and (tp := verifier.needs(t.name, p.index, p.records)) is not None
+        ]
         if pending:
             return _verified_then(broker, ctx, req, pending)
     partitions = broker.partitions
@@ -58,8 +69,11 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
     to_flush = []
     cluster = broker.cluster if broker.cluster.clustered else None
     replicated: list[tuple[Any, int, codec.ProduceResponsePartition]] = []
-    hints = LeaderHints(cluster, ctx.connection.listener_name) if cluster is not None and \
-        ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION else None
+    hints = (
+        LeaderHints(cluster, ctx.connection.listener_name)
+        if cluster is not None and ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION
+        else None
+    )
     now_ms = int(time.time() * 1000)
     for t in req.topic_data:
         parts = []
@@ -79,8 +93,11 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
                     if not known:
                         code = E.unknown_topic_or_partition.value
                     err = partition_error(p.index, code)
-                    hint = hints.current_leader(t.name, p.index) if hints is not None and known \
-                        and code == E.not_leader_or_follower.value else None
+                    hint = (
+                        hints.current_leader(t.name, p.index)
+                        if hints is not None and known and code == E.not_leader_or_follower.value
+                        else None
+                    )
                     if hint:
                         err.tagged_fields = {leader_hint.PRODUCE_CURRENT_LEADER_TAG: hint}
                     parts.append(err)
@@ -118,8 +135,9 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
         if to_flush:
             for plog in to_flush:
                 asyncio.ensure_future(group_commit.flush(plog))
-        failed = [f"{t.name}-{p.index}: error {p.error_code}" for t in results for p in t.partition_responses
-                  if p.error_code]
+        failed = [
+            f"{t.name}-{p.index}: error {p.error_code}" for t in results for p in t.partition_responses if p.error_code
+        ]
         if failed:
             ctx.connection.close_with(f"acks=0 produce refused ({', '.join(failed[:5])})")
         return NO_RESPONSE
@@ -134,8 +152,9 @@ def handle(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
     return response
 
 
-async def _verified_then(broker: Broker, ctx: RequestContext, req: codec.ProduceRequest,
-                         pending: list[tuple[str, int, tuple[int, int]]]) -> Any:
+async def _verified_then(
+    broker: Broker, ctx: RequestContext, req: codec.ProduceRequest, pending: list[tuple[str, int, tuple[int, int]]]
+) -> Any:
     """KIP-890 across brokers: the coordinator vouches for each first transactional batch first."""
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for topic, index, producer in pending:
@@ -149,9 +168,13 @@ async def _verified_then(broker: Broker, ctx: RequestContext, req: codec.Produce
     return await result if asyncio.iscoroutine(result) else result
 
 
-async def _replicated_then(broker: Broker, waits: list[tuple[Any, int, codec.ProduceResponsePartition]],
-                           to_flush: list[Any], timeout_ms: int,
-                           response: codec.ProduceResponse) -> codec.ProduceResponse:
+async def _replicated_then(
+    broker: Broker,
+    waits: list[tuple[Any, int, codec.ProduceResponsePartition]],
+    to_flush: list[Any],
+    timeout_ms: int,
+    response: codec.ProduceResponse,
+) -> codec.ProduceResponse:
     """acks=all on a replicated partition: answered once the high watermark passes the batch under
     the leader epoch it was appended at (never across a leadership change)."""
     manager = broker.cluster.replicas

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 def handle(broker: Broker, ctx: RequestContext, request: SaslAuthenticateRequest) -> Any:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
-
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.sync_group.v5.request import SyncGroupRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: SyncGroupRequest) -> Any:

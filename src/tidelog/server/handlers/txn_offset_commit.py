@@ -7,25 +7,23 @@ FENCED_INSTANCE_ID for a replaced static member); v3 may answer PRODUCER_FENCED.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ...wire.apis import ApiKey
-
 import time
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
-from ...wire.errors import NONE
-from ._txn_util import fenced_for
 from ...core.topics import OFFSETS_TOPIC
 from ...groups.records import OffsetValue
+from ...wire.apis import ApiKey
+from ...wire.errors import NONE
 from ..router import control_route
+from ._txn_util import fenced_for
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
@@ -43,25 +41,43 @@ async def handle(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRe
         # the transaction's coordinator is here (always on a single node): it vouches for the
         # producer; in a cluster it may be another broker, and the group's checks apply alone
         tp = (OFFSETS_TOPIC, store.partition_for(request.group_id))
-        code = txn.coordinator.check_offsets_commit(request.transactional_id, request.producer_id,
-                                                    request.producer_epoch, tp)
+        code = txn.coordinator.check_offsets_commit(
+            request.transactional_id, request.producer_id, request.producer_epoch, tp
+        )
         code = fenced_for(code, v, 3)
-    offsets = {(t.name, p.partition_index): OffsetValue(p.committed_offset, p.committed_metadata or "", now,
-                                                        getattr(p, "committed_leader_epoch", -1))
-               for t in request.topics for p in t.partitions}
+    offsets = {
+        (t.name, p.partition_index): OffsetValue(
+            p.committed_offset, p.committed_metadata or "", now, getattr(p, "committed_leader_epoch", -1)
+        )
+        for t in request.topics
+        for p in t.partitions
+    }
     if code:
         results = {key: code for key in offsets}
     else:
         # The group's own checks (member, generation, static member fencing), validation and staging.
         results = await groups.offsets.commit_txn(
-            request.group_id, request.producer_id, request.producer_epoch,
-            getattr(request, "generation_id", -1), getattr(request, "member_id", "") or "",
-            getattr(request, "group_instance_id", None), offsets)
-    return {"throttle_time": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
-            for p in t.partitions]}
-        for t in request.topics]}
+            request.group_id,
+            request.producer_id,
+            request.producer_epoch,
+            getattr(request, "generation_id", -1),
+            getattr(request, "member_id", "") or "",
+            getattr(request, "group_instance_id", None),
+            offsets,
+        )
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": results[(t.name, p.partition_index)]}
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ],
+    }
 
 
 ROUTE = control_route(ApiKey.TXN_OFFSET_COMMIT, 0, 3, handle)

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.apis import ApiKey
-
 from kio.schema.errors import ErrorCode as E
 
-from ...log.errors import LogError
 from ...core.topics import OFFSETS_TOPIC
+from ...log.errors import LogError
+from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..connection import RequestContext
     from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 
+    from ..broker import Broker
+    from ..connection import RequestContext
 
 
 async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
@@ -42,8 +41,11 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                     code = E.unknown_topic_or_partition.value
                 elif t.name == OFFSETS_TOPIC and cluster is not None:
                     replica = cluster.leader_replica(t.name, p)
-                    code = (E.not_leader_or_follower.value if replica is None or replica.draining else
-                            await txn.groups.complete_txn_partition(m.producer_id, m.producer_epoch, commit, p))
+                    code = (
+                        E.not_leader_or_follower.value
+                        if replica is None or replica.draining
+                        else await txn.groups.complete_txn_partition(m.producer_id, m.producer_epoch, commit, p)
+                    )
                 elif t.name == OFFSETS_TOPIC:
                     if txn.groups.store is not None:
                         await txn.groups.store.complete(m.producer_id, m.producer_epoch, commit)
@@ -52,8 +54,9 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                     code = await _on_leader(broker, cluster, t.name, p, m, commit)
                 else:
                     try:
-                        written = broker.producers.write_marker(t.name, p, m.producer_id, m.producer_epoch, commit,
-                                                   m.coordinator_epoch)
+                        written = broker.producers.write_marker(
+                            t.name, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch
+                        )
                     except LogError as e:
                         written, code = None, e.error_code
                     else:

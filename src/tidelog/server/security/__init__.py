@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from ...core.security_settings import enabled_mechanisms, listener_protocol, lookup, plain_users
 from .acls import AclStore
 from .authorizer import Authorizer, parse_super_users
 from .scram import CredentialStore
-from ...core.security_settings import enabled_mechanisms, listener_protocol, lookup, plain_users
 
 log = logging.getLogger("tidelog.security")
 
@@ -53,12 +53,14 @@ class Security:
         self.acls = AclStore(data_dir)
         self.authorizer: Authorizer | None = None
         if config["authorizer.class.name"]:
-            self.authorizer = Authorizer(self.acls, parse_super_users(config["super.users"]),
-                                         bool(config["allow.everyone.if.no.acl.found"]))
+            self.authorizer = Authorizer(
+                self.acls, parse_super_users(config["super.users"]), bool(config["allow.everyone.if.no.acl.found"])
+            )
         self.listeners: dict[str, ListenerSecurity] = {}
         for lst in config.listeners:
             ls = ListenerSecurity(
-                lst.name, listener_protocol(config, lst.name),
+                lst.name,
+                listener_protocol(config, lst.name),
                 reauth_ms=int(lookup(config, lst.name, "connections.max.reauth.ms") or 0),
                 max_receive_size=int(lookup(config, lst.name, "sasl.server.max.receive.size")),
                 failed_auth_delay_ms=int(lookup(config, lst.name, "connection.failed.authentication.delay.ms")),

@@ -82,7 +82,10 @@ class AclBinding:
 
     def invalid_reason(self) -> str | None:
         """Why this binding cannot be created (None when it can), as Kafka's CreateAcls checks."""
-        if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY) or self.resource_type not in ResourceType._value2member_map_:
+        if (
+            self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY)
+            or self.resource_type not in ResourceType._value2member_map_
+        ):
             return "invalid resource type"
         if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
             return "pattern type must be LITERAL or PREFIXED"

@@ -11,7 +11,8 @@ Kafka's rules, in order:
 
 from __future__ import annotations
 
-from .acls import CLUSTER_NAME, AclStore, Operation as Op, Permission, ResourceType
+from .acls import CLUSTER_NAME, AclStore, Permission, ResourceType
+from .acls import Operation as Op
 
 _IMPLIES = {
     Op.DESCRIBE: (Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER, Op.ALL),
@@ -24,8 +25,9 @@ def parse_super_users(value: str | None) -> frozenset[str]:
 
 
 class Authorizer:
-    def __init__(self, store: AclStore, super_users: frozenset[str] = frozenset(),
-                 allow_if_no_acl: bool = False) -> None:
+    def __init__(
+        self, store: AclStore, super_users: frozenset[str] = frozenset(), allow_if_no_acl: bool = False
+    ) -> None:
         self.store = store
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
@@ -58,9 +60,13 @@ class Authorizer:
         if not bindings:
             return self.allow_if_no_acl
         for b in bindings:
-            if b.permission == Permission.ALLOW and b.operation in (op, Op.ALL) \
-                    and b.principal in (principal, "User:*") and b.host in (host, "*") \
-                    and self.authorize(principal, host, resource_type, b.resource_name, op):
+            if (
+                b.permission == Permission.ALLOW
+                and b.operation in (op, Op.ALL)
+                and b.principal in (principal, "User:*")
+                and b.host in (host, "*")
+                and self.authorize(principal, host, resource_type, b.resource_name, op)
+            ):
                 return True
         return False
 

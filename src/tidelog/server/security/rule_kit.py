@@ -5,12 +5,15 @@ into its authorized and refused parts and to build refusals in a response's own 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kio.schema.errors import ErrorCode as E
 
-from .acls import CLUSTER_NAME, Operation as Op, ResourceType as R
+from .acls import CLUSTER_NAME
+from .acls import Operation as Op
+from .acls import ResourceType as R
 
 TOPIC_DENIED = E.topic_authorization_failed.value
 GROUP_DENIED = E.group_authorization_failed.value
@@ -78,8 +81,15 @@ def cluster(session, op: int) -> bool:
 
 TOPIC_OPS = (Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS)
 GROUP_OPS = (Op.READ, Op.DESCRIBE, Op.DELETE)
-CLUSTER_OPS = (Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
-               Op.IDEMPOTENT_WRITE)
+CLUSTER_OPS = (
+    Op.CREATE,
+    Op.ALTER,
+    Op.DESCRIBE,
+    Op.CLUSTER_ACTION,
+    Op.DESCRIBE_CONFIGS,
+    Op.ALTER_CONFIGS,
+    Op.IDEMPOTENT_WRITE,
+)
 
 
 def authorized_operations(session, resource_type: int, name: str, ops) -> int:
@@ -111,15 +121,23 @@ def topic_allowed(session, ctx, op: int):
     return check
 
 
-def by_parts(session, ctx, request, field: str, op: int, reply_of: Callable[[list], Any], out_field: str,
-             refused: Callable[[list], list]):
+def by_parts(
+    session,
+    ctx,
+    request,
+    field: str,
+    op: int,
+    reply_of: Callable[[list], Any],
+    out_field: str,
+    refused: Callable[[list], list],
+):
     """The common per-topic shape: refuse denied topics, run the rest."""
     ok, denied = split(getattr(request, field), topic_allowed(session, ctx, op))
     if not denied:
         return None
     if not ok:
         return Reply(reply_of(refused(denied)))
-    return Partial(dataclasses.replace(request, **{field: tuple(ok) if isinstance(getattr(request, field), tuple) else ok}),
-                   extend(out_field, refused(denied)))
-
-
+    return Partial(
+        dataclasses.replace(request, **{field: tuple(ok) if isinstance(getattr(request, field), tuple) else ok}),
+        extend(out_field, refused(denied)),
+    )

@@ -19,16 +19,50 @@ from inspect import isawaitable
 from kio.schema.errors import ErrorCode as E
 
 from ..router import NO_RESPONSE
-from .acls import Operation as Op, ResourceType as R
-from .rule_kit import (CLUSTER_DENIED, CLUSTER_OPS, GROUP_DENIED, GROUP_OPS, RULES, TOPIC_DENIED, TOPIC_OPS,
-                       TXN_DENIED, Partial, Reply, authorized_operations, by_parts, cluster, cluster_operations,
-                       extend, plain, rule, split, topic_allowed, topic_name)
 from . import rules_coord  # registers the group, transaction and cluster rules
+from .acls import Operation as Op
+from .acls import ResourceType as R
+from .rule_kit import (
+    CLUSTER_DENIED,
+    CLUSTER_OPS,
+    GROUP_DENIED,
+    GROUP_OPS,
+    RULES,
+    TOPIC_DENIED,
+    TOPIC_OPS,
+    TXN_DENIED,
+    Partial,
+    Reply,
+    authorized_operations,
+    by_parts,
+    cluster,
+    cluster_operations,
+    extend,
+    plain,
+    rule,
+    split,
+    topic_allowed,
+    topic_name,
+)
 
 NO_OPERATIONS = -2147483648  # INT32_MIN: an authorized-operations field not answered
 
-__all__ = ["apply", "CLUSTER_DENIED", "CLUSTER_OPS", "GROUP_DENIED", "GROUP_OPS", "RULES", "TOPIC_DENIED",
-           "TOPIC_OPS", "TXN_DENIED", "Partial", "Reply", "authorized_operations", "cluster_operations", "rules_coord"]
+__all__ = [
+    "apply",
+    "CLUSTER_DENIED",
+    "CLUSTER_OPS",
+    "GROUP_DENIED",
+    "GROUP_OPS",
+    "RULES",
+    "TOPIC_DENIED",
+    "TOPIC_OPS",
+    "TXN_DENIED",
+    "Partial",
+    "Reply",
+    "authorized_operations",
+    "cluster_operations",
+    "rules_coord",
+]
 
 
 def apply(session, authorizer, ctx, route, request):
@@ -60,8 +94,10 @@ def produce(session, ctx, req):
     from ...wire import produce as c
 
     def refused(topics, code=TOPIC_DENIED):
-        return [c.ProduceResponseTopic(t.name, [c.ProduceResponsePartition(p.index, code) for p in t.partition_data])
-                for t in topics]
+        return [
+            c.ProduceResponseTopic(t.name, [c.ProduceResponsePartition(p.index, code) for p in t.partition_data])
+            for t in topics
+        ]
 
     if req.transactional_id is not None and not session.allowed(R.TRANSACTIONAL_ID, req.transactional_id, Op.WRITE):
         return Reply(NO_RESPONSE if req.acks == 0 else c.ProduceResponse(refused(req.topic_data, TXN_DENIED)))
@@ -82,8 +118,12 @@ def fetch(session, ctx, req):
     ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
     if not denied:
         return None
-    refused = [c.FetchResponseTopic(t.topic, [c.FetchResponsePartition(p.partition, TOPIC_DENIED)
-                                              for p in t.partitions], topic_id=t.topic_id) for t in denied]
+    refused = [
+        c.FetchResponseTopic(
+            t.topic, [c.FetchResponsePartition(p.partition, TOPIC_DENIED) for p in t.partitions], topic_id=t.topic_id
+        )
+        for t in denied
+    ]
     if not ok:
         return Reply(c.FetchResponse(refused))
     return Partial(dataclasses.replace(req, topics=ok), extend("responses", refused))
@@ -96,8 +136,12 @@ def list_offsets(session, ctx, req):
     ok, denied = split(req.topics, lambda t: session.allowed(R.TOPIC, t.name, Op.DESCRIBE))
     if not denied:
         return None
-    refused = [c.ListOffsetsResponseTopic(t.name, [c.ListOffsetsResponsePartition(p.partition_index, TOPIC_DENIED)
-                                                   for p in t.partitions]) for t in denied]
+    refused = [
+        c.ListOffsetsResponseTopic(
+            t.name, [c.ListOffsetsResponsePartition(p.partition_index, TOPIC_DENIED) for p in t.partitions]
+        )
+        for t in denied
+    ]
     if not ok:
         return Reply(c.ListOffsetsResponse(refused))
     return Partial(dataclasses.replace(req, topics=ok), extend("topics", refused))
@@ -116,12 +160,19 @@ def metadata(session, ctx, req):
         d = plain(resp)
         if with_cluster_ops:  # v8-10
             d["cluster_authorized_operations"] = cluster_operations(session)
-        d["topics"] = [t for t in d["topics"] if not t.get("name") or t.get("error_code") not in (0, E.none)
-                       or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
+        d["topics"] = [
+            t
+            for t in d["topics"]
+            if not t.get("name")
+            or t.get("error_code") not in (0, E.none)
+            or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)
+        ]
         if with_ops:  # the principal's own operations, wherever the handler answered them too (all)
             for t in d["topics"]:
-                if t.get("name") and (t.get("error_code") in (0, E.none)
-                                      or t.get("topic_authorized_operations", NO_OPERATIONS) != NO_OPERATIONS):
+                if t.get("name") and (
+                    t.get("error_code") in (0, E.none)
+                    or t.get("topic_authorized_operations", NO_OPERATIONS) != NO_OPERATIONS
+                ):
                     t["topic_authorized_operations"] = authorized_operations(session, R.TOPIC, t["name"], TOPIC_OPS)
         return d
 
@@ -141,8 +192,15 @@ def metadata(session, ctx, req):
     ok, denied = split(req.topics, allowed)
     if not denied:
         return Partial(req, visible) if with_ops or with_cluster_ops else None
-    refused = [{"error_code": TOPIC_DENIED, "name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None),
-                "partitions": []} for t in denied]
+    refused = [
+        {
+            "error_code": TOPIC_DENIED,
+            "name": topic_name(ctx, t),
+            "topic_id": getattr(t, "topic_id", None),
+            "partitions": [],
+        }
+        for t in denied
+    ]
     add_refused = extend("topics", refused)
     if not ok:
         # nothing left to ask for; an empty list would mean "every topic" in v0: drop whatever the
@@ -151,9 +209,11 @@ def metadata(session, ctx, req):
             d = visible(r) if with_ops or with_cluster_ops else plain(r)
             d["topics"] = []
             return add_refused(d)
+
         return Partial(dataclasses.replace(req, topics=tuple(ok)), only_refused)
-    return Partial(dataclasses.replace(req, topics=tuple(ok)),
-                   (lambda r: add_refused(visible(r))) if with_ops else add_refused)
+    return Partial(
+        dataclasses.replace(req, topics=tuple(ok)), (lambda r: add_refused(visible(r))) if with_ops else add_refused
+    )
 
 
 # ---- topic administration ---------------------------------------------------------------------
@@ -164,8 +224,16 @@ def create_topics(session, ctx, req):
     ok, denied = split(req.topics, lambda t: session.allowed(R.TOPIC, t.name, Op.CREATE))
     if not denied:
         return None
-    refused = [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed.",
-                "num_partitions": -1, "replication_factor": -1} for t in denied]
+    refused = [
+        {
+            "name": t.name,
+            "error_code": TOPIC_DENIED,
+            "error_message": "Authorization failed.",
+            "num_partitions": -1,
+            "replication_factor": -1,
+        }
+        for t in denied
+    ]
     if ctx.api_version >= 5:  # as Kafka: an empty (not null) config list
         for x in refused:
             x["configs"] = []
@@ -182,49 +250,122 @@ def delete_topics(session, ctx, req):
     ok, denied = split(items, lambda t: name_of(t) is None or session.allowed(R.TOPIC, name_of(t), Op.DELETE))
     if not denied:
         return None
-    refused = [{"name": name_of(t), "topic_id": getattr(t, "topic_id", None), "error_code": TOPIC_DENIED,
-                "error_message": "Authorization failed."} for t in denied]
+    refused = [
+        {
+            "name": name_of(t),
+            "topic_id": getattr(t, "topic_id", None),
+            "error_code": TOPIC_DENIED,
+            "error_message": "Authorization failed.",
+        }
+        for t in denied
+    ]
     if not ok:
         return Reply({"throttle_time": 0, "responses": refused})
     return Partial(dataclasses.replace(req, **{field: tuple(ok)}), extend("responses", refused))
 
 
 def _partitions_refused(topics, code=TOPIC_DENIED, index="partition_index", extra=None):
-    return [{"name": t.name, "partitions": [{"partition_index": getattr(p, index, p), "error_code": code, **(extra or {})}
-                                            for p in t.partitions]} for t in topics]
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": getattr(p, index, p), "error_code": code, **(extra or {})} for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
 
 
 @rule(21)
 def delete_records(session, ctx, req):
-    return by_parts(session, ctx, req, "topics", Op.DELETE, lambda r: {"throttle_time": 0, "topics": r}, "topics",
-                    lambda ts: _partitions_refused(ts, extra={"low_watermark": -1}))
+    return by_parts(
+        session,
+        ctx,
+        req,
+        "topics",
+        Op.DELETE,
+        lambda r: {"throttle_time": 0, "topics": r},
+        "topics",
+        lambda ts: _partitions_refused(ts, extra={"low_watermark": -1}),
+    )
 
 
 @rule(23)
 def offset_for_leader_epoch(session, ctx, req):
     if getattr(req, "replica_id", -1) >= 0 and not cluster(session, Op.CLUSTER_ACTION):
-        return Reply({"throttle_time": 0, "topics": [
-            {"topic": t.topic, "partitions": [{"partition": p.partition, "error_code": CLUSTER_DENIED,
-                                               "leader_epoch": -1, "end_offset": -1} for p in t.partitions]}
-            for t in req.topics]})
-    return by_parts(session, ctx, req, "topics", Op.DESCRIBE, lambda r: {"throttle_time": 0, "topics": r}, "topics",
-                    lambda ts: [{"topic": t.topic, "partitions": [
-                        {"partition": p.partition, "error_code": TOPIC_DENIED, "leader_epoch": -1, "end_offset": -1}
-                        for p in t.partitions]} for t in ts])
+        return Reply(
+            {
+                "throttle_time": 0,
+                "topics": [
+                    {
+                        "topic": t.topic,
+                        "partitions": [
+                            {
+                                "partition": p.partition,
+                                "error_code": CLUSTER_DENIED,
+                                "leader_epoch": -1,
+                                "end_offset": -1,
+                            }
+                            for p in t.partitions
+                        ],
+                    }
+                    for t in req.topics
+                ],
+            }
+        )
+    return by_parts(
+        session,
+        ctx,
+        req,
+        "topics",
+        Op.DESCRIBE,
+        lambda r: {"throttle_time": 0, "topics": r},
+        "topics",
+        lambda ts: [
+            {
+                "topic": t.topic,
+                "partitions": [
+                    {"partition": p.partition, "error_code": TOPIC_DENIED, "leader_epoch": -1, "end_offset": -1}
+                    for p in t.partitions
+                ],
+            }
+            for t in ts
+        ],
+    )
 
 
 @rule(37)
 def create_partitions(session, ctx, req):
-    return by_parts(session, ctx, req, "topics", Op.ALTER, lambda r: {"throttle_time": 0, "results": r}, "results",
-                    lambda ts: [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed."}
-                                for t in ts])
+    return by_parts(
+        session,
+        ctx,
+        req,
+        "topics",
+        Op.ALTER,
+        lambda r: {"throttle_time": 0, "results": r},
+        "results",
+        lambda ts: [{"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed."} for t in ts],
+    )
 
 
 @rule(61)
 def describe_producers(session, ctx, req):
-    return by_parts(session, ctx, req, "topics", Op.READ, lambda r: {"throttle_time": 0, "topics": r}, "topics",
-                    lambda ts: [{"name": t.name, "partitions": [
-                        {"partition_index": p, "error_code": TOPIC_DENIED, "active_producers": []}
-                        for p in t.partition_indexes]} for t in ts])
-
-
+    return by_parts(
+        session,
+        ctx,
+        req,
+        "topics",
+        Op.READ,
+        lambda r: {"throttle_time": 0, "topics": r},
+        "topics",
+        lambda ts: [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p, "error_code": TOPIC_DENIED, "active_producers": []}
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in ts
+        ],
+    )

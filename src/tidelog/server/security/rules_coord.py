@@ -13,9 +13,26 @@ import dataclasses
 
 from kio.schema.errors import ErrorCode as E
 
-from .acls import Operation as Op, ResourceType as R
-from .rule_kit import (CLUSTER_DENIED, GROUP_DENIED, GROUP_OPS, TOPIC_DENIED, TXN_DENIED, Partial, Reply,
-                    authorized_operations, cluster, cluster_operations, extend, plain, rule, split, topic_allowed, topic_name)
+from .acls import Operation as Op
+from .acls import ResourceType as R
+from .rule_kit import (
+    CLUSTER_DENIED,
+    GROUP_DENIED,
+    GROUP_OPS,
+    TOPIC_DENIED,
+    TXN_DENIED,
+    Partial,
+    Reply,
+    authorized_operations,
+    cluster,
+    cluster_operations,
+    extend,
+    plain,
+    rule,
+    split,
+    topic_allowed,
+    topic_name,
+)
 
 OP_NOT_ATTEMPTED = E.operation_not_attempted.value
 
@@ -31,8 +48,13 @@ def _txn(session, txn_id, op=Op.WRITE) -> bool:
 def _offsets_refused(ctx, topics, code):
     out = []
     for t in topics:
-        out.append({"name": topic_name(ctx, t), "topic_id": getattr(t, "topic_id", None), "partitions": [
-            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]})
+        out.append(
+            {
+                "name": topic_name(ctx, t),
+                "topic_id": getattr(t, "topic_id", None),
+                "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions],
+            }
+        )
     return out
 
 
@@ -59,12 +81,14 @@ def offset_commit(session, ctx, req):
 def offset_fetch(session, ctx, req):
     """One group (v0-7) or several (v8+): Describe on each group, topics without Describe refused
     when named and left out when all are asked for."""
+
     def visible(resp):
         d = plain(resp)
         for g in d.get("groups") or [d]:
             if g.get("topics"):
-                g["topics"] = [t for t in g["topics"] if not t.get("name")
-                               or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)]
+                g["topics"] = [
+                    t for t in g["topics"] if not t.get("name") or session.allowed(R.TOPIC, t["name"], Op.DESCRIBE)
+                ]
         return d
 
     groups = getattr(req, "groups", None)
@@ -79,10 +103,22 @@ def offset_fetch(session, ctx, req):
             return Partial(dataclasses.replace(req, groups=tuple(ok)), lambda r: merge_refused(visible(r)))
         return Partial(req, visible)
     if not _group(session, req.group_id, Op.DESCRIBE):
-        return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "topics": [
-            {"name": t.name, "partitions": [{"partition_index": i, "committed_offset": -1, "metadata": "",
-                                             "error_code": GROUP_DENIED}
-                                            for i in t.partition_indexes]} for t in req.topics or ()]})
+        return Reply(
+            {
+                "throttle_time": 0,
+                "error_code": GROUP_DENIED,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": i, "committed_offset": -1, "metadata": "", "error_code": GROUP_DENIED}
+                            for i in t.partition_indexes
+                        ],
+                    }
+                    for t in req.topics or ()
+                ],
+            }
+        )
     return Partial(req, visible)
 
 
@@ -93,13 +129,23 @@ def find_coordinator(session, ctx, req):
     if ctx.api_version < 4:
         if session.allowed(resource, req.key, Op.DESCRIBE):
             return None
-        return Reply({"throttle_time": 0, "error_code": code, "error_message": "Authorization failed.",
-                      "node_id": -1, "host": "", "port": -1})
+        return Reply(
+            {
+                "throttle_time": 0,
+                "error_code": code,
+                "error_message": "Authorization failed.",
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
+        )
     ok, denied = split(req.coordinator_keys, lambda k: session.allowed(resource, k, Op.DESCRIBE))
     if not denied:
         return None
-    refused = [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
-                "error_message": "Authorization failed."} for k in denied]
+    refused = [
+        {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": "Authorization failed."}
+        for k in denied
+    ]
     if not ok:
         return Reply({"throttle_time": 0, "coordinators": refused})
     return Partial(dataclasses.replace(req, coordinator_keys=tuple(ok)), extend("coordinators", refused))
@@ -133,13 +179,24 @@ def describe_groups(session, ctx, req):
     ok, denied = split(req.groups, lambda g: _group(session, g, Op.DESCRIBE))
     if not denied:
         return Partial(req, with_operations) if with_ops else None
-    refused = [{"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "protocol_type": "",
-                "protocol_data": "", "members": []} for g in denied]
+    refused = [
+        {
+            "error_code": GROUP_DENIED,
+            "group_id": g,
+            "group_state": "",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+        }
+        for g in denied
+    ]
     if not ok:
         return Reply({"throttle_time": 0, "groups": refused})
     add_refused = extend("groups", refused)
-    return Partial(dataclasses.replace(req, groups=tuple(ok)),
-                   (lambda r: add_refused(with_operations(r))) if with_ops else add_refused)
+    return Partial(
+        dataclasses.replace(req, groups=tuple(ok)),
+        (lambda r: add_refused(with_operations(r))) if with_ops else add_refused,
+    )
 
 
 @rule(16)
@@ -188,7 +245,8 @@ def init_producer_id(session, ctx, req):
             return None
         return Reply({**refused, "error_code": TXN_DENIED})
     if cluster(session, Op.IDEMPOTENT_WRITE) or session.security.authorizer.authorize_any(
-            session.principal, session.host, R.TOPIC, Op.WRITE):
+        session.principal, session.host, R.TOPIC, Op.WRITE
+    ):
         return None
     return Reply({**refused, "error_code": CLUSTER_DENIED})
 
@@ -196,14 +254,28 @@ def init_producer_id(session, ctx, req):
 @rule(24)
 def add_partitions_to_txn(session, ctx, req):
     if ctx.api_version >= 4:  # the broker-to-broker batched form
-        return None if cluster(session, Op.CLUSTER_ACTION) else Reply(
-            {"throttle_time": 0, "error_code": CLUSTER_DENIED, "results_by_transaction": []})
+        return (
+            None
+            if cluster(session, Op.CLUSTER_ACTION)
+            else Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "results_by_transaction": []})
+        )
     topics = req.v3_and_below_topics if hasattr(req, "v3_and_below_topics") else req.topics
 
     def answer(code_of):
-        return Reply({"throttle_time": 0, "results_by_topic_v3_and_below": [
-            {"name": t.name, "results_by_partition": [{"partition_index": p, "partition_error_code": code_of(t)}
-                                                      for p in t.partitions]} for t in topics]})
+        return Reply(
+            {
+                "throttle_time": 0,
+                "results_by_topic_v3_and_below": [
+                    {
+                        "name": t.name,
+                        "results_by_partition": [
+                            {"partition_index": p, "partition_error_code": code_of(t)} for p in t.partitions
+                        ],
+                    }
+                    for t in topics
+                ],
+            }
+        )
 
     txn_id = getattr(req, "v3_and_below_transactional_id", None) or getattr(req, "transactional_id", None)
     if not _txn(session, txn_id):
@@ -234,9 +306,25 @@ def end_txn(session, ctx, req):
 def write_txn_markers(session, ctx, req):
     if cluster(session, Op.CLUSTER_ACTION):
         return None
-    return Reply({"markers": [{"producer_id": m.producer_id, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": i, "error_code": CLUSTER_DENIED}
-                                        for i in t.partition_indexes]} for t in m.topics]} for m in req.markers]})
+    return Reply(
+        {
+            "markers": [
+                {
+                    "producer_id": m.producer_id,
+                    "topics": [
+                        {
+                            "name": t.name,
+                            "partitions": [
+                                {"partition_index": i, "error_code": CLUSTER_DENIED} for i in t.partition_indexes
+                            ],
+                        }
+                        for t in m.topics
+                    ],
+                }
+                for m in req.markers
+            ]
+        }
+    )
 
 
 @rule(28)
@@ -256,8 +344,19 @@ def describe_transactions(session, ctx, req):
     ok, denied = split(req.transactional_ids, lambda t: _txn(session, t, Op.DESCRIBE))
     if not denied:
         return None
-    refused = [{"error_code": TXN_DENIED, "transactional_id": t, "transaction_state": "", "transaction_timeout": 0,
-                "transaction_start_time": -1, "producer_id": -1, "producer_epoch": -1, "topics": []} for t in denied]
+    refused = [
+        {
+            "error_code": TXN_DENIED,
+            "transactional_id": t,
+            "transaction_state": "",
+            "transaction_timeout": 0,
+            "transaction_start_time": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+        for t in denied
+    ]
     if not ok:
         return Reply({"throttle_time": 0, "transaction_states": refused})
     return Partial(dataclasses.replace(req, transactional_ids=tuple(ok)), extend("transaction_states", refused))
@@ -267,8 +366,9 @@ def describe_transactions(session, ctx, req):
 def list_transactions(session, ctx, req):
     def visible(resp):
         d = plain(resp)
-        d["transaction_states"] = [t for t in d.get("transaction_states") or ()
-                                   if _txn(session, t["transactional_id"], Op.DESCRIBE)]
+        d["transaction_states"] = [
+            t for t in d.get("transaction_states") or () if _txn(session, t["transactional_id"], Op.DESCRIBE)
+        ]
         return d
 
     return Partial(req, visible)
@@ -288,9 +388,15 @@ def _config_rule(op: int, field: str):
         ok, denied = split(req.resources, allowed)
         if not denied:
             return None
-        refused = [{"error_code": TOPIC_DENIED if r.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED,
-                    "error_message": "Authorization failed.", "resource_type": r.resource_type,
-                    "resource_name": r.resource_name} for r in denied]
+        refused = [
+            {
+                "error_code": TOPIC_DENIED if r.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED,
+                "error_message": "Authorization failed.",
+                "resource_type": r.resource_type,
+                "resource_name": r.resource_name,
+            }
+            for r in denied
+        ]
         if field == "results":  # DescribeConfigs' results carry (no) configs; the alter answers have none
             for x in refused:
                 x["configs"] = []
@@ -309,33 +415,47 @@ rule(33, 44)(_config_rule(Op.ALTER_CONFIGS, "responses"))
 def describe_acls(session, ctx, req):
     if cluster(session, Op.DESCRIBE):
         return None
-    return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
-                  "resources": []})
+    return Reply(
+        {"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "resources": []}
+    )
 
 
 @rule(30)
 def create_acls(session, ctx, req):
     if cluster(session, Op.ALTER):
         return None
-    return Reply({"throttle_time": 0, "results": [{"error_code": CLUSTER_DENIED, "error_message": "Authorization failed."}
-                                                  for _ in req.creations]})
+    return Reply(
+        {
+            "throttle_time": 0,
+            "results": [
+                {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed."} for _ in req.creations
+            ],
+        }
+    )
 
 
 @rule(31)
 def delete_acls(session, ctx, req):
     if cluster(session, Op.ALTER):
         return None
-    return Reply({"throttle_time": 0, "filter_results": [
-        {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "matching_acls": []}
-        for _ in req.filters]})
+    return Reply(
+        {
+            "throttle_time": 0,
+            "filter_results": [
+                {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "matching_acls": []}
+                for _ in req.filters
+            ],
+        }
+    )
 
 
 @rule(50)
 def describe_user_scram_credentials(session, ctx, req):
     if cluster(session, Op.DESCRIBE):
         return None
-    return Reply({"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
-                  "results": []})
+    return Reply(
+        {"throttle_time": 0, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "results": []}
+    )
 
 
 @rule(51)
@@ -343,8 +463,14 @@ def alter_user_scram_credentials(session, ctx, req):
     if cluster(session, Op.ALTER):
         return None
     users = dict.fromkeys(op.name for op in (*req.deletions, *req.upsertions))
-    return Reply({"throttle_time": 0, "results": [
-        {"user": u, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed."} for u in users]})
+    return Reply(
+        {
+            "throttle_time": 0,
+            "results": [
+                {"user": u, "error_code": CLUSTER_DENIED, "error_message": "Authorization failed."} for u in users
+            ],
+        }
+    )
 
 
 @rule(60)
@@ -380,7 +506,8 @@ def alter_replica_log_dirs(session, ctx, req):
     for d in req.dirs:
         for t in d.topics:
             refused.setdefault(t.name, []).extend(
-                {"partition_index": p, "error_code": CLUSTER_DENIED} for p in t.partitions)
+                {"partition_index": p, "error_code": CLUSTER_DENIED} for p in t.partitions
+            )
     return Reply({"throttle_time": 0, "results": [{"topic_name": n, "partitions": ps} for n, ps in refused.items()]})
 
 
@@ -406,20 +533,34 @@ def _cluster_only(op: int, refusal: dict):
 
 rule(35)(_cluster_only(Op.DESCRIBE, {"error_code": CLUSTER_DENIED, "results": []}))  # DescribeLogDirs
 rule(43)(_cluster_only(Op.ALTER, {"error_code": CLUSTER_DENIED, "replica_election_results": []}))  # ElectLeaders
-rule(45)(_cluster_only(Op.ALTER, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
-                                  "responses": []}))  # AlterPartitionReassignments
-rule(46)(_cluster_only(Op.DESCRIBE, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
-                                     "topics": []}))  # ListPartitionReassignments
-rule(48)(_cluster_only(Op.DESCRIBE_CONFIGS, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.",
-                                             "entries": None}))  # DescribeClientQuotas
+rule(45)(
+    _cluster_only(Op.ALTER, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "responses": []})
+)  # AlterPartitionReassignments
+rule(46)(
+    _cluster_only(Op.DESCRIBE, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "topics": []})
+)  # ListPartitionReassignments
+rule(48)(
+    _cluster_only(
+        Op.DESCRIBE_CONFIGS, {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", "entries": None}
+    )
+)  # DescribeClientQuotas
 
 
 @rule(68)
 def consumer_group_heartbeat(session, ctx, req):
     if _group(session, req.group_id, Op.READ):
         return None
-    return Reply({"throttle_time": 0, "error_code": GROUP_DENIED, "error_message": "Authorization failed.",
-                  "member_id": None, "member_epoch": -1, "heartbeat_interval": 0, "assignment": None})
+    return Reply(
+        {
+            "throttle_time": 0,
+            "error_code": GROUP_DENIED,
+            "error_message": "Authorization failed.",
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval": 0,
+            "assignment": None,
+        }
+    )
 
 
 @rule(71, 72)

@@ -16,7 +16,7 @@ import enum
 import hashlib
 import hmac
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from .scram import CredentialStore, digest_name, hmac_
 
@@ -44,7 +44,9 @@ class PlainServer:
         if not user:
             raise SaslFailure("Authentication failed: username not specified")
         if authzid and authzid != user:
-            raise SaslFailure("Authentication failed: Client requested an authorization id that is different from username")
+            raise SaslFailure(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         expected = self.users.get(user)
         # compare_digest on both branches so that unknown users take as long as wrong passwords
         ok = hmac.compare_digest(password.encode(), (expected or "\x00invalid").encode())
@@ -78,8 +80,12 @@ def _unescape(name: str) -> str:
 
 
 class ScramServer:
-    def __init__(self, mechanism: str, store: CredentialStore,
-                 nonce: Callable[[], str] = lambda: base64.b64encode(os.urandom(18)).decode()) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        store: CredentialStore,
+        nonce: Callable[[], str] = lambda: base64.b64encode(os.urandom(18)).decode(),
+    ) -> None:
         self.mechanism = mechanism
         self.digest = digest_name(mechanism)
         self.store = store
@@ -116,12 +122,15 @@ class ScramServer:
         self._gs2 = f"{flag},{authzid},"
         self._cred = self.store.get(user, self.mechanism)
         if self._cred is None:
-            raise SaslFailure(f"Authentication failed during authentication due to invalid credentials "
-                              f"with SASL mechanism {self.mechanism}")
+            raise SaslFailure(
+                f"Authentication failed during authentication due to invalid credentials "
+                f"with SASL mechanism {self.mechanism}"
+            )
         self.username = user
         self._nonce_full = a["r"] + self._nonce()
-        self._server_first = (f"r={self._nonce_full},s={base64.b64encode(self._cred.salt).decode()},"
-                              f"i={self._cred.iterations}")
+        self._server_first = (
+            f"r={self._nonce_full},s={base64.b64encode(self._cred.salt).decode()},i={self._cred.iterations}"
+        )
         self._client_first_bare = bare
         self.state = _ScramState.FIRST_SENT
         return self._server_first
@@ -141,10 +150,13 @@ class ScramServer:
         signature = hmac_(self.digest, cred.stored_key, auth_message)
         proof = base64.b64decode(proof_b64, validate=True)
         client_key = bytes(x ^ y for x, y in zip(proof, signature))
-        if len(proof) != len(signature) or not hmac.compare_digest(hashlib.new(self.digest, client_key).digest(),
-                                                                   cred.stored_key):
-            raise SaslFailure(f"Authentication failed during authentication due to invalid credentials "
-                              f"with SASL mechanism {self.mechanism}")
+        if len(proof) != len(signature) or not hmac.compare_digest(
+            hashlib.new(self.digest, client_key).digest(), cred.stored_key
+        ):
+            raise SaslFailure(
+                f"Authentication failed during authentication due to invalid credentials "
+                f"with SASL mechanism {self.mechanism}"
+            )
         self.state = _ScramState.DONE
         self.complete = True
         return "v=" + base64.b64encode(hmac_(self.digest, cred.server_key, auth_message)).decode()

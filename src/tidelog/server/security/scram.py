@@ -46,24 +46,29 @@ class ScramCredential:
     server_key: bytes
 
     @classmethod
-    def from_salted(cls, mechanism: str, salt: bytes, iterations: int, salted: bytes) -> "ScramCredential":
+    def from_salted(cls, mechanism: str, salt: bytes, iterations: int, salted: bytes) -> ScramCredential:
         d = digest_name(mechanism)
         client_key = hmac_(d, salted, b"Client Key")
         return cls(salt, iterations, hashlib.new(d, client_key).digest(), hmac_(d, salted, b"Server Key"))
 
     @classmethod
-    def from_password(cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS,
-                      salt: bytes | None = None) -> "ScramCredential":
+    def from_password(
+        cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS, salt: bytes | None = None
+    ) -> ScramCredential:
         salt = salt if salt is not None else os.urandom(24)
         return cls.from_salted(mechanism, salt, iterations, salted_password(mechanism, password, salt, iterations))
 
     def to_json(self) -> dict:
         b64 = lambda b: base64.b64encode(b).decode()
-        return {"salt": b64(self.salt), "iterations": self.iterations,
-                "stored_key": b64(self.stored_key), "server_key": b64(self.server_key)}
+        return {
+            "salt": b64(self.salt),
+            "iterations": self.iterations,
+            "stored_key": b64(self.stored_key),
+            "server_key": b64(self.server_key),
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "ScramCredential":
+    def from_json(cls, d: dict) -> ScramCredential:
         dec = base64.b64decode
         return cls(dec(d["salt"]), int(d["iterations"]), dec(d["stored_key"]), dec(d["server_key"]))
 

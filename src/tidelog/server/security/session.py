@@ -102,8 +102,11 @@ class Session:
     def authenticate(self, version: int, token: bytes) -> dict:
         if self.exchange is None or self.exchange.complete or self.raw:
             self._close_soon("SaslAuthenticate without a SaslHandshake")
-            return {"error_code": E.illegal_sasl_state, "error_message": "SaslAuthenticate without SaslHandshake",
-                    "auth_bytes": b""}
+            return {
+                "error_code": E.illegal_sasl_state,
+                "error_message": "SaslAuthenticate without SaslHandshake",
+                "auth_bytes": b"",
+            }
         try:
             out = self.exchange.step(bytes(token))
         except SaslFailure as e:
@@ -114,8 +117,11 @@ class Session:
         lifetime = 0
         if self.exchange.complete:
             if not self._complete():
-                return {"error_code": E.sasl_authentication_failed,
-                        "error_message": "Cannot change principals during re-authentication", "auth_bytes": b""}
+                return {
+                    "error_code": E.sasl_authentication_failed,
+                    "error_message": "Cannot change principals during re-authentication",
+                    "auth_bytes": b"",
+                }
             lifetime = self.listener.reauth_ms if version >= 1 else 0
         return {"error_code": E.none, "error_message": None, "auth_bytes": out, "session_lifetime": lifetime}
 
@@ -154,5 +160,3 @@ class Session:
         # (KIP-306), so that the client reads the error before it sees the connection end.
         delay = self.listener.failed_auth_delay_ms / 1000
         asyncio.get_running_loop().call_later(delay, self.conn.close_with, reason)
-
-

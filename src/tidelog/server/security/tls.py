@@ -34,8 +34,10 @@ def server_context(config, listener: str) -> ssl.SSLContext:
     elif chain and key:
         _load_inline(ctx, chain, key, password)
     else:
-        raise ValueError(f"listener {listener} uses TLS but neither ssl.keystore.location nor "
-                         "ssl.keystore.certificate.chain with ssl.keystore.key is set")
+        raise ValueError(
+            f"listener {listener} uses TLS but neither ssl.keystore.location nor "
+            "ssl.keystore.certificate.chain with ssl.keystore.key is set"
+        )
     trust_file, trust_pem = get("ssl.truststore.location"), get("ssl.truststore.certificates")
     if trust_file:
         ctx.load_verify_locations(cafile=trust_file)
@@ -68,7 +70,15 @@ def peer_principal(ssl_object) -> str:
     cert = ssl_object.getpeercert() if ssl_object is not None else None
     if not cert or "subject" not in cert:
         return "User:ANONYMOUS"
-    names = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
-             "localityName": "L", "stateOrProvinceName": "ST", "domainComponent": "DC", "userId": "UID"}
+    names = {
+        "commonName": "CN",
+        "organizationName": "O",
+        "organizationalUnitName": "OU",
+        "countryName": "C",
+        "localityName": "L",
+        "stateOrProvinceName": "ST",
+        "domainComponent": "DC",
+        "userId": "UID",
+    }
     rdns = [",".join(f"{names.get(k, k)}={v}" for k, v in rdn) for rdn in reversed(cert["subject"])]
     return "User:" + ",".join(rdns)
