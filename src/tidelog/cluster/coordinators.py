@@ -27,13 +27,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
 from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
+
+if TYPE_CHECKING:
+    from ..core.config import BrokerConfig
+    from .metadata import MetadataCache
+    from .replica import ReplicaManager
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -45,7 +50,7 @@ class CoordinatorWrites:
     is admitted under the partition owner's lease (this broker leads the internal partition now,
     at a leader epoch), and counts once replicated under that same epoch."""
 
-    def __init__(self, replicas: Any, lease_valid: Callable[[], bool], timeout_s: float) -> None:
+    def __init__(self, replicas: ReplicaManager, lease_valid: Callable[[], bool], timeout_s: float) -> None:
         self.replicas = replicas
         self.lease_valid = lease_valid
         self.timeout_s = timeout_s
@@ -79,9 +84,9 @@ class CoordinatorWrites:
 class CoordinatorPlacement:
     def __init__(
         self,
-        config: Any,
-        cache: Any,
-        replicas: Any,
+        config: BrokerConfig,
+        cache: MetadataCache,
+        replicas: ReplicaManager,
         groups: Any,
         txn: Any,
         lease_valid: Callable[[], bool],

@@ -20,12 +20,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
 from .model import BrokerInfo, PartitionState, intact, leader_alive, make_state
 from .store import Compare, Op, OutcomeUnknown, Store
+
+if TYPE_CHECKING:
+    from .metadata import MetadataCache
+    from .model import Keys
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -116,7 +120,9 @@ def imbalanced(
 
 
 class Elections:
-    def __init__(self, store: Store, keys: Any, cache: Any, min_isr: Callable[[str], int] = lambda topic: 1) -> None:
+    def __init__(
+        self, store: Store, keys: Keys, cache: MetadataCache, min_isr: Callable[[str], int] = lambda topic: 1
+    ) -> None:
         self.store = store
         self.keys = keys
         self.cache = cache

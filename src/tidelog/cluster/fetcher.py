@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
     from ..log.log import PartitionLog
+    from .metadata import MetadataCache
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -239,7 +240,7 @@ class ReplicaFetcher:
                 self._last_error[key] = code
         return backoff
 
-    def _out_of_range(self, key: tuple[str, int], plog: Any, pr: codec.FetchResponsePartition) -> None:
+    def _out_of_range(self, key: tuple[str, int], plog: PartitionLog, pr: codec.FetchResponsePartition) -> None:
         leo = plog.log_end_offset
         if pr.log_start_offset >= 0 and leo < pr.log_start_offset:
             log.info("%s-%d: below the leader's log start %d: starting there", key[0], key[1], pr.log_start_offset)
@@ -263,7 +264,7 @@ class FetcherManager:
     def __init__(
         self,
         node_id: int,
-        cache: Any,
+        cache: MetadataCache,
         partitions: Partitions,
         producers: FollowerProducerState,
         config: BrokerConfig,
@@ -299,15 +300,15 @@ class FetcherManager:
         if leader is not None and leader in self.fetchers:
             self.fetchers[leader].parts.pop((topic, partition), None)
 
-    def append(self, topic: str, partition: int, plog: Any, data: bytes) -> None:
+    def append(self, topic: str, partition: int, plog: PartitionLog, data: bytes) -> None:
         self.producers.append_as_follower(topic, partition, plog, data)
         self.partitions.notify(topic, partition)
 
-    def truncate(self, topic: str, partition: int, plog: Any, offset: int) -> None:
+    def truncate(self, topic: str, partition: int, plog: PartitionLog, offset: int) -> None:
         plog.truncate_to(offset)
         self.producers.rebuild_after_truncate(topic, partition, plog)
 
-    def truncate_fully(self, topic: str, partition: int, plog: Any, offset: int) -> None:
+    def truncate_fully(self, topic: str, partition: int, plog: PartitionLog, offset: int) -> None:
         plog.truncate_fully_and_start_at(offset)
         self.producers.rebuild_after_truncate(topic, partition, plog)
 

@@ -21,12 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
 from .peer import Connector, PeerError, PeerPool, tcp_connect
+
+if TYPE_CHECKING:
+    from ..core.partitions import Partitions
+    from .metadata import MetadataCache
+    from .replica import ReplicaManager
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -48,10 +53,10 @@ class MarkerSender:
     def __init__(
         self,
         node_id: int,
-        cache: Any,
-        replicas: Any,
+        cache: MetadataCache,
+        replicas: ReplicaManager,
         producers: Any,
-        partitions: Any,
+        partitions: Partitions,
         listener: str,
         groups: Any,
         connect: Connector = tcp_connect,

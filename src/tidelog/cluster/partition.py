@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
 from .model import PartitionState
+
+if TYPE_CHECKING:
+    from ..log.log import PartitionLog
 
 LEADER, FOLLOWER, OFFLINE = "leader", "follower", "offline"
 NOT_LEADER = E.not_leader_or_follower.value  # refused before the append
@@ -52,7 +55,7 @@ class Waiting:
 class Partition:
     topic: str
     partition: int
-    plog: Any  # the PartitionLog
+    plog: PartitionLog
     role: str = OFFLINE
     state: PartitionState | None = None
     follower_leo: dict[int, int] = field(default_factory=dict)  # the leader's view of each follower

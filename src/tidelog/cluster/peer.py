@@ -10,7 +10,7 @@ import asyncio
 import io
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.serial import entity_reader, entity_writer
 
@@ -18,6 +18,9 @@ from ..wire import control
 from ..wire import fetch as fetch_codec
 from ..wire.primitives import Reader
 from ..wire.schemas import request_schema, response_schema
+
+if TYPE_CHECKING:
+    from .metadata import MetadataCache
 
 _I32 = struct.Struct(">i")
 FETCH_VERSION = 11  # replica_id in the body, current_leader_epoch, log_start_offset; not flexible
@@ -146,7 +149,7 @@ class PeerPool:
     as the metadata cache knows it; reconnected when the broker's address changes."""
 
     def __init__(
-        self, cache: Any, listener: str, client_id: str, timeout_s: float, connect: Connector = tcp_connect
+        self, cache: MetadataCache, listener: str, client_id: str, timeout_s: float, connect: Connector = tcp_connect
     ) -> None:
         self.cache = cache
         self.connect = connect

@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .store import Compare, Op, Store
+
+if TYPE_CHECKING:
+    from .metadata import MetadataCache
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -26,7 +29,7 @@ class ProducerIdsExhausted(Exception):
 
 
 class ClusterProducerIds:
-    def __init__(self, store: Store, key: str, cache: Any) -> None:
+    def __init__(self, store: Store, key: str, cache: MetadataCache) -> None:
         self.store = store
         self.key = key
         self.cache = cache

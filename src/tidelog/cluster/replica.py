@@ -36,13 +36,20 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
 from .model import PartitionState, make_state
 from .partition import FOLLOWER, LEADER, NOT_LEADER, OFFLINE, UNKNOWN_OUTCOME, Lease, Partition, Waiting
 from .store import COMMITTED, NOT_WRITTEN, UNKNOWN, Compare, Store, StoreUnavailable, put_if, read_back
+
+if TYPE_CHECKING:
+    from ..core.config import BrokerConfig
+    from ..core.partitions import Partitions
+    from .fetcher import FetcherManager
+    from .metadata import MetadataCache
+    from .model import Keys
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -54,14 +61,14 @@ class ReplicaManager:
         self,
         node_id: int,
         store: Store,
-        keys: Any,
-        cache: Any,
-        partitions: Any,
-        config: Any,
+        keys: Keys,
+        cache: MetadataCache,
+        partitions: Partitions,
+        config: BrokerConfig,
         lease_valid: Callable[[], bool],
         min_isr: Callable[[str], int],
         broker_epoch: Callable[[], int],
-        fetchers: Any,
+        fetchers: FetcherManager,
     ) -> None:
         """`broker_epoch()`: this incarnation's broker epoch, -1 while not registered;
         `min_isr(topic)`: the topic's min.insync.replicas; `fetchers`: the FetcherManager."""

@@ -20,10 +20,13 @@ import hashlib
 import json
 import logging
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from .store import Compare, Op, Store
+
+if TYPE_CHECKING:
+    from .metadata import MetadataCache
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -40,7 +43,7 @@ def scram_key(prefix: str, user: str, mechanism: str) -> str:
 
 
 class SharedSecurity:
-    def __init__(self, store: Store, prefix: str, cache: Any, security: Any) -> None:
+    def __init__(self, store: Store, prefix: str, cache: MetadataCache, security: Any) -> None:
         self.store = store
         self.prefix = prefix  # <root>security/
         self.cache = cache

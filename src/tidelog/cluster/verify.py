@@ -14,7 +14,7 @@ the transaction open. When this broker coordinates the id itself the question is
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -28,6 +28,9 @@ from ..log.records import (
     TRANSACTIONAL_FLAG_MASK,
 )
 from .peer import Connector, PeerError, PeerPool, tcp_connect
+
+if TYPE_CHECKING:
+    from .metadata import MetadataCache
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -46,7 +49,9 @@ def transactional_producer(records: bytes | memoryview) -> tuple[int, int] | Non
 
 
 class TxnVerifier:
-    def __init__(self, node_id: int, cache: Any, txn: Any, listener: str, connect: Connector = tcp_connect) -> None:
+    def __init__(
+        self, node_id: int, cache: MetadataCache, txn: Any, listener: str, connect: Connector = tcp_connect
+    ) -> None:
         self.node_id = node_id
         self.cache = cache
         self.txn = txn

@@ -20,9 +20,13 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .config import BROKER_KEYS
+
+if TYPE_CHECKING:
+    from .admin import TopicAdmin
+    from .config import BrokerConfig
 
 log = logging.getLogger("tidelog.server")
 
@@ -59,8 +63,8 @@ DYNAMIC_BROKER, DYNAMIC_DEFAULT = 2, 3  # Kafka's config sources (DYNAMIC_TOPIC 
 class DynamicBrokerConfigs:
     def __init__(
         self,
-        config: Any,
-        admin: Any,
+        config: BrokerConfig,
+        admin: TopicAdmin,
         data_dir: Path | None,
         publisher: Callable[[str, dict[str, str]], Awaitable[None]] | None = None,
     ) -> None:

@@ -25,11 +25,14 @@ import logging
 import time
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..log.log import AppendInfo, PartitionLog
 from . import records as R
 from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
+
+if TYPE_CHECKING:
+    from ..core.partitions import Partitions
 
 log = logging.getLogger("tidelog.groups")
 TopicPartition = tuple[str, int]
@@ -277,7 +280,7 @@ class EngineGroupLog:
 
     READ_BYTES = 1 << 20
 
-    def __init__(self, partitions: Any, topic: str, guard: WriteGuard | None = None) -> None:
+    def __init__(self, partitions: Partitions, topic: str, guard: WriteGuard | None = None) -> None:
         self.partitions = partitions  # the broker's Partitions service
         self.topic = topic
         self.guard = guard

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.clock import wall_clock_ms
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
     from ..groups import GroupCoordinator
+    from ..groups.store import WriteGuard
 
 log = logging.getLogger("tidelog.txn")
 
@@ -49,7 +50,7 @@ class _StateLog:
 
     READ_BYTES = 1 << 20
 
-    def __init__(self, service: TxnService, guard: Any = None) -> None:
+    def __init__(self, service: TxnService, guard: WriteGuard | None = None) -> None:
         self.service = service
         self.guard = guard
 
@@ -155,7 +156,7 @@ class TxnService:
         *,
         pids: ProducerIds | None = None,
         marker_sender: MarkerSend | None = None,
-        state_guard: Any = None,
+        state_guard: WriteGuard | None = None,
     ) -> None:
         """Cluster mode: `pids` hands out producer ids from blocks reserved in etcd (else a local
         allocator); `marker_sender` sends every marker to its partition's leader (a
