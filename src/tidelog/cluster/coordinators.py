@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode as E
 from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
+from .ports import Coordinator
 
 if TYPE_CHECKING:
     from ..core.config import BrokerConfig
@@ -87,16 +88,15 @@ class CoordinatorPlacement:
         config: BrokerConfig,
         cache: MetadataCache,
         replicas: ReplicaManager,
-        groups: Any,
-        txn: Any,
+        groups: Coordinator,
+        txn: Coordinator,
         lease_valid: Callable[[], bool],
         create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[tuple[int, Any, Any]]],
     ) -> None:
         self.config = config
         self.cache = cache
         self.replicas = replicas
-        self.groups = groups
-        self.txn = txn
+        self.coordinators: dict[str, Coordinator] = {OFFSETS_TOPIC: groups, STATE_TOPIC: txn}
         self.lease_valid = lease_valid
         self.create_topic = create_topic
         self._creating: dict[str, asyncio.Future[int]] = {}
@@ -160,7 +160,7 @@ class CoordinatorPlacement:
         resume = False
         for name in (topic,) if topic is not None else COORDINATOR_TOPICS:
             a = self.cache.topics.get(name)
-            coord = self.groups if name == OFFSETS_TOPIC else self.txn.coordinator
+            coord = self.coordinators[name]
             owned = coord.owned
             if owned is None:
                 continue
@@ -187,7 +187,7 @@ class CoordinatorPlacement:
                     self._loading.pop((name, p), None)
                     self._unload(name, p)
         if resume:
-            self._spawn(self.txn.coordinator.resume())
+            self._spawn(self.coordinators[STATE_TOPIC].resume())
 
     async def _load_when_committed(self, topic: str, p: int, epoch: int, end: int) -> None:
         log.info("%s-%d: loading once offsets below %d are committed (epoch %d)", topic, p, end, epoch)
@@ -201,29 +201,19 @@ class CoordinatorPlacement:
             self.reconcile(topic, p)
             return
         self._load(topic, p, epoch)
-        if topic == STATE_TOPIC:
-            await self.txn.coordinator.resume()
+        await self.coordinators[topic].resume()
 
     def _set_partitions(self, topic: str, n: int) -> None:
-        if topic == OFFSETS_TOPIC:
-            self.groups.set_num_partitions(n)
-        else:
-            self.txn.set_num_partitions(n)
+        self.coordinators[topic].set_num_partitions(n)
 
     def _load(self, topic: str, p: int, epoch: int) -> None:
         try:
-            if topic == OFFSETS_TOPIC:
-                self.groups.load_partition(p, epoch)
-            else:
-                self.txn.coordinator.load_partition(p, epoch, self.txn.state_log.read_partition(p))
+            self.coordinators[topic].load_partition(p, epoch)
         except Exception:
             log.exception("%s-%d: loading the coordinator's state failed", topic, p)
 
     def _unload(self, topic: str, p: int) -> None:
-        if topic == OFFSETS_TOPIC:
-            self.groups.unload_partition(p)
-        else:
-            self.txn.coordinator.unload_partition(p)
+        self.coordinators[topic].unload_partition(p)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

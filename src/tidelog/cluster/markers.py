@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED
 from .peer import Connector, PeerError, PeerPool, tcp_connect
+from .ports import GroupOffsets, MarkerLog
 
 if TYPE_CHECKING:
     from ..core.partitions import Partitions
@@ -55,10 +56,10 @@ class MarkerSender:
         node_id: int,
         cache: MetadataCache,
         replicas: ReplicaManager,
-        producers: Any,
+        producers: MarkerLog,
         partitions: Partitions,
         listener: str,
-        groups: Any,
+        groups: GroupOffsets,
         connect: Connector = tcp_connect,
     ) -> None:
         self.node_id = node_id

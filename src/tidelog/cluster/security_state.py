@@ -23,6 +23,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from .ports import AclBindings, Credentials
 from .store import Compare, Op, Store
 
 if TYPE_CHECKING:
@@ -43,11 +44,14 @@ def scram_key(prefix: str, user: str, mechanism: str) -> str:
 
 
 class SharedSecurity:
-    def __init__(self, store: Store, prefix: str, cache: MetadataCache, security: Any) -> None:
+    def __init__(
+        self, store: Store, prefix: str, cache: MetadataCache, acls: AclBindings, credentials: Credentials
+    ) -> None:
         self.store = store
         self.prefix = prefix  # <root>security/
         self.cache = cache
-        self.security = security  # the broker's Security: .acls (AclStore), .credentials (CredentialStore)
+        self.acls = acls  # the broker's ACL store and credentials, which the cluster's replace
+        self.credentials = credentials
 
     # ---- writes (the handlers) -------------------------------------------------------------------
     async def add_acls(self, bindings: list[Any]) -> None:
@@ -74,7 +78,7 @@ class SharedSecurity:
         """Rebuild the local bindings and credentials from the cluster state."""
         acls: list[Any] = []
         users: dict[str, dict[str, Any]] = {}
-        acl_store, credentials = self.security.acls, self.security.credentials
+        acl_store, credentials = self.acls, self.credentials
         for key, value in self.cache.security.items():
             rest = key[len(self.prefix) :]
             try:
@@ -96,8 +100,8 @@ class SharedSecurity:
         if marker in self.cache.security:
             return
         ops = [Op.put(marker, b"{}")]
-        ops += [Op.put(acl_key(self.prefix, b), json.dumps(asdict(b)).encode()) for b in self.security.acls.bindings]
-        for user, mechs in self.security.credentials.users.items():
+        ops += [Op.put(acl_key(self.prefix, b), json.dumps(asdict(b)).encode()) for b in self.acls.bindings]
+        for user, mechs in self.credentials.users.items():
             for mechanism, cred in mechs.items():
                 ops.append(Op.put(scram_key(self.prefix, user, mechanism), json.dumps(cred.to_json()).encode()))
         res = await self.store.txn([Compare.create(marker, 0)], ops)

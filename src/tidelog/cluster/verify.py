@@ -14,7 +14,7 @@ the transaction open. When this broker coordinates the id itself the question is
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -28,6 +28,7 @@ from ..log.records import (
     TRANSACTIONAL_FLAG_MASK,
 )
 from .peer import Connector, PeerError, PeerPool, tcp_connect
+from .ports import LocalTransactions
 
 if TYPE_CHECKING:
     from .metadata import MetadataCache
@@ -50,7 +51,12 @@ def transactional_producer(records: bytes | memoryview) -> tuple[int, int] | Non
 
 class TxnVerifier:
     def __init__(
-        self, node_id: int, cache: MetadataCache, txn: Any, listener: str, connect: Connector = tcp_connect
+        self,
+        node_id: int,
+        cache: MetadataCache,
+        txn: LocalTransactions,
+        listener: str,
+        connect: Connector = tcp_connect,
     ) -> None:
         self.node_id = node_id
         self.cache = cache
@@ -63,11 +69,8 @@ class TxnVerifier:
         tp = transactional_producer(records)
         if tp is None or self.txn.verify_here(tp[0]):
             return None
-        state = self.txn.producers.states.get((topic, partition))
-        if state is not None and state.has_open_txn(tp[0]):
-            entry = state.producers.get(tp[0])
-            if entry is not None and entry.epoch == tp[1]:
-                return None  # its transaction is open here already
+        if self.txn.open_here(topic, partition, tp[0], tp[1]):
+            return None  # its transaction is open here already
         return tp
 
     async def verify(
@@ -76,10 +79,10 @@ class TxnVerifier:
         """The coordinator's answer per partition (0: the transaction includes it)."""
         if STATE_TOPIC not in self.cache.topics:
             return {tp: E.not_enough_replicas.value for tp in tps}
-        st = self.cache.state(STATE_TOPIC, self.txn.coordinator.partition_of(txn_id))
+        st = self.cache.state(STATE_TOPIC, self.txn.partition_of(txn_id))
         leader = st.leader if st is not None and st.leader in self.cache.brokers else -1
         if leader == self.node_id:  # coordinated here after all (it moved meanwhile)
-            return {tp: self.txn.coordinator.verify(producer_id, epoch, tp) for tp in tps}
+            return {tp: self.txn.verify_partition(producer_id, epoch, tp) for tp in tps}
         peer = self._pool.get(leader) if leader >= 0 else None
         if peer is None:
             return {tp: E.not_enough_replicas.value for tp in tps}

@@ -136,6 +136,9 @@ class GroupCoordinator:
         self.store.forget_partition(partition)
         log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, partition)
 
+    async def resume(self) -> None:
+        """Nothing to finish after a load: a group's state is whole in its records."""
+
     async def complete_txn_partition(self, producer_id: int, producer_epoch: int, commit: bool, partition: int) -> int:
         """A transaction marker for `__consumer_offsets`-`partition` (cluster mode: sent by the
         transaction coordinator to this partition's leader): the producer's offsets staged there

@@ -134,7 +134,9 @@ class Broker:
         placement = CoordinatorPlacement(
             config, state.cache, replicas, groups, txn, membership.lease_valid, state.create_topic
         )
-        shared = SharedSecurity(state.store, state.keys.security, state.cache, self.security)
+        shared = SharedSecurity(
+            state.store, state.keys.security, state.cache, self.security.acls, self.security.credentials
+        )
         node = ClusterNode(
             config,
             state,

@@ -189,6 +189,40 @@ class TxnService:
         self.clustered = marker_sender is not None
         self._tasks: list[asyncio.Task[None]] = []
 
+    # ---- cluster mode: the coordinators' placement (cluster/coordinators.py) ---------------------
+    @property
+    def owned(self) -> dict[int, int] | None:
+        return self.coordinator.owned
+
+    def begin_load(self, partition: int) -> None:
+        self.coordinator.begin_load(partition)
+
+    def load_partition(self, partition: int, leader_epoch: int) -> None:
+        """This broker leads `partition` of `__transaction_state` at `leader_epoch`, its log all
+        committed: coordinate its transactional ids, from the log."""
+        self.coordinator.load_partition(partition, leader_epoch, self.state_log.read_partition(partition))
+
+    def unload_partition(self, partition: int) -> None:
+        self.coordinator.unload_partition(partition)
+
+    async def resume(self) -> None:
+        await self.coordinator.resume()
+
+    # ---- cluster mode: KIP-890 verification (cluster/verify.py) ---------------------------------
+    def partition_of(self, txn_id: str) -> int:
+        return self.coordinator.partition_of(txn_id)
+
+    def verify_partition(self, producer_id: int, epoch: int, tp: tuple[str, int]) -> int:
+        return self.coordinator.verify(producer_id, epoch, tp)
+
+    def open_here(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
+        """Whether this producer's transaction at `epoch` is open on the partition here already."""
+        state = self.producers.states.get((topic, partition))
+        if state is None or not state.has_open_txn(producer_id):
+            return False
+        entry = state.producers.get(producer_id)
+        return entry is not None and entry.epoch == epoch
+
     def verify_here(self, producer_id: int) -> bool:
         """Whether KIP-890 verification of this producer's batches is done here: always on a
         single node; in a cluster where this broker coordinates its transactional id."""
