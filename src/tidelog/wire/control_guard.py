@@ -20,10 +20,10 @@ tag, uvarint size, size bytes), whose known tags are walked within their size.
 from __future__ import annotations
 
 import struct
-from dataclasses import fields, is_dataclass
+from dataclasses import Field, fields, is_dataclass
 from functools import cache
-
-from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
+from types import NoneType, UnionType
+from typing import Any, get_args, get_origin
 
 from .primitives import DecodeError, read_uvarint
 
@@ -85,27 +85,46 @@ class _Cursor:
 _Entry = tuple[str, "str | None", bool, "type | None"]  # (kind, kafka type, optional, item type)
 
 
+def _strip_none(t: Any) -> tuple[Any, bool]:
+    """(the type inside `X | None`, whether None was there); kio's schemas use no other unions."""
+    if get_origin(t) is UnionType:
+        args = [a for a in get_args(t) if a is not NoneType]
+        if len(args) != 1:
+            raise TypeError(f"unsupported union {t} in a schema")
+        return args[0], True
+    return t, False
+
+
+def _classify(f: Field[Any]) -> tuple[str, type | None, bool]:
+    """(kind, item type, optional) of a schema field from its annotation, as kio reads it: a
+    dataclass is a struct, `tuple[X, ...]` an array (of structs when X is a dataclass); optional
+    when the field - or, for an array, its item type - admits None."""
+    t, optional = _strip_none(f.type)
+    if get_origin(t) is tuple:
+        item, _ = _strip_none(get_args(t)[0])
+        if get_origin(f.type) is tuple:
+            optional = _strip_none(get_args(f.type)[0])[1]
+        return ("entity_array" if is_dataclass(item) else "array"), item, optional
+    return ("entity" if is_dataclass(t) else "value"), t, optional
+
+
 @cache
 def _plan(cls: type) -> tuple[list[_Entry], dict[int, _Entry]]:
     """(untagged fields, {tag: field}) of a schema class, each as (kind, kafka_type, optional, item)."""
     plain: list[_Entry] = []
     tagged: dict[int, _Entry] = {}
     for f in fields(cls):
-        c = classify_field(f)
+        kind, item, declared_optional = _classify(f)
         kafka_type = f.metadata.get("kafka_type")
         tag = f.metadata.get("tag")
         # Tagged fields are optional by their presence; be lenient about nulls inside them
         # (except a struct, whose encoding has no null marker there).
-        optional = (not isinstance(c, EntityField)) if tag is not None else is_optional(f)
+        optional = (kind != "entity") if tag is not None else declared_optional
         entry: _Entry
-        if isinstance(c, EntityTupleField):
-            entry = ("entity_array", None, optional, c.type_)
-        elif isinstance(c, EntityField):
-            entry = ("entity", None, optional, c.type_)
-        elif isinstance(c, PrimitiveTupleField):
-            entry = ("array", kafka_type, optional, None)
+        if kind in ("entity_array", "entity"):
+            entry = (kind, None, optional, item)
         else:
-            entry = ("value", kafka_type, optional, None)
+            entry = (kind, kafka_type, optional, None)
         if tag is not None:
             tagged[tag] = entry
         else:
