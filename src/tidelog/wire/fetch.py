@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .primitives import Chunk, DecodeError, Reader, Writer
+from .primitives import Chunk, DecodeError, HotVersions, Reader, Writer, pick
 
 __all__ = [
     "MIN_VERSION",
@@ -183,9 +183,7 @@ class FetchResponse:
     tagged_fields: dict[int, bytes] | None = None
 
 
-def _check(version: int, exc: type[ValueError]) -> None:
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise exc(f"Fetch v{version} is not supported (v{MIN_VERSION}-v{MAX_VERSION})")
+VERSIONS = HotVersions("Fetch", MIN_VERSION, MAX_VERSION, FIRST_FLEXIBLE_VERSION)
 
 
 # ---- request ----------------------------------------------------------------------------------
@@ -216,13 +214,9 @@ def _req_part(version: int) -> struct.Struct:
 def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> FetchRequest:
     """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
     `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
-    _check(version, DecodeError)
+    flex = VERSIONS.check(version, DecodeError)
     r = Reader(body)
-    flex = version >= FIRST_FLEXIBLE_VERSION
-    if flex:
-        string, count, tags = r.compact_string, r.compact_array_len, r.tagged_fields
-    else:
-        string, count, tags = r.string, r.array_len, None
+    string, count, tags = pick(r, flex, "string", "array_len", "tagged_fields")
     by_id = version >= FIRST_TOPIC_ID_VERSION
 
     head: tuple[Any, ...] = r.fixed(_req_head(version))
@@ -317,13 +311,9 @@ def _request_tags(req: FetchRequest, version: int) -> dict[int, bytes] | None:
 
 
 def encode_request(req: FetchRequest, version: int) -> list[Chunk]:
-    _check(version, ValueError)
+    flex = VERSIONS.check(version)
     w = Writer()
-    flex = version >= FIRST_FLEXIBLE_VERSION
-    if flex:
-        string, count, tags = w.compact_string, w.compact_array_len, w.tagged_fields
-    else:
-        string, count, tags = w.string, w.array_len, None
+    string, count, tags = pick(w, flex, "string", "array_len", "tagged_fields")
     by_id = version >= FIRST_TOPIC_ID_VERSION
 
     head = (req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level, req.session_id, req.session_epoch)
@@ -388,18 +378,9 @@ def encode_request(req: FetchRequest, version: int) -> list[Chunk]:
 
 def encode_response_sized(resp: FetchResponse, version: int) -> tuple[list[Chunk], int]:
     """The response body as chunks (record chunks by reference), and its total size in bytes."""
-    _check(version, ValueError)
+    flex = VERSIONS.check(version)
     w = Writer()
-    flex = version >= FIRST_FLEXIBLE_VERSION
-    if flex:
-        string, count, ncount, tags = (
-            w.compact_string,
-            w.compact_array_len,
-            w.compact_nullable_array_len,
-            w.tagged_fields,
-        )
-    else:
-        string, count, ncount, tags = w.string, w.array_len, w.nullable_array_len, None
+    string, count, ncount, tags = pick(w, flex, "string", "array_len", "nullable_array_len", "tagged_fields")
     by_id = version >= FIRST_TOPIC_ID_VERSION
     fixed = w.fixed
     int32 = w.int32
@@ -475,19 +456,11 @@ def encode_response(resp: FetchResponse, version: int) -> list[Chunk]:
 
 def decode_response(body: bytes | memoryview, version: int) -> FetchResponse:
     """Records come back as a one-chunk tuple (a memoryview slice of `body`), or () or None."""
-    _check(version, DecodeError)
+    flex = VERSIONS.check(version, DecodeError)
     r = Reader(body)
-    flex = version >= FIRST_FLEXIBLE_VERSION
-    if flex:
-        string, count, ncount, nbytes, tags = (
-            r.compact_string,
-            r.compact_array_len,
-            r.compact_nullable_array_len,
-            r.compact_nullable_bytes,
-            r.tagged_fields,
-        )
-    else:
-        string, count, ncount, nbytes, tags = r.string, r.array_len, r.nullable_array_len, r.nullable_bytes, None
+    string, count, ncount, nbytes, tags = pick(
+        r, flex, "string", "array_len", "nullable_array_len", "nullable_bytes", "tagged_fields"
+    )
     by_id = version >= FIRST_TOPIC_ID_VERSION
     resp = FetchResponse([])
     if version >= 7:

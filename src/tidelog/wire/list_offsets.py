@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .primitives import Chunk, DecodeError, Reader, Writer
+from .primitives import Chunk, DecodeError, HotVersions, Reader, Writer, pick
 
 __all__ = [
     "MIN_VERSION",
@@ -108,9 +108,7 @@ class ListOffsetsResponse:
     tagged_fields: dict[int, bytes] | None = None
 
 
-def _check(version: int, exc: type[ValueError]) -> None:
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise exc(f"ListOffsets v{version} is not supported (v{MIN_VERSION}-v{MAX_VERSION})")
+VERSIONS = HotVersions("ListOffsets", MIN_VERSION, MAX_VERSION, FIRST_FLEXIBLE_VERSION)
 
 
 # ---- request ----------------------------------------------------------------------------------
@@ -119,12 +117,9 @@ def _check(version: int, exc: type[ValueError]) -> None:
 def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> ListOffsetsRequest:
     """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
     `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
-    _check(version, DecodeError)
+    flex = VERSIONS.check(version, DecodeError)
     r = Reader(body)
-    if version >= FIRST_FLEXIBLE_VERSION:
-        string, count, tags = r.compact_string, r.compact_array_len, r.tagged_fields
-    else:
-        string, count, tags = r.string, r.array_len, None
+    string, count, tags = pick(r, flex, "string", "array_len", "tagged_fields")
     if version >= 2:
         replica_id, isolation_level = r.fixed(_REQ_HEAD_V2)
     else:
@@ -153,12 +148,9 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
 
 
 def encode_request(req: ListOffsetsRequest, version: int) -> list[Chunk]:
-    _check(version, ValueError)
+    flex = VERSIONS.check(version)
     w = Writer()
-    if version >= FIRST_FLEXIBLE_VERSION:
-        string, count, tags = w.compact_string, w.compact_array_len, w.tagged_fields
-    else:
-        string, count, tags = w.string, w.array_len, None
+    string, count, tags = pick(w, flex, "string", "array_len", "tagged_fields")
     if version >= 2:
         w.fixed(_REQ_HEAD_V2, req.replica_id, req.isolation_level)
     else:
@@ -187,12 +179,9 @@ def encode_request(req: ListOffsetsRequest, version: int) -> list[Chunk]:
 
 
 def encode_response_sized(resp: ListOffsetsResponse, version: int) -> tuple[list[Chunk], int]:
-    _check(version, ValueError)
+    flex = VERSIONS.check(version)
     w = Writer()
-    if version >= FIRST_FLEXIBLE_VERSION:
-        string, count, tags = w.compact_string, w.compact_array_len, w.tagged_fields
-    else:
-        string, count, tags = w.string, w.array_len, None
+    string, count, tags = pick(w, flex, "string", "array_len", "tagged_fields")
     if version >= 2:
         w.int32(resp.throttle_time_ms)
     count(len(resp.topics))
@@ -223,12 +212,9 @@ def encode_response(resp: ListOffsetsResponse, version: int) -> list[Chunk]:
 
 
 def decode_response(body: bytes | memoryview, version: int) -> ListOffsetsResponse:
-    _check(version, DecodeError)
+    flex = VERSIONS.check(version, DecodeError)
     r = Reader(body)
-    if version >= FIRST_FLEXIBLE_VERSION:
-        string, count, tags = r.compact_string, r.compact_array_len, r.tagged_fields
-    else:
-        string, count, tags = r.string, r.array_len, None
+    string, count, tags = pick(r, flex, "string", "array_len", "tagged_fields")
     resp = ListOffsetsResponse([])
     if version >= 2:
         resp.throttle_time_ms = r.int32()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "Reader",
     "Writer",
     "Chunk",
+    "HotVersions",
+    "pick",
     "INT8",
     "INT16",
     "INT32",
@@ -562,3 +565,28 @@ def encode_tagged_fields(fields: dict[int, bytes] | None) -> bytes:
     w = Writer()
     w.tagged_fields(fields)
     return bytes(w.buf)
+
+
+@dataclass(frozen=True, slots=True)
+class HotVersions:
+    """The version facts of one of tidelog's own hot-path codecs (Produce, Fetch, ListOffsets)."""
+
+    api: str
+    min: int
+    max: int
+    first_flexible: int
+
+    def check(self, version: int, exc: type[ValueError] = ValueError) -> bool:
+        """Raise `exc` unless `version` is served; True when it is a flexible version."""
+        if not self.min <= version <= self.max:
+            raise exc(f"{self.api} v{version} is not supported (v{self.min}-v{self.max})")
+        return version >= self.first_flexible
+
+
+def pick(rw: Reader | Writer, flexible: bool, *names: str) -> tuple[Any, ...]:
+    """The reader's or writer's methods `names` in a version's encoding: a flexible version's
+    compact strings, bytes and arrays and its tagged fields, else the classic ones (and None for
+    `tagged_fields`, which classic versions lack). Looked up once per request, not per field."""
+    if flexible:
+        return tuple(getattr(rw, n if n == "tagged_fields" else "compact_" + n) for n in names)
+    return tuple(None if n == "tagged_fields" else getattr(rw, n) for n in names)

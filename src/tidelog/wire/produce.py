@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .primitives import Chunk, DecodeError, Reader, Writer
+from .primitives import Chunk, DecodeError, HotVersions, Reader, Writer, pick
 
 __all__ = [
     "MIN_VERSION",
@@ -116,9 +116,7 @@ class ProduceResponse:
     tagged_fields: dict[int, bytes] | None = None
 
 
-def _check(version: int, exc: type[ValueError]) -> None:
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise exc(f"Produce v{version} is not supported (v{MIN_VERSION}-v{MAX_VERSION})")
+VERSIONS = HotVersions("Produce", MIN_VERSION, MAX_VERSION, FIRST_FLEXIBLE_VERSION)
 
 
 # ---- request ----------------------------------------------------------------------------------
@@ -127,12 +125,9 @@ def _check(version: int, exc: type[ValueError]) -> None:
 def decode_request(body: bytes | memoryview, version: int, strict: bool = False) -> ProduceRequest:
     """Decode a request body. Like Kafka's parser, bytes left after the body are ignored unless
     `strict` (golden-vector tests use strict=True). Malformed input raises DecodeError."""
-    _check(version, DecodeError)
+    flex = VERSIONS.check(version, DecodeError)
     r = Reader(body)
-    if version >= FIRST_FLEXIBLE_VERSION:
-        string, count, records, tags = r.compact_string, r.compact_array_len, r.compact_nullable_bytes, r.tagged_fields
-    else:
-        string, count, records, tags = r.string, r.array_len, r.nullable_bytes, None
+    string, count, records, tags = pick(r, flex, "string", "array_len", "nullable_bytes", "tagged_fields")
     transactional_id = None
     if version >= 3:
         transactional_id = r.compact_nullable_string() if tags else r.nullable_string()
@@ -153,13 +148,9 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
 
 def encode_request(req: ProduceRequest, version: int) -> list[Chunk]:
     """The request body; record payloads of 4 KiB or more are separate chunks, by reference."""
-    _check(version, ValueError)
+    flex = VERSIONS.check(version)
     w = Writer()
-    flex = version >= FIRST_FLEXIBLE_VERSION
-    if flex:
-        string, count, records, tags = w.compact_string, w.compact_array_len, w.compact_nullable_bytes, w.tagged_fields
-    else:
-        string, count, records, tags = w.string, w.array_len, w.nullable_bytes, None
+    string, count, records, tags = pick(w, flex, "string", "array_len", "nullable_bytes", "tagged_fields")
     if version >= 3:
         (w.compact_nullable_string if flex else w.nullable_string)(req.transactional_id)
     w.fixed(_ACKS_TIMEOUT, req.acks, req.timeout_ms)
@@ -188,13 +179,9 @@ def _part_struct(version: int) -> struct.Struct:
 
 def encode_response_sized(resp: ProduceResponse, version: int) -> tuple[list[Chunk], int]:
     """The response body as chunks, and its total size in bytes."""
-    _check(version, ValueError)
+    flex = VERSIONS.check(version)
     w = Writer()
-    flex = version >= FIRST_FLEXIBLE_VERSION
-    if flex:
-        string, count, nstring, tags = w.compact_string, w.compact_array_len, w.compact_nullable_string, w.tagged_fields
-    else:
-        string, count, nstring, tags = w.string, w.array_len, w.nullable_string, None
+    string, count, nstring, tags = pick(w, flex, "string", "array_len", "nullable_string", "tagged_fields")
     fixed = w.fixed
     ps = _part_struct(version)
     n = len(ps.format) - 1
@@ -229,12 +216,9 @@ def encode_response(resp: ProduceResponse, version: int) -> list[Chunk]:
 
 
 def decode_response(body: bytes | memoryview, version: int) -> ProduceResponse:
-    _check(version, DecodeError)
+    flex = VERSIONS.check(version, DecodeError)
     r = Reader(body)
-    if version >= FIRST_FLEXIBLE_VERSION:
-        string, count, nstring, tags = r.compact_string, r.compact_array_len, r.compact_nullable_string, r.tagged_fields
-    else:
-        string, count, nstring, tags = r.string, r.array_len, r.nullable_string, None
+    string, count, nstring, tags = pick(r, flex, "string", "array_len", "nullable_string", "tagged_fields")
     ps = _part_struct(version)
     topics = []
     for _ in range(count()):
