@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.state import ClusterState
 from ..cluster.view import ClusterView, SingleNode
@@ -38,6 +38,9 @@ from . import handlers
 from .metrics import Metrics
 from .router import Router
 from .security import Security
+
+if TYPE_CHECKING:
+    from .connection import KafkaConnection
 
 log = logging.getLogger("tidelog.server")
 
@@ -70,7 +73,7 @@ class Broker:
             self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint)
-        self.connections: dict[Any, None] = {}  # in order of opening
+        self.connections: dict[KafkaConnection, None] = {}  # in order of opening
         self.metrics = Metrics(
             config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster
         )
@@ -153,13 +156,13 @@ class Broker:
         return groups, txn, node
 
     # ---- connections ---------------------------------------------------------------------
-    def connection_opened(self, conn) -> bool:
+    def connection_opened(self, conn: KafkaConnection) -> bool:
         if len(self.connections) >= self.config["max.connections"]:
             return False
         self.connections[conn] = None
         return True
 
-    def connection_closed(self, conn) -> None:
+    def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.pop(conn, None)
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -209,7 +212,7 @@ class Broker:
     def bound_port(self, listener: str | None = None) -> int:
         if listener in self.bound_ports:
             return self.bound_ports[listener]
-        return self.servers[0].sockets[0].getsockname()[1]
+        return int(self.servers[0].sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         await self.cluster.controlled_shutdown()  # listeners still open: followers catch up

@@ -20,7 +20,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass
 from inspect import isawaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ..wire.frame import FrameDecoder, FrameError
 from ..wire.header import HeaderError, RequestHeader, parse_request_header, peek_key_version, response_header
@@ -29,6 +29,7 @@ from .sendfile import FileStream, has_file_chunks, materialize
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .router import Route
 
 log = logging.getLogger("tidelog.server")
 _I32 = struct.Struct(">i")
@@ -52,7 +53,7 @@ class _Slot:
     __slots__ = ("chunks", "done", "files")
 
     def __init__(self) -> None:
-        self.chunks: list | None = None
+        self.chunks: list[Any] | None = None
         self.done = False
         self.files = False  # chunks include FileSlices (sent with sendfile)
 
@@ -66,12 +67,12 @@ class KafkaConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = None
         self._slots: deque[_Slot] = deque()
-        self._out: list = []
+        self._out: list[Any] = []
         self._closed = False
         self._paused_reading = False
         self._write_paused = False
         self._max_queued = broker.config["queued.max.requests"]
-        self.tasks: dict[asyncio.Future, None] = {}  # in order (a set's order would follow addresses)
+        self.tasks: dict[asyncio.Future[Any], None] = {}  # in order (a set's order would follow addresses)
         self._sock_fd = -1  # the socket's descriptor when sendfile can be used (plain TCP)
         self._stream: FileStream | None = None  # a response being sent with sendfile
         self._held: deque[bytes | bytearray] = deque()  # frames read but not dispatched (backpressure)
@@ -79,8 +80,9 @@ class KafkaConnection(asyncio.Protocol):
         self.security = broker.security.session(self)
 
     # ---- asyncio.Protocol ---------------------------------------------------------------
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # a stream server's transport (uvloop's is not an asyncio.Transport subclass, but is one)
+        self.transport = cast(asyncio.Transport, transport)
         self.peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -101,7 +103,7 @@ class KafkaConnection(asyncio.Protocol):
             self._closed = True
             transport.close()
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         if self._stream is not None:
             self._stream.close()
@@ -196,7 +198,7 @@ class KafkaConnection(asyncio.Protocol):
             if slot.files:
                 self._flush()
 
-    def _fill(self, slot: _Slot, route, header: RequestHeader, result) -> None:
+    def _fill(self, slot: _Slot, route: Route, header: RequestHeader, result: Any) -> None:
         try:
             body = route.encode(result, header.api_version)
         except Exception:  # a response that cannot be encoded closes this connection only
@@ -226,7 +228,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
         slot.chunks = materialize(slot.chunks)  # type: ignore[arg-type]  # set by _fill before files are prepared
 
-    def _completed(self, fut: asyncio.Future, slot: _Slot, route, header: RequestHeader) -> None:
+    def _completed(self, fut: asyncio.Future[Any], slot: _Slot, route: Route, header: RequestHeader) -> None:
         self.tasks.pop(fut, None)
         if self._closed or fut.cancelled():
             return
@@ -272,7 +274,7 @@ class KafkaConnection(asyncio.Protocol):
             return  # a sendfile response is being written; the rest follows it
         slots = self._slots
         while True:
-            out: list = []
+            out: list[Any] = []
             while slots and slots[0].done and not slots[0].files:
                 out.extend(slots.popleft().chunks)  # type: ignore[arg-type]  # a done slot has its chunks
             if self._closed or self.transport is None:
@@ -329,7 +331,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _flush_done_only(self) -> None:
         # Answers already computed for earlier requests still go out before the close.
-        out: list = []
+        out: list[Any] = []
         while self._slots and self._slots[0].done:
             out.extend(materialize(self._slots.popleft().chunks))  # type: ignore[arg-type]  # done: chunks set
         if out and self.transport is not None:

@@ -24,7 +24,7 @@ class Route:
     max_version: int
     handle: Callable[..., Any]
     decode: Callable[[bytes | bytearray, int, int], Any]
-    encode: Callable[[Any, int], bytes | list]
+    encode: Callable[[Any, int], bytes | list[Any]]
     is_flexible: Callable[[int], bool]
     # the handler behind the router's stages (metrics); set by `Router.seal`, called by the
     # connection (or by the authorization stage, which runs before it)
@@ -35,7 +35,7 @@ class Route:
         return self.min_version <= version <= self.max_version
 
 
-def control_route(api_key: int, min_version: int, max_version: int, handle) -> Route:
+def control_route(api_key: int, min_version: int, max_version: int, handle: Callable[..., Any]) -> Route:
     """A route whose messages are kio schemas (control plane).
 
     Schemas are imported on first use, not here: importing every version of every API at

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from .router import Route
 
 
-def hot_route(module, handle) -> Route:
+def hot_route(module: ModuleType, handle: Callable[..., Any]) -> Route:
     first_flexible = module.FIRST_FLEXIBLE_VERSION
 
     def decode(frame: bytes | bytearray, offset: int, version: int) -> Any:

@@ -16,23 +16,25 @@ TLS transports cannot use sendfile: the connection turns file slices into bytes 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..log.segment import FileSlice
 
 __all__ = ["FileSlice", "FileStream", "has_file_chunks", "materialize"]
 
 
-def has_file_chunks(chunks) -> bool:
+def has_file_chunks(chunks: Iterable[object]) -> bool:
     for c in chunks:
         if type(c) is FileSlice:
             return True
     return False
 
 
-def materialize(chunks: list) -> list:
+def materialize(chunks: list[Any]) -> list[Any]:
     """The same chunks with file slices read into bytes (the copy path)."""
     return [c.tobytes() if type(c) is FileSlice else c for c in chunks]
 
@@ -43,7 +45,14 @@ class FileStream:
 
     __slots__ = ("transport", "loop", "sock_fd", "chunks", "on_done", "_wfd", "_ffd", "_pos", "_left")
 
-    def __init__(self, transport, loop, sock_fd: int, chunks: list, on_done: Callable[[BaseException | None], None]):
+    def __init__(
+        self,
+        transport: asyncio.WriteTransport,
+        loop: asyncio.AbstractEventLoop,
+        sock_fd: int,
+        chunks: list[Any],
+        on_done: Callable[[BaseException | None], None],
+    ) -> None:
         self.transport = transport
         self.loop = loop
         self.sock_fd = sock_fd

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...core.security_settings import enabled_mechanisms, listener_protocol, lookup, plain_users
 from .acls import AclStore
 from .authorizer import Authorizer, parse_super_users
 from .scram import CredentialStore
+
+if TYPE_CHECKING:
+    from ..connection import KafkaConnection
+    from .session import Session
 
 log = logging.getLogger("tidelog.security")
 
@@ -79,7 +84,9 @@ class Security:
     def ssl_context(self, listener: str):
         return self.listeners[listener].ssl_context
 
-    def session(self, conn):
+    def session(self, conn: KafkaConnection) -> Session | None:
+        """The connection's authentication and authorization state; None when its listener has
+        neither SASL nor an authorizer (nothing to check)."""
         ls = self.listeners.get(conn.listener_name)
         if ls is None or (not ls.sasl and self.authorizer is None):
             return None

@@ -15,13 +15,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
 from ..router import NO_RESPONSE
 from .rules import apply
 from .sasl import PlainServer, SaslFailure, ScramServer
+
+if TYPE_CHECKING:
+    from ..connection import RequestContext
+    from ..router import Route
 
 log = logging.getLogger("tidelog.security")
 
@@ -61,10 +65,12 @@ class Session:
         return peer[0] if isinstance(peer, tuple) else "*"
 
     # ---- the gate ---------------------------------------------------------------------------
-    def handle(self, ctx, route, request):
+    def handle(self, ctx: RequestContext, route: Route, request: Any) -> Any:
         key = route.api_key
+        pipeline = route.pipeline
+        assert pipeline is not None  # the router seals every route before traffic
         if key in _PRE_AUTH:
-            return route.pipeline(ctx, request)
+            return pipeline(ctx, request)
         if not self.authenticated:
             self.conn.close_with(f"api {key} before SASL authentication completed")
             return NO_RESPONSE
@@ -73,7 +79,7 @@ class Session:
             return NO_RESPONSE
         authorizer = self.security.authorizer
         if authorizer is None:
-            return route.pipeline(ctx, request)
+            return pipeline(ctx, request)
         return apply(self, authorizer, ctx, route, request)
 
     def allowed(self, resource_type: int, name: str, op: int) -> bool:
@@ -125,7 +131,7 @@ class Session:
             lifetime = self.listener.reauth_ms if version >= 1 else 0
         return {"error_code": E.none, "error_message": None, "auth_bytes": out, "session_lifetime": lifetime}
 
-    def raw_frame(self, frame: bytes) -> bool:
+    def raw_frame(self, frame: bytes | bytearray) -> bool:
         """Handle a bare SASL token after SaslHandshake v0; False when `frame` is a Kafka request."""
         if not self.raw:
             return False
