@@ -37,7 +37,6 @@ class Membership:
         """`bound_port(listener)`: the port a listener advertised with port 0 was bound to."""
         self.config = config
         self.node_id = config.node_id
-        self.state = state
         self.store = state.store
         self.keys = state.keys
         self.registry = state.registry

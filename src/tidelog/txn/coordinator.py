@@ -117,6 +117,7 @@ class TxnCoordinator:
         expiration_ms: int = 604_800_000,
         partition_exists: Callable[[str, int], bool] | None = None,
         clock: Callable[[], int] = wall_clock_ms,
+        num_partitions: int = 50,
     ) -> None:
         self.store = store
         self.markers = markers
@@ -128,7 +129,7 @@ class TxnCoordinator:
         self.txns: dict[str, TxnMetadata] = {}
         self.by_pid: dict[int, TxnMetadata] = {}
         self.loaded = False
-        self.num_partitions = 50  # of __transaction_state (set_num_partitions)
+        self.num_partitions = num_partitions  # of __transaction_state (set_num_partitions)
         # cluster mode: the __transaction_state partitions led (and loaded) here -> leader epoch
         self.owned: dict[int, int] | None = None
         # cluster mode: partitions led here whose log is not all committed yet (not loaded)
@@ -154,7 +155,7 @@ class TxnCoordinator:
             return COORDINATOR_NOT_AVAILABLE
         if self.owned is None:
             return NONE
-        partition = partition_for(txn_id, self.num_partitions)
+        partition = self.partition_of(txn_id)
         if partition in self.owned:
             return NONE
         return COORDINATOR_LOAD_IN_PROGRESS if partition in self.loading else NOT_COORDINATOR
@@ -167,7 +168,7 @@ class TxnCoordinator:
         """The leader epoch of the id's `__transaction_state` partition (0 on a single node)."""
         if self.owned is None:
             return 0
-        return self.owned.get(partition_for(txn_id, self.num_partitions), 0)
+        return self.owned.get(self.partition_of(txn_id), 0)
 
     def begin_load(self, partition: int) -> None:
         """Cluster mode: this broker leads `partition` but is still waiting for its log to be
@@ -193,7 +194,7 @@ class TxnCoordinator:
         assert self.owned is not None
         self.loading.discard(partition)
         self.owned.pop(partition, None)
-        for txn_id in [t for t in self.txns if partition_for(t, self.num_partitions) == partition]:
+        for txn_id in [t for t in self.txns if self.partition_of(t) == partition]:
             meta = self.txns.pop(txn_id)
             if self.by_pid.get(meta.producer_id) is meta:
                 del self.by_pid[meta.producer_id]

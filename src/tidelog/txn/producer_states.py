@@ -95,6 +95,14 @@ class ProducerStates:
             for key in [k for k in self.states if k[0] == topic.name]:
                 self.forget(*key)
 
+    def open_txn_at(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
+        """Whether this producer's transaction at `epoch` is open on the partition here already."""
+        state = self.states.get((topic, partition))
+        if state is None or not state.has_open_txn(producer_id):
+            return False
+        entry = state.producers.get(producer_id)
+        return entry is not None and entry.epoch == epoch
+
     def expire(self, now: int, expiration_ms: int) -> int:
         """Forget producers idle longer than `expiration_ms`; how many were."""
         return sum(s.expire(now, expiration_ms) for s in self.states.values())

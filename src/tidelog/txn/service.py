@@ -171,7 +171,6 @@ class TxnService:
         self.partitions = partitions
         self.groups = groups
         self.producers = producers
-        self.num_partitions = cfg["transaction.state.log.num.partitions"]
         self.abort_interval_s = cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
         self.expire_interval_s = cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
         self.producer_expiration_ms = cfg["producer.id.expiration.ms"]
@@ -184,6 +183,7 @@ class TxnService:
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             expiration_ms=cfg["transactional.id.expiration.ms"],
             partition_exists=self._partition_exists,
+            num_partitions=cfg["transaction.state.log.num.partitions"],
         )
         self.marker_sender = marker_sender
         self.clustered = marker_sender is not None
@@ -216,12 +216,7 @@ class TxnService:
         return self.coordinator.verify(producer_id, epoch, tp)
 
     def open_here(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
-        """Whether this producer's transaction at `epoch` is open on the partition here already."""
-        state = self.producers.states.get((topic, partition))
-        if state is None or not state.has_open_txn(producer_id):
-            return False
-        entry = state.producers.get(producer_id)
-        return entry is not None and entry.epoch == epoch
+        return self.producers.open_txn_at(topic, partition, producer_id, epoch)
 
     def verify_here(self, producer_id: int) -> bool:
         """Whether KIP-890 verification of this producer's batches is done here: always on a
@@ -232,9 +227,13 @@ class TxnService:
         t = self.registry.get(topic)
         return t is not None and 0 <= partition < t.partitions
 
+    @property
+    def num_partitions(self) -> int:
+        """Of `__transaction_state`: the coordinator's (ids hash onto them)."""
+        return self.coordinator.num_partitions
+
     def set_num_partitions(self, n: int) -> None:
         """`__transaction_state` has `n` partitions (cluster mode: known once the topic exists)."""
-        self.num_partitions = n
         self.coordinator.set_num_partitions(n)
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -254,8 +253,7 @@ class TxnService:
                     "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
                 },
             )
-            self.num_partitions = topic.partitions
-        self.coordinator.set_num_partitions(self.num_partitions)
+            self.set_num_partitions(topic.partitions)
         open_txns = self.producers.load_all()
         if not self.clustered:
             self.coordinator.load(self.state_log.read_all())
