@@ -15,7 +15,7 @@ from tidelog.log.records import Record, build_batch, decode_batches
 
 from .checker import converged
 from .clients import Client, ClientError
-from .cluster import SimCluster
+from .cluster import BROKER_DEFAULTS, SimCluster
 from .loop import Determinism, SimLoop
 from .run import create_topic
 
@@ -71,6 +71,21 @@ async def ready_topic(
     await as_client(c, create_topic(c, topic, partitions, rf, configs or {"min.insync.replicas": "2"}))
     assert await sim.until(lambda: converged(sim, [topic]) is None, 30), converged(sim, [topic])
     await as_client(c, c.refresh([topic]))
+
+
+async def txn_producer(sim: SimCluster, topic: str, txn_id: str) -> tuple[Client, Any, int]:
+    """A transactional producer of `topic` whose id is initialised (`__transaction_state` exists
+    then): (its client, the producer, the id's partition of `__transaction_state`)."""
+    from tidelog.txn.records import partition_for
+
+    from .clients import History, TxnProducer
+
+    tc = client(sim, "txn-client", timeout_s=5)
+    tp = TxnProducer(tc, History(), topic, txn_id)
+    await as_client(tc, tp.init_metadata())
+    await as_client(tc, tp.init())
+    key = "transaction.state.log.num.partitions"
+    return tc, tp, partition_for(txn_id, int(sim.overrides.get(key, BROKER_DEFAULTS[key])))
 
 
 def state(sim: SimCluster, topic: str, p: int = 0) -> Any:

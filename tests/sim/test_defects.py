@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from .scripted import as_client, client, log_values, produce, ready_topic, replicas, simulate, state
+from .scripted import as_client, client, log_values, produce, ready_topic, replicas, simulate, state, txn_producer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -351,21 +351,16 @@ def test_a_new_transaction_coordinator_answers_only_from_committed_state():
     added", the producer wrote its records and G never heard of them: a transaction left open for
     ever (seed 115 of the simulation). Whatever the producer is told, every transaction on the
     data topic must end."""
-    from tidelog.txn.records import partition_for
 
-    from .clients import History, TxnProducer, _first_error
+    from .clients import _first_error
 
     seen: dict[str, object] = {}
 
     async def body(sim):
         c = client(sim, "c")
         await ready_topic(sim, c, "d11", configs={"min.insync.replicas": "1"})
-        tc = client(sim, "txn-client", timeout_s=5)
         tid = "d11-txn"
-        tp = TxnProducer(tc, History(), "d11", tid)
-        await as_client(tc, tp.init_metadata())
-        await as_client(tc, tp.init())
-        sp = partition_for(tid, 2)
+        tc, tp, sp = await txn_producer(sim, "d11", tid)
         L, F, G = replicas(sim, "__transaction_state", sp)
         assert state(sim, "__transaction_state", sp).leader == L
         name = {n: sim.brokers[n].name for n in (L, F, G)}
@@ -428,19 +423,14 @@ def test_a_coordinator_partition_led_right_after_an_etcd_outage_is_coordinated()
     yet. That broker waits for a sure lease before it coordinates - and must coordinate once the
     keepalive comes. Before the fix it never did until the next leadership change: the ids of
     that partition could not begin or end a transaction (simulation seed 342)."""
-    from tidelog.txn.records import partition_for
 
-    from .clients import ClientError, History, TxnProducer, _first_error
+    from .clients import ClientError, _first_error
 
     async def body(sim):
         c = client(sim, "c")
         await ready_topic(sim, c, "d12")
         tid = "d12-txn"
-        tc = client(sim, "txn-client", timeout_s=5)
-        tp = TxnProducer(tc, History(), "d12", tid)
-        await as_client(tc, tp.init_metadata())
-        await as_client(tc, tp.init())  # __transaction_state exists now
-        sp = partition_for(tid, 2)
+        tc, tp, sp = await txn_producer(sim, "d12", tid)
         st = lambda: state(sim, "__transaction_state", sp)
         pref = replicas(sim, "__transaction_state", sp)[0]
         if st().leader == pref:  # hand its leaderships over, and come back: led elsewhere
@@ -480,21 +470,16 @@ def test_a_deposed_transaction_coordinator_does_not_answer_from_memory():
     EndTxn(commit) of T2 times out at N and its retry reaches L, which remembers T1 committed: it
     must not answer "committed" (a retried EndTxn) without proving it still coordinates. Before the
     fix it did, at once; N aborted T2 on its timeout (simulation seed 4676)."""
-    from tidelog.txn.records import partition_for
 
-    from .clients import ClientError, History, TxnProducer, _first_error
+    from .clients import ClientError, _first_error
 
     seen: dict[str, object] = {}
 
     async def body(sim):
         c = client(sim, "c")
         await ready_topic(sim, c, "d13")
-        tc = client(sim, "txn-client", timeout_s=5)
         tid = "d13-txn"
-        tp = TxnProducer(tc, History(), "d13", tid)
-        await as_client(tc, tp.init_metadata())
-        await as_client(tc, tp.init())
-        sp = partition_for(tid, 2)
+        tc, tp, sp = await txn_producer(sim, "d13", tid)
         st = lambda: state(sim, "__transaction_state", sp)
         L = st().leader
         await as_client(tc, tp.one_transaction(commit=True))
