@@ -26,17 +26,20 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from kio.schema.errors import ErrorCode as E
+
 from .controller import Controller
 from .coordinators import COORDINATOR_TOPICS, CoordinatorPlacement
 from .fetcher import FetcherManager
 from .markers import MarkerSender
 from .membership import Membership
+from .partition import Lease, Partition
 from .replica import ReplicaManager
 from .security_state import SharedSecurity
 from .state import ClusterState
 from .store import Compare, LeaseExpired, Op, StoreUnavailable
 from .verify import TxnVerifier
-from .view import PartitionView
+from .view import Leader, PartitionView
 
 if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
@@ -310,8 +313,40 @@ class ClusterNode:
     def partition(self, topic: str, partition: int) -> PartitionView:
         return self.state.partition(topic, partition)
 
-    def leader_replica(self, topic: str, partition: int) -> Any:
-        return self.replicas.leader(topic, partition)
-
     def under_replicated(self) -> int:
         return self.replicas.under_replicated()
+
+    # ---- the partition handlers' questions (view.py) -----------------------------------------
+    def replicated(self, topic: str, partition: int) -> bool:
+        return bool(self.cache.replicas(topic, partition))
+
+    def leader_check(self, topic: str, partition: int, current_epoch: int) -> tuple[int, Leader | None]:
+        """(0, the partition) when this broker leads it; else NOT_LEADER_OR_FOLLOWER, or KIP-320's
+        FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the client names an older / newer epoch."""
+        p = self.replicas.leader(topic, partition)
+        if p is None:
+            return E.not_leader_or_follower.value, None
+        if current_epoch >= 0:
+            if current_epoch < p.leader_epoch:
+                return E.fenced_leader_epoch.value, None
+            if current_epoch > p.leader_epoch:
+                return E.unknown_leader_epoch.value, None
+        return 0, p
+
+    def admit_append(self, topic: str, partition: int, acks: int) -> tuple[int, Lease | None]:
+        return self.replicas.leader_for_append(topic, partition, acks)
+
+    async def wait_replicated(self, lease: Lease, last_offset: int, timeout_s: float) -> int:
+        return await self.replicas.wait_replicated(lease, last_offset, timeout_s)
+
+    def follower_fetched(self, leader: Leader, follower: int, fetch_offset: int) -> None:
+        if isinstance(leader, Partition):  # always: leader_check hands out the partition itself
+            self.replicas.on_follower_fetch(leader, follower, fetch_offset)
+
+    def needs_verification(self, topic: str, partition: int, records: bytes | memoryview) -> tuple[int, int] | None:
+        return self.verifier.needs(topic, partition, records)
+
+    async def verify(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        return await self.verifier.verify(txn_id, producer_id, epoch, tps)

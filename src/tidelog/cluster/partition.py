@@ -75,6 +75,11 @@ class Partition:
     def isr(self) -> tuple[int, ...]:
         return self.state.isr if self.state is not None else ()
 
+    def latest_available(self) -> bool:
+        """KIP-207: the high watermark has reached the log end this broker started leading
+        at; until then a new leader's latest offset is not known (OFFSET_NOT_AVAILABLE)."""
+        return self.plog.high_watermark >= self.epoch_start
+
     def leads_at(self, epoch: int) -> bool:
         return self.role == LEADER and self.state is not None and self.state.leader_epoch == epoch
 

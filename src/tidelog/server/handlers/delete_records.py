@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
     partitions = broker.partitions
-    cluster = broker.cluster if broker.cluster.clustered else None
+    cluster = broker.cluster
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             plog = partitions.get(t.name, p.partition_index)
-            if cluster is not None and off_leader(cluster, t.name, p.partition_index):
+            if off_leader(cluster, t.name, p.partition_index):
                 parts.append(
                     {
                         "partition_index": p.partition_index,

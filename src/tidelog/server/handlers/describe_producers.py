@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
     txn = broker.txn
-    cluster = broker.cluster if broker.cluster.clustered else None
+    cluster = broker.cluster
 
-    def partition(topic: str, index: int) -> dict:
+    def partition(topic: str, index: int) -> dict[str, Any]:
         plog = txn.partitions.get(topic, index)
-        if cluster is not None and topic not in UNTRACKED and off_leader(cluster, topic, index):
+        if topic not in UNTRACKED and off_leader(cluster, topic, index):
             return {
                 "partition_index": index,
                 "error_code": E.not_leader_or_follower.value,

@@ -22,7 +22,6 @@ from ...wire import fetch as codec
 from ...wire import leader_hint
 from ..leader_hints import LeaderHints
 from ..router_hot import hot_route
-from ._leadership import leader_check
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -42,9 +41,8 @@ def read_all(
     keys = []
     topics = []
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
-    cluster = broker.cluster if broker.cluster.clustered else None
-    follower = req.replica_id if cluster is not None and req.replica_id >= 0 else -1
-    hints = LeaderHints(cluster, listener) if cluster is not None and version >= 12 else None
+    cluster = broker.cluster
+    hints = LeaderHints(cluster, listener) if version >= 12 else None
     for t in req.topics:
         name: str | None = t.topic
         if version >= 13:
@@ -56,7 +54,7 @@ def read_all(
             if plog is None:
                 code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
                 tags = None
-                if cluster is not None and name is not None and cluster.partition(name, p.partition).replicas:
+                if name is not None and cluster.replicated(name, p.partition):
                     code = E.not_leader_or_follower.value  # another broker holds it
                     hint = hints.current_leader(name, p.partition) if hints is not None else None
                     tags = {leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None
@@ -70,25 +68,26 @@ def read_all(
                 )
                 errors = True
                 continue
-            replica = None
-            if cluster is not None:
-                code, replica = leader_check(cluster, name, p.partition, p.current_leader_epoch)
-                if code:
-                    hint = (
-                        hints.current_leader(name, p.partition)
-                        if hints is not None and code in (E.not_leader_or_follower.value, E.fenced_leader_epoch.value)
-                        else None
+            assert name is not None  # a log was found under it
+            code, leader = cluster.leader_check(name, p.partition, p.current_leader_epoch)
+            if code or leader is None:
+                hint = (
+                    hints.current_leader(name, p.partition)
+                    if hints is not None and code in (E.not_leader_or_follower.value, E.fenced_leader_epoch.value)
+                    else None
+                )
+                parts.append(
+                    codec.FetchResponsePartition(
+                        partition_index=p.partition,
+                        error_code=code,
+                        aborted_transactions=[] if version >= 13 else None,
+                        tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None,
                     )
-                    parts.append(
-                        codec.FetchResponsePartition(
-                            partition_index=p.partition,
-                            error_code=code,
-                            aborted_transactions=[] if version >= 13 else None,
-                            tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None,
-                        )
-                    )
-                    errors = True
-                    continue
+                )
+                errors = True
+                continue
+            # a replica's fetch (Kafka's replica_id): only of a replicated partition, read to the log end
+            follower = req.replica_id if req.replica_id >= 0 and cluster.replicated(name, p.partition) else -1
             keys.append((name, p.partition))
             hw = plog.high_watermark
             lso = plog.last_stable_offset
@@ -117,8 +116,8 @@ def read_all(
                 errors = True
                 parts.append(out)
                 continue
-            if replica is not None and follower >= 0:  # a position only once it was read
-                cluster.replicas.on_follower_fetch(replica, follower, p.fetch_offset)
+            if follower >= 0:  # a position only once it was read
+                cluster.follower_fetched(leader, follower, p.fetch_offset)
             chunk = info.records
             if chunk is not None:
                 # v4+: the FileSlice itself; the connection sends it with sendfile (or reads it

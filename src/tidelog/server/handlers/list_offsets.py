@@ -14,9 +14,9 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire import list_offsets as codec
 from ..router_hot import hot_route
-from ._leadership import leader_check
 
 if TYPE_CHECKING:
+    from ...log.log import PartitionLog
     from ..broker import Broker
     from ..connection import RequestContext
 
@@ -26,7 +26,7 @@ LATEST, EARLIEST, LAST_STABLE_OR_MAX_TS, EARLIEST_LOCAL = -1, -2, -3, -4
 def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
     partitions = broker.partitions
 
-    def lookup(plog, ts: int, version: int, committed: bool) -> tuple[int, int]:
+    def lookup(plog: PartitionLog, ts: int, version: int, committed: bool) -> tuple[int, int]:
         """(timestamp, offset) answered for one partition."""
         lso = plog.last_stable_offset
         if ts == LAST_STABLE_OR_MAX_TS and version < 7:
@@ -38,23 +38,21 @@ def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
         return timestamp, offset
 
     version = ctx.api_version
-    cluster = broker.cluster if broker.cluster.clustered else None
+    cluster = broker.cluster
     committed = version >= 2 and req.isolation_level == 1
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            epoch = 0
-            if cluster is not None:
-                code, replica = leader_check(cluster, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1))
-                if code == E.not_leader_or_follower.value and not cluster.partition(t.name, p.partition_index).replicas:
-                    code = E.unknown_topic_or_partition.value
-                if not code and p.timestamp == LATEST and replica.plog.high_watermark < replica.epoch_start:
-                    code = E.offset_not_available.value  # KIP-207: the new leader's HW is not there yet
-                if code:
-                    parts.append(codec.ListOffsetsResponsePartition(partition_index=p.partition_index, error_code=code))
-                    continue
-                epoch = replica.leader_epoch
+            code, leader = cluster.leader_check(t.name, p.partition_index, getattr(p, "current_leader_epoch", -1))
+            if code == E.not_leader_or_follower.value and not cluster.replicated(t.name, p.partition_index):
+                code = E.unknown_topic_or_partition.value
+            if leader is not None and p.timestamp == LATEST and not leader.latest_available():
+                code = E.offset_not_available.value  # KIP-207: the new leader's HW is not there yet
+            if code or leader is None:
+                parts.append(codec.ListOffsetsResponsePartition(partition_index=p.partition_index, error_code=code))
+                continue
+            epoch = leader.leader_epoch
             plog = partitions.get(t.name, p.partition_index)
             if plog is None:
                 parts.append(

@@ -14,7 +14,6 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ._leadership import leader_check
 
 if TYPE_CHECKING:
     from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
@@ -25,18 +24,17 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Any:
     partitions = broker.partitions
-    cluster = broker.cluster if broker.cluster.clustered else None
+    cluster = broker.cluster
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            if cluster is not None:
-                code, _replica = leader_check(cluster, t.topic, p.partition, getattr(p, "current_leader_epoch", -1))
-                if code == E.not_leader_or_follower.value and not cluster.partition(t.topic, p.partition).replicas:
-                    code = E.unknown_topic_or_partition.value
-                if code:
-                    parts.append({"error_code": code, "partition": p.partition, "leader_epoch": -1, "end_offset": -1})
-                    continue
+            code, _leader = cluster.leader_check(t.topic, p.partition, getattr(p, "current_leader_epoch", -1))
+            if code == E.not_leader_or_follower.value and not cluster.replicated(t.topic, p.partition):
+                code = E.unknown_topic_or_partition.value
+            if code:
+                parts.append({"error_code": code, "partition": p.partition, "leader_epoch": -1, "end_offset": -1})
+                continue
             plog = partitions.get(t.topic, p.partition)
             if plog is None:
                 parts.append(

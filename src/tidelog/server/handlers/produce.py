@@ -24,6 +24,7 @@ from ..router import NO_RESPONSE
 from ..router_hot import hot_route
 
 if TYPE_CHECKING:
+    from ...cluster.partition import Lease
     from ..broker import Broker
     from ..connection import RequestContext
 
@@ -52,13 +53,13 @@ def handle(
 ) -> Any:
     """`refused`: partitions whose transactional batch the remote coordinator did not vouch for
     (KIP-890, cluster/verify.py), answered with that error and not appended."""
-    if refused is None and req.transactional_id and broker.cluster.clustered:
-        verifier = broker.cluster.verifier
+    cluster = broker.cluster
+    if refused is None and req.transactional_id:
         pending = [
             (t.name, p.index, tp)
             for t in req.topic_data
             for p in t.partition_data
-            if p.records and (tp := verifier.needs(t.name, p.index, p.records)) is not None
+            if p.records and (tp := cluster.needs_verification(t.name, p.index, p.records)) is not None
         ]
         if pending:
             return _verified_then(broker, ctx, req, pending)
@@ -67,11 +68,10 @@ def handle(
     acks = req.acks
     results = []
     to_flush = []
-    cluster = broker.cluster if broker.cluster.clustered else None
-    replicated: list[tuple[Any, int, codec.ProduceResponsePartition]] = []
+    replicated: list[tuple[Lease, int, codec.ProduceResponsePartition]] = []
     hints = (
         LeaderHints(cluster, ctx.connection.listener_name)
-        if cluster is not None and ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION
+        if ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION
         else None
     )
     now_ms = int(time.time() * 1000)
@@ -84,24 +84,23 @@ def handle(
             if refused and (t.name, p.index) in refused:
                 parts.append(partition_error(p.index, refused[(t.name, p.index)]))
                 continue
-            lease = None
-            if cluster is not None:
-                # the partition's owner admits the append under the leader epoch it leads at now
-                code, lease = cluster.replicas.leader_for_append(t.name, p.index, acks)
-                if code:
-                    known = cluster.partition(t.name, p.index).replicas
-                    if not known:
-                        code = E.unknown_topic_or_partition.value
-                    err = partition_error(p.index, code)
-                    hint = (
-                        hints.current_leader(t.name, p.index)
-                        if hints is not None and known and code == E.not_leader_or_follower.value
-                        else None
-                    )
-                    if hint:
-                        err.tagged_fields = {leader_hint.PRODUCE_CURRENT_LEADER_TAG: hint}
-                    parts.append(err)
-                    continue
+            # the partition's owner admits the append under the leader epoch it leads at now (a
+            # replicated partition: the lease to wait under for acks=all)
+            code, lease = cluster.admit_append(t.name, p.index, acks)
+            if code:
+                known = cluster.replicated(t.name, p.index)
+                if not known:
+                    code = E.unknown_topic_or_partition.value
+                err = partition_error(p.index, code)
+                hint = (
+                    hints.current_leader(t.name, p.index)
+                    if hints is not None and known and code == E.not_leader_or_follower.value
+                    else None
+                )
+                if hint:
+                    err.tagged_fields = {leader_hint.PRODUCE_CURRENT_LEADER_TAG: hint}
+                parts.append(err)
+                continue
             plog = partitions.get(t.name, p.index)
             if plog is None:
                 parts.append(partition_error(p.index, E.unknown_topic_or_partition.value))
@@ -162,7 +161,7 @@ async def _verified_then(
     assert req.transactional_id is not None
     refused: dict[tuple[str, int], int] = {}
     for (pid, epoch), tps in by_producer.items():
-        answers = await broker.cluster.verifier.verify(req.transactional_id, pid, epoch, tps)
+        answers = await broker.cluster.verify(req.transactional_id, pid, epoch, tps)
         refused.update({tp: code for tp, code in answers.items() if code})
     result = handle(broker, ctx, req, refused)
     return await result if asyncio.iscoroutine(result) else result
@@ -170,17 +169,17 @@ async def _verified_then(
 
 async def _replicated_then(
     broker: Broker,
-    waits: list[tuple[Any, int, codec.ProduceResponsePartition]],
+    waits: list[tuple[Lease, int, codec.ProduceResponsePartition]],
     to_flush: list[Any],
     timeout_ms: int,
     response: codec.ProduceResponse,
 ) -> codec.ProduceResponse:
     """acks=all on a replicated partition: answered once the high watermark passes the batch under
     the leader epoch it was appended at (never across a leadership change)."""
-    manager = broker.cluster.replicas
+    cluster = broker.cluster
     if to_flush:
         await asyncio.gather(*(broker.partitions.group_commit.flush(plog) for plog in to_flush))
-    codes = await asyncio.gather(*(manager.wait_replicated(lease, last, timeout_ms / 1000) for lease, last, _ in waits))
+    codes = await asyncio.gather(*(cluster.wait_replicated(lease, last, timeout_ms / 1000) for lease, last, _ in waits))
     for (_r, _last, answer), code in zip(waits, codes):
         if code:
             answer.error_code = code
