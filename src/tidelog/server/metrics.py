@@ -26,22 +26,27 @@ import bisect
 import logging
 import struct
 import time
-from collections.abc import Iterable, Sized
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sized
+from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry, ProcessCollector
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from ..wire.apis import ApiKey
 from .router import NO_RESPONSE
 
 if TYPE_CHECKING:
+    from ..cluster.node import ClusterNode
+    from ..cluster.view import ClusterView
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
     from ..core.topics import TopicRegistry
     from ..groups import GroupCoordinator
     from ..txn.service import TxnService
+    from ..wire.fetch import FetchRequest, FetchResponse
+    from ..wire.produce import ProduceRequest
+    from .connection import RequestContext
 
 log = logging.getLogger("tidelog.metrics")
 
@@ -78,7 +83,7 @@ def api_name(key: int) -> str:
         return f"Api{key}"
 
 
-def records_in(data) -> tuple[int, int]:
+def records_in(data: bytes | bytearray | memoryview | None) -> tuple[int, int]:
     """(bytes, records) of a produced record set, from batch headers only. v2 batches give their
     recordsCount; a magic 0/1 message set counts one per top-level message (a compressed wrapper
     counts as one)."""
@@ -148,7 +153,7 @@ class Metrics:
         groups: GroupCoordinator,
         txn: TxnService,
         connections: Sized,
-        cluster: Any,
+        cluster: ClusterView,
     ) -> None:
         """`cluster`: the cluster view (replication gauges when it is a cluster member)."""
         self.topic_registry = topics
@@ -187,31 +192,35 @@ class Metrics:
             self.server = None
 
     # ---- instrumentation ----------------------------------------------------------------
-    def stage(self, api_key: int, handle):
+    def stage(self, api_key: int, handle: Callable[..., Any]) -> Callable[..., Any]:
         """The pipeline stage around one route's handler (none without a metrics listener)."""
         return self._timed(api_key, handle) if self.listener else handle
 
-    def _timed(self, api_key: int, handle):
+    def _timed(self, api_key: int, handle: Callable[..., Any]) -> Callable[..., Any]:
         buckets, total = self.requests.slot(api_key)
-        after = {ApiKey.PRODUCE: self._count_produce, ApiKey.FETCH: self._count_fetch}.get(ApiKey(api_key))
+        counters: dict[ApiKey, Callable[[Any, Any], None]] = {
+            ApiKey.PRODUCE: self._count_produce,
+            ApiKey.FETCH: self._count_fetch,
+        }
+        after = counters.get(ApiKey(api_key))
         bounds = LATENCY_BUCKETS
         where = bisect.bisect_left
 
-        def count(request, result) -> None:
+        def count(request: Any, result: Any) -> None:
             try:
                 if after is not None:
                     after(request, result)
             except Exception:
                 log.exception("metrics: counting api %d failed", api_key)
 
-        def done(t0: float, request, fut: asyncio.Future) -> None:
+        def done(t0: float, request: Any, fut: asyncio.Future[Any]) -> None:
             dt = _perf() - t0
             buckets[where(bounds, dt)] += 1
             total[0] += dt
             if after is not None and not fut.cancelled() and fut.exception() is None:
                 count(request, fut.result())
 
-        def timed(ctx, request):
+        def timed(ctx: RequestContext, request: Any) -> Any:
             t0 = _perf()
             result = handle(ctx, request)
             if hasattr(result, "__await__"):
@@ -227,7 +236,8 @@ class Metrics:
 
         return timed
 
-    def _count_produce(self, request, response) -> None:
+    def _count_produce(self, request: ProduceRequest, response: Any) -> None:
+        # `response`: a ProduceResponse, or NO_RESPONSE (acks=0)
         failed: set[tuple[str, int]] = set()
         if response is not NO_RESPONSE:  # acks=0 has no response: count what was sent
             for t in response.responses:
@@ -246,7 +256,7 @@ class Metrics:
             if nbytes:
                 produced(t.name, nbytes, nrecords)
 
-    def _count_fetch(self, request, response) -> None:
+    def _count_fetch(self, request: FetchRequest, response: FetchResponse) -> None:
         by_id = self.topic_registry.by_id
         for t in response.responses:
             name = t.topic
@@ -293,7 +303,7 @@ class BrokerCollector:
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
 
-    def collect(self) -> Iterable[Any]:
+    def collect(self) -> Iterator[Metric]:
         conns = GaugeMetricFamily("tidelog_connections", "Open client connections")
         conns.add_metric([], len(self.metrics.connections))
         yield conns
@@ -312,7 +322,7 @@ class BrokerCollector:
                 continue
             yield from families
 
-    def _requests(self):
+    def _requests(self) -> Iterator[Metric]:
         s = self.metrics.requests
         h = HistogramMetricFamily(
             "tidelog_request_latency_seconds", "Time from handler call to response ready, per API", labels=["api"]
@@ -327,7 +337,7 @@ class BrokerCollector:
             h.add_metric([api_name(key)], cum, s.sums[key][0])
         yield h
 
-    def _topics(self):
+    def _topics(self) -> Iterator[Metric]:
         t = self.metrics.topics
         for name, data, doc in (
             ("tidelog_topic_bytes_in", t.bytes_in, "Record bytes appended by Produce"),
@@ -339,7 +349,7 @@ class BrokerCollector:
                 c.add_metric([topic], v)
             yield c
 
-    def _partitions(self):
+    def _partitions(self) -> Iterator[Metric]:
         fams = {
             "size": GaugeMetricFamily(
                 "tidelog_log_size_bytes", "Bytes of a partition's segments", labels=["topic", "partition"]
@@ -366,12 +376,13 @@ class BrokerCollector:
                 fams["lso"].add_metric(labels, plog.last_stable_offset)
         yield from fams.values()
 
-    def _replication(self):
+    def _replication(self) -> Iterator[Metric]:
         """Cluster mode: Kafka's replica manager gauges (UnderReplicatedPartitions, OfflinePartitionsCount,
         IsrShrinksPerSec/IsrExpandsPerSec as counters) and each follower's lag on the leader."""
-        cluster = self.metrics.cluster
-        if not cluster.clustered:
+        view = self.metrics.cluster
+        if not view.clustered:
             return
+        cluster = cast("ClusterNode", view)  # clustered: a cluster member
         manager = cluster.replicas
         under = GaugeMetricFamily(
             "tidelog_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set"
@@ -405,7 +416,7 @@ class BrokerCollector:
                     lag.add_metric([t, str(p), str(b)], max(leo - f_leo, 0) if f_leo >= 0 else leo)
         yield lag
 
-    def _groups(self):
+    def _groups(self) -> Iterator[Metric]:
         states = GaugeMetricFamily("tidelog_group_state", "1 for the state each group is in", labels=["group", "state"])
         members = GaugeMetricFamily("tidelog_group_members", "Members of a group", labels=["group"])
         lag = GaugeMetricFamily(
@@ -428,7 +439,7 @@ class BrokerCollector:
         yield members
         yield lag
 
-    def _transactions(self):
+    def _transactions(self) -> Iterator[Metric]:
         pids = GaugeMetricFamily("tidelog_producer_ids", "Live producer ids (idempotent or transactional)")
         tids = GaugeMetricFamily(
             "tidelog_transactional_ids", "Transactional ids with a transaction ongoing or completing"
@@ -440,7 +451,7 @@ class BrokerCollector:
         yield tids
 
 
-def txn_counts(txn) -> tuple[int, int]:
+def txn_counts(txn: TxnService | None) -> tuple[int, int]:
     """(live producer ids, active transactional ids) from the txn service; (0, 0) without one.
     The service may offer `metrics_counts()`; a failure reads as zero rather than a failed scrape."""
     if txn is None:

@@ -22,7 +22,9 @@ async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTx
     txn = broker.txn
     coordinator = txn.coordinator
 
-    async def one(txn_id, pid, epoch, topics, version, verify_only=False) -> list[dict]:
+    async def one(
+        txn_id: str, pid: int, epoch: int, topics: list[Any], version: int, verify_only: bool = False
+    ) -> list[dict[str, Any]]:
         tps = [(t.name, p) for t in topics for p in t.partitions]
         if verify_only and (moved := coordinator.status(txn_id)):
             results = {tp: moved for tp in tps}
@@ -39,7 +41,7 @@ async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTx
                 coordinator.add_partitions(txn_id, pid, epoch, tps),
                 lambda code: {tp: code for tp in tps},
             )
-        by_topic: dict[str, list[dict]] = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
         for (t, p), code in results.items():
             by_topic.setdefault(t, []).append(
                 {"partition_index": p, "partition_error_code": fenced_for(code, version, 2)}

@@ -12,13 +12,15 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 
+    from ...core.topics import Topic
     from ..broker import Broker
     from ..connection import RequestContext
 
 TOPIC = 2
 
 
-def alter_result(r, code=0, msg=None) -> dict:
+def alter_result(r: Any, code: int = 0, msg: str | None = None) -> dict[str, Any]:
+    """A resource's result; `r` is a resource of AlterConfigs or IncrementalAlterConfigs."""
     return {
         "error_code": code,
         "error_message": msg,
@@ -30,7 +32,7 @@ def alter_result(r, code=0, msg=None) -> dict:
 BROKER = 4
 
 
-def broker_entity_error(broker, r) -> dict | None:
+def broker_entity_error(broker: Broker, r: Any) -> dict[str, Any] | None:
     """None when `r` names the cluster-wide default ("") or a broker id, else the error result."""
     name = r.resource_name
     if name == "" or (name.isdigit() and int(name) >= 0):
@@ -38,14 +40,16 @@ def broker_entity_error(broker, r) -> dict | None:
     return alter_result(r, E.invalid_request.value, f"Invalid broker id {name!r}.")
 
 
-async def alter_brokers(broker, changes: list[tuple[Any, dict[str, str]]], responses: list[dict]) -> dict[str, Any]:
+async def alter_brokers(
+    broker: Broker, changes: list[tuple[Any, dict[str, str]]], responses: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Write the dynamic broker configs computed by the handler (cluster: through etcd)."""
     for r, configs in changes:
         await broker.dynamic.alter(r.resource_name, configs)
     return {"throttle_time": 0, "responses": responses}
 
 
-def check_topic_resource(broker, r):
+def check_topic_resource(broker: Broker, r: Any) -> tuple[Topic | None, dict[str, Any] | None]:
     """(topic, None) or (None, error result) for a config resource."""
     if r.resource_type != TOPIC:
         return None, alter_result(r, E.invalid_request.value, f"Unsupported resource type {r.resource_type}.")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def handle(broker: Broker, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
     partitions = broker.partitions
     current = log_dir_path(broker)
-    results: dict[str, list[dict]] = {}
+    results: dict[str, list[dict[str, Any]]] = {}
     for d in request.dirs:
         dir_ok = os.path.isabs(d.path) and os.path.realpath(d.path) == current
         for t in d.topics:

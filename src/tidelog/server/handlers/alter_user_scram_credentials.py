@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
     store = broker.security.credentials
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, Any]] = {}
     counts = Counter((op.name, op.mechanism) for op in (*request.deletions, *request.upsertions))
     users_in_order = list(dict.fromkeys(op.name for op in (*request.deletions, *request.upsertions)))
 
-    def fail(user, code, message):
+    def fail(user: str, code: E, message: str) -> None:
         results.setdefault(user, {"user": user, "error_code": code, "error_message": message})
 
     for op in (*request.deletions, *request.upsertions):

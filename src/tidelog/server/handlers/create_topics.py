@@ -168,7 +168,7 @@ async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]
     return response
 
 
-def _requested(topic, default: int) -> int:
+def _requested(topic: Any, default: int) -> int:
     """The partitions a CreateTopics entry asks for, counted as Kafka does for its per-request limit."""
     if topic.assignments:
         return len(topic.assignments)

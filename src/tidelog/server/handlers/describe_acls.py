@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..connection import RequestContext
 
 
-def acl_filter(f) -> AclFilter:
+def acl_filter(f: Any) -> AclFilter:
     """An AclFilter from a DescribeAcls request or a DeleteAcls filter (their field names)."""
     return AclFilter(
         resource_type=int(f.resource_type_filter),
@@ -55,7 +55,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeAclsRequest) ->
             "error_message": filter_error(flt),
             "resources": [],
         }
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for b in security.acls.find(flt):
         groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
             {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission}

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..connection import RequestContext
 
 
-def log_dir_path(broker) -> str:
+def log_dir_path(broker: Broker) -> str:
     return str(broker.config.log_dirs[0].resolve())
 
 
@@ -32,7 +32,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeLogDirsRequest)
     wanted = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
-    by_topic: dict[str, list[dict]] = {}
+    by_topic: dict[str, list[dict[str, Any]]] = {}
     for plog in sorted(partitions.manager.logs(), key=lambda lg: (lg.topic, lg.partition)):
         if wanted is not None and plog.partition not in wanted.get(plog.topic, ()):
             continue

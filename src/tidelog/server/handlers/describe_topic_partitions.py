@@ -47,7 +47,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitions
     def operations(name: str) -> int:
         return ALL_TOPIC_OPERATIONS if session is None else authorized_operations(session, R.TOPIC, name, TOPIC_OPS)
 
-    def failed(name: str, code: int) -> dict:
+    def failed(name: str, code: int) -> dict[str, Any]:
         return {
             "error_code": code,
             "name": name,

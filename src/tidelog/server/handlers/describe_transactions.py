@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def handle(broker: Broker, ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
     txn = broker.txn
 
-    def describe(txn_id: str) -> dict:
+    def describe(txn_id: str) -> dict[str, Any]:
         meta = txn.coordinator.txns.get(txn_id)
         if meta is None:
             return {

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def handle(broker: Broker, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
     store = broker.security.credentials
 
-    def info(user: str) -> dict:
+    def info(user: str) -> dict[str, Any]:
         mechs = store.users.get(user)
         if not mechs:
             return {

@@ -52,7 +52,7 @@ async def _after_creating(broker: Broker, ctx: RequestContext, keys: list[str], 
 def _respond(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int, failed: int = 0) -> Any:
     nodes = {b["node_id"]: b for b in broker_entries(broker, ctx.connection.listener_name)}
 
-    def answer(key: str) -> dict:
+    def answer(key: str) -> dict[str, Any]:
         if key_type not in KEY_TYPES:
             return _error(key, E.invalid_request.value, f"unknown key type {key_type}")
         if failed:
@@ -88,7 +88,7 @@ def _coordinator(broker: Broker, key_type: int, key: str) -> int:
     return int(cluster.placement.leader(topic, p))
 
 
-def _error(key: str, code: int, message: str) -> dict:
+def _error(key: str, code: int, message: str) -> dict[str, Any]:
     return {"key": key, "error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 async def handle(broker: Broker, ctx: RequestContext, request: InitProducerIdRequest) -> Any:
     txn = broker.txn
 
-    def answer(code: int, pid: int = -1, epoch: int = -1) -> dict:
+    def answer(code: int, pid: int = -1, epoch: int = -1) -> dict[str, Any]:
         return {
             "throttle_time": 0,
             "error_code": fenced_for(code, ctx.api_version, 4),

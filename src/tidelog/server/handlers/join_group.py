@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._txn_util import millis
 
 if TYPE_CHECKING:
     from kio.schema.join_group.v7.request import JoinGroupRequest
@@ -17,16 +18,12 @@ if TYPE_CHECKING:
     from ..connection import RequestContext
 
 
-def _ms(value) -> int:
-    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
-
-
 async def handle(broker: Broker, ctx: RequestContext, request: JoinGroupRequest) -> Any:
     coordinator = broker.groups
     version = ctx.api_version
     peer = ctx.connection.peer
-    session = _ms(request.session_timeout)
-    rebalance = _ms(getattr(request, "rebalance_timeout", -1)) if version >= 1 else -1
+    session = millis(request.session_timeout)
+    rebalance = millis(getattr(request, "rebalance_timeout", -1)) if version >= 1 else -1
     result = await coordinator.join(
         group_id=request.group_id,
         member_id=request.member_id,

@@ -15,6 +15,7 @@ from ..security.rules import CLUSTER_OPS, TOPIC_OPS
 if TYPE_CHECKING:
     from kio.schema.metadata.v12.request import MetadataRequest
 
+    from ...core.topics import Topic
     from ..broker import Broker
     from ..connection import RequestContext
 
@@ -22,12 +23,12 @@ ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
-def broker_entries(broker, listener_name: str) -> list[dict]:
+def broker_entries(broker: Broker, listener_name: str) -> list[dict[str, Any]]:
     """The live brokers as a client of `listener_name` reaches them (one, on a single node)."""
     return broker.cluster.brokers(listener_name)
 
 
-def topic_entry(broker, topic) -> dict:
+def topic_entry(broker: Broker, topic: Topic) -> dict[str, Any]:
     view = broker.cluster
     parts = []
     for p in range(topic.partitions):

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..connection import RequestContext
 
 
-def _topics(topics):
+def _topics(topics: list[Any] | None) -> list[tuple[str, list[int]]] | None:
     if topics is None:
         return None
     return [(t.name, list(t.partition_indexes)) for t in topics]

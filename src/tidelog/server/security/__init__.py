@@ -23,6 +23,9 @@ from .authorizer import Authorizer, parse_super_users
 from .scram import CredentialStore
 
 if TYPE_CHECKING:
+    import ssl
+
+    from ...core.config import BrokerConfig
     from ..connection import KafkaConnection
     from .session import Session
 
@@ -33,7 +36,7 @@ log = logging.getLogger("tidelog.security")
 class ListenerSecurity:
     name: str
     protocol: str
-    ssl_context: object | None = None
+    ssl_context: ssl.SSLContext | None = None
     mechanisms: list[str] = field(default_factory=list)
     plain_users: dict[str, str] = field(default_factory=dict)
     # listener.name.<l>.<key>, else the global <key>
@@ -51,7 +54,7 @@ class ListenerSecurity:
 
 
 class Security:
-    def __init__(self, config) -> None:
+    def __init__(self, config: BrokerConfig) -> None:
         data_dir = config.log_dirs[0]
         data_dir.mkdir(parents=True, exist_ok=True)
         self.credentials = CredentialStore(data_dir)
@@ -81,7 +84,7 @@ class Security:
                     log.warning("listener %s enables PLAIN but its sasl.jaas.config names no user_<name>", lst.name)
             self.listeners[lst.name] = ls
 
-    def ssl_context(self, listener: str):
+    def ssl_context(self, listener: str) -> ssl.SSLContext | None:
         return self.listeners[listener].ssl_context
 
     def session(self, conn: KafkaConnection) -> Session | None:

@@ -16,6 +16,7 @@ import json
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
+from typing import Any
 
 from ...core.private_files import narrow_mode, write_private_json
 
@@ -188,7 +189,7 @@ class AclStore:
         return gone
 
     @staticmethod
-    def binding(fields: dict) -> AclBinding:
+    def binding(fields: dict[str, Any]) -> AclBinding:
         """A binding from its fields (as `dataclasses.asdict` gives them)."""
         return AclBinding(**fields)
 
@@ -205,5 +206,5 @@ class AclStore:
         write_private_json(self.path, [asdict(b) for b in sorted(self.bindings, key=_order)])
 
 
-def _order(b: AclBinding):
+def _order(b: AclBinding) -> tuple[int, str, int, str, str, int, int]:
     return (b.resource_type, b.resource_name, b.pattern_type, b.principal, b.host, b.operation, b.permission)

@@ -5,15 +5,19 @@ into its authorized and refused parts and to build refusals in a response's own 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode as E
 
 from .acls import CLUSTER_NAME
 from .acls import Operation as Op
 from .acls import ResourceType as R
+
+if TYPE_CHECKING:
+    from ..connection import RequestContext
+    from .session import Session
 
 TOPIC_DENIED = E.topic_authorization_failed.value
 GROUP_DENIED = E.group_authorization_failed.value
@@ -32,11 +36,19 @@ class Partial:
     merge: Callable[[Any], Any]
 
 
-RULES: dict[int, Callable] = {}
+# None: every check passed; Reply: the whole request refused; Partial: the handler runs on a part
+Verdict: TypeAlias = "Reply | Partial | None"
+# a rule: (session, ctx, request) -> verdict; requests are kio messages (any version of the API)
+# or tidelog's own hot-path codecs
+Rule: TypeAlias = "Callable[[Session, RequestContext, Any], Verdict]"
+_RuleT = TypeVar("_RuleT", bound=Rule)
+_T = TypeVar("_T")
+
+RULES: dict[int, Rule] = {}
 
 
-def rule(*api_keys: int):
-    def add(fn):
+def rule(*api_keys: int) -> Callable[[_RuleT], _RuleT]:
+    def add(fn: _RuleT) -> _RuleT:
         for k in api_keys:
             RULES[k] = fn
         return fn
@@ -45,17 +57,18 @@ def rule(*api_keys: int):
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-def plain(resp) -> dict:
+def plain(resp: Any) -> dict[str, Any]:
     """A handler's response as a dict that refused items can be appended to."""
     if isinstance(resp, dict):
         return resp
     from ...wire.control import to_plain
 
-    return to_plain(resp)
+    d: dict[str, Any] = to_plain(resp)
+    return d
 
 
-def extend(field: str, items: list) -> Callable[[Any], Any]:
-    def merge(resp):
+def extend(field: str, items: list[Any]) -> Callable[[Any], Any]:
+    def merge(resp: Any) -> Any:
         current = getattr(resp, field, None)
         if isinstance(current, list):  # tidelog's own (mutable) hot-path responses
             current.extend(items)
@@ -67,15 +80,15 @@ def extend(field: str, items: list) -> Callable[[Any], Any]:
     return merge
 
 
-def split(items, allowed: Callable[[Any], bool]) -> tuple[list, list]:
-    ok: list[Any] = []
-    denied: list[Any] = []
+def split(items: Iterable[_T] | None, allowed: Callable[[_T], bool]) -> tuple[list[_T], list[_T]]:
+    ok: list[_T] = []
+    denied: list[_T] = []
     for item in items or ():
         (ok if allowed(item) else denied).append(item)
     return ok, denied
 
 
-def cluster(session, op: int) -> bool:
+def cluster(session: Session, op: int) -> bool:
     return session.allowed(R.CLUSTER, CLUSTER_NAME, op)
 
 
@@ -92,20 +105,20 @@ CLUSTER_OPS = (
 )
 
 
-def authorized_operations(session, resource_type: int, name: str, ops) -> int:
+def authorized_operations(session: Session, resource_type: int, name: str, ops: Iterable[int]) -> int:
     """Kafka's authorized-operations bit field (bit n = operation n) for this principal."""
     return sum(1 << int(op) for op in ops if session.allowed(resource_type, name, op))
 
 
-def cluster_operations(session) -> int:
+def cluster_operations(session: Session) -> int:
     """Kafka's answer to include_cluster_authorized_operations: 0 without Describe on the cluster."""
     if not cluster(session, Op.DESCRIBE):
         return 0
     return authorized_operations(session, R.CLUSTER, CLUSTER_NAME, CLUSTER_OPS)
 
 
-def topic_name(ctx, t) -> str | None:
-    name = getattr(t, "name", None) or getattr(t, "topic", None)
+def topic_name(ctx: RequestContext, t: Any) -> str | None:
+    name: str | None = getattr(t, "name", None) or getattr(t, "topic", None)
     if not name:
         tid = getattr(t, "topic_id", None)
         topic = ctx.broker.registry.by_id.get(tid) if tid is not None else None
@@ -113,8 +126,8 @@ def topic_name(ctx, t) -> str | None:
     return name
 
 
-def topic_allowed(session, ctx, op: int):
-    def check(t) -> bool:
+def topic_allowed(session: Session, ctx: RequestContext, op: int) -> Callable[[Any], bool]:
+    def check(t: Any) -> bool:
         name = topic_name(ctx, t)
         return name is None or session.allowed(R.TOPIC, name, op)  # unknown ids: the handler says so
 
@@ -122,15 +135,15 @@ def topic_allowed(session, ctx, op: int):
 
 
 def by_parts(
-    session,
-    ctx,
-    request,
+    session: Session,
+    ctx: RequestContext,
+    request: Any,
     field: str,
     op: int,
-    reply_of: Callable[[list], Any],
+    reply_of: Callable[[list[Any]], Any],
     out_field: str,
-    refused: Callable[[list], list],
-):
+    refused: Callable[[list[Any]], list[Any]],
+) -> Verdict:
     """The common per-topic shape: refuse denied topics, run the rest."""
     ok, denied = split(getattr(request, field), topic_allowed(session, ctx, op))
     if not denied:

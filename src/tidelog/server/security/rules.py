@@ -14,7 +14,9 @@ transactions and cluster APIs in `rules_coord`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
 from inspect import isawaitable
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -33,6 +35,7 @@ from .rule_kit import (
     TXN_DENIED,
     Partial,
     Reply,
+    Verdict,
     authorized_operations,
     by_parts,
     cluster,
@@ -44,6 +47,22 @@ from .rule_kit import (
     topic_allowed,
     topic_name,
 )
+
+if TYPE_CHECKING:
+    from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
+    from kio.schema.create_topics.v7.request import CreateTopicsRequest
+    from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+    from kio.schema.metadata.v12.request import MetadataRequest
+    from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
+
+    from ...wire.fetch import FetchRequest
+    from ...wire.list_offsets import ListOffsetsRequest
+    from ...wire.produce import ProduceRequest, ProduceRequestTopic, ProduceResponseTopic
+    from ..connection import RequestContext
+    from ..router import Route
+    from .authorizer import Authorizer
+    from .session import Session
 
 NO_OPERATIONS = -2147483648  # INT32_MIN: an authorized-operations field not answered
 
@@ -65,35 +84,36 @@ __all__ = [
 ]
 
 
-def apply(session, authorizer, ctx, route, request):
+def apply(session: Session, authorizer: Authorizer, ctx: RequestContext, route: Route, request: Any) -> Any:
     fn = RULES.get(route.api_key)
+    pipeline = cast("Callable[..., Any]", route.pipeline)  # sealed before traffic (`Session.handle` checks)
     if fn is None:
         if session.principal in authorizer.super_users:
-            return route.pipeline(ctx, request)
+            return pipeline(ctx, request)
         session.conn.close_with(f"api {route.api_key} has no authorization rule; super users only")
         return NO_RESPONSE
     verdict = fn(session, ctx, request)
     if verdict is None:
-        return route.pipeline(ctx, request)
+        return pipeline(ctx, request)
     if isinstance(verdict, Reply):
         return verdict.response
-    result = route.pipeline(ctx, verdict.request)
+    result = pipeline(ctx, verdict.request)
     if isawaitable(result):
         return _merge_later(result, verdict.merge)
     return result if result is NO_RESPONSE else verdict.merge(result)
 
 
-async def _merge_later(result, merge):
+async def _merge_later(result: Awaitable[Any], merge: Callable[[Any], Any]) -> Any:
     value = await result
     return value if value is NO_RESPONSE else merge(value)
 
 
 # ---- data path (tidelog's own codecs) ---------------------------------------------------------
 @rule(0)
-def produce(session, ctx, req):
+def produce(session: Session, ctx: RequestContext, req: ProduceRequest) -> Verdict:
     from ...wire import produce as c
 
-    def refused(topics, code=TOPIC_DENIED):
+    def refused(topics: Iterable[ProduceRequestTopic], code: int = TOPIC_DENIED) -> list[ProduceResponseTopic]:
         return [
             c.ProduceResponseTopic(t.name, [c.ProduceResponsePartition(p.index, code) for p in t.partition_data])
             for t in topics
@@ -110,7 +130,7 @@ def produce(session, ctx, req):
 
 
 @rule(1)
-def fetch(session, ctx, req):
+def fetch(session: Session, ctx: RequestContext, req: FetchRequest) -> Verdict:
     from ...wire import fetch as c
 
     if req.replica_id >= 0 and not cluster(session, Op.CLUSTER_ACTION):
@@ -130,7 +150,7 @@ def fetch(session, ctx, req):
 
 
 @rule(2)
-def list_offsets(session, ctx, req):
+def list_offsets(session: Session, ctx: RequestContext, req: ListOffsetsRequest) -> Verdict:
     from ...wire import list_offsets as c
 
     ok, denied = split(req.topics, lambda t: session.allowed(R.TOPIC, t.name, Op.DESCRIBE))
@@ -148,7 +168,7 @@ def list_offsets(session, ctx, req):
 
 
 @rule(3)
-def metadata(session, ctx, req):
+def metadata(session: Session, ctx: RequestContext, req: MetadataRequest) -> Verdict:
     """Unauthorized topics are hidden from a full listing and refused when named; naming a missing
     topic auto-creates it only with Create on the cluster or the topic."""
     registry = ctx.broker.registry
@@ -156,7 +176,7 @@ def metadata(session, ctx, req):
     with_ops = bool(getattr(req, "include_topic_authorized_operations", False))
     with_cluster_ops = bool(getattr(req, "include_cluster_authorized_operations", False))
 
-    def visible(resp):
+    def visible(resp: Any) -> dict[str, Any]:
         d = plain(resp)
         if with_cluster_ops:  # v8-10
             d["cluster_authorized_operations"] = cluster_operations(session)
@@ -181,7 +201,7 @@ def metadata(session, ctx, req):
     auto = getattr(req, "allow_auto_topic_creation", True)
     create_all = auto and cluster(session, Op.CREATE)
 
-    def allowed(t) -> bool:
+    def allowed(t: Any) -> bool:
         name = topic_name(ctx, t)
         if name is None:
             return True
@@ -192,7 +212,7 @@ def metadata(session, ctx, req):
     ok, denied = split(req.topics, allowed)
     if not denied:
         return Partial(req, visible) if with_ops or with_cluster_ops else None
-    refused = [
+    refused: list[dict[str, Any]] = [
         {
             "error_code": TOPIC_DENIED,
             "name": topic_name(ctx, t),
@@ -205,7 +225,7 @@ def metadata(session, ctx, req):
     if not ok:
         # nothing left to ask for; an empty list would mean "every topic" in v0: drop whatever the
         # handler lists, keep only the refusals (as Kafka)
-        def only_refused(r):
+        def only_refused(r: Any) -> Any:
             d = visible(r) if with_ops or with_cluster_ops else plain(r)
             d["topics"] = []
             return add_refused(d)
@@ -218,7 +238,7 @@ def metadata(session, ctx, req):
 
 # ---- topic administration ---------------------------------------------------------------------
 @rule(19)
-def create_topics(session, ctx, req):
+def create_topics(session: Session, ctx: RequestContext, req: CreateTopicsRequest) -> Verdict:
     if cluster(session, Op.CREATE):
         return None
     ok, denied = split(req.topics, lambda t: session.allowed(R.TOPIC, t.name, Op.CREATE))
@@ -242,12 +262,14 @@ def create_topics(session, ctx, req):
     return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("topics", refused))
 
 
-@rule(20)
-def delete_topics(session, ctx, req):
+@rule(20)  # req: topic_names in v0-5, topics in v6+
+def delete_topics(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     field = "topics" if getattr(req, "topics", None) is not None and ctx.api_version >= 6 else "topic_names"
     items = getattr(req, field)
     name_of = (lambda t: topic_name(ctx, t)) if field == "topics" else (lambda n: n)
-    ok, denied = split(items, lambda t: name_of(t) is None or session.allowed(R.TOPIC, name_of(t), Op.DELETE))
+    ok, denied = split(
+        items, lambda t: name_of(t) is None or session.allowed(R.TOPIC, cast("str", name_of(t)), Op.DELETE)
+    )
     if not denied:
         return None
     refused = [
@@ -264,7 +286,9 @@ def delete_topics(session, ctx, req):
     return Partial(dataclasses.replace(req, **{field: tuple(ok)}), extend("responses", refused))
 
 
-def _partitions_refused(topics, code=TOPIC_DENIED, index="partition_index", extra=None):
+def _partitions_refused(
+    topics: Iterable[Any], code: int = TOPIC_DENIED, index: str = "partition_index", extra: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     return [
         {
             "name": t.name,
@@ -277,7 +301,7 @@ def _partitions_refused(topics, code=TOPIC_DENIED, index="partition_index", extr
 
 
 @rule(21)
-def delete_records(session, ctx, req):
+def delete_records(session: Session, ctx: RequestContext, req: DeleteRecordsRequest) -> Verdict:
     return by_parts(
         session,
         ctx,
@@ -291,7 +315,7 @@ def delete_records(session, ctx, req):
 
 
 @rule(23)
-def offset_for_leader_epoch(session, ctx, req):
+def offset_for_leader_epoch(session: Session, ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Verdict:
     if getattr(req, "replica_id", -1) >= 0 and not cluster(session, Op.CLUSTER_ACTION):
         return Reply(
             {
@@ -335,7 +359,7 @@ def offset_for_leader_epoch(session, ctx, req):
 
 
 @rule(37)
-def create_partitions(session, ctx, req):
+def create_partitions(session: Session, ctx: RequestContext, req: CreatePartitionsRequest) -> Verdict:
     return by_parts(
         session,
         ctx,
@@ -349,7 +373,7 @@ def create_partitions(session, ctx, req):
 
 
 @rule(61)
-def describe_producers(session, ctx, req):
+def describe_producers(session: Session, ctx: RequestContext, req: DescribeProducersRequest) -> Verdict:
     return by_parts(
         session,
         ctx,

@@ -10,6 +10,8 @@ Alter on the cluster; configs need DescribeConfigs / AlterConfigs on the topic o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -23,6 +25,8 @@ from .rule_kit import (
     TXN_DENIED,
     Partial,
     Reply,
+    Rule,
+    Verdict,
     authorized_operations,
     cluster,
     cluster_operations,
@@ -34,19 +38,54 @@ from .rule_kit import (
     topic_name,
 )
 
+if TYPE_CHECKING:
+    from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+    from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest
+    from kio.schema.alter_user_scram_credentials.v0.request import (
+        AlterUserScramCredentialsRequest,
+        ScramCredentialDeletion,
+        ScramCredentialUpsertion,
+    )
+    from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
+    from kio.schema.create_acls.v3.request import CreateAclsRequest
+    from kio.schema.delete_acls.v3.request import DeleteAclsRequest
+    from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+    from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+    from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
+    from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+    from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+    from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
+    from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+    from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
+    from kio.schema.end_txn.v4.request import EndTxnRequest
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+    from kio.schema.list_transactions.v1.request import ListTransactionsRequest
+    from kio.schema.offset_commit.v8.request import OffsetCommitRequest
+    from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
+    from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest
+    from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
+
+    from ..connection import RequestContext
+    from .authorizer import Authorizer
+    from .session import Session
+
 OP_NOT_ATTEMPTED = E.operation_not_attempted.value
 
+# OffsetCommit or TxnOffsetCommit: their topics have the same shape
+_OffsetCommitT = TypeVar("_OffsetCommitT", "OffsetCommitRequest", "TxnOffsetCommitRequest")
 
-def _group(session, group_id, op) -> bool:
+
+def _group(session: Session, group_id: str, op: int) -> bool:
     return session.allowed(R.GROUP, group_id, op)
 
 
-def _txn(session, txn_id, op=Op.WRITE) -> bool:
+def _txn(session: Session, txn_id: str, op: int = Op.WRITE) -> bool:
     return session.allowed(R.TRANSACTIONAL_ID, txn_id, op)
 
 
-def _offsets_refused(ctx, topics, code):
-    out = []
+def _offsets_refused(ctx: RequestContext, topics: Iterable[Any], code: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for t in topics:
         out.append(
             {
@@ -59,7 +98,7 @@ def _offsets_refused(ctx, topics, code):
 
 
 # ---- groups -----------------------------------------------------------------------------------
-def _topics_read_checked(session, ctx, req):
+def _topics_read_checked(session: Session, ctx: RequestContext, req: _OffsetCommitT) -> Verdict:
     """Read on each named topic: refused topics answered TOPIC_AUTHORIZATION_FAILED, the rest served."""
     ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
     if not denied:
@@ -71,18 +110,18 @@ def _topics_read_checked(session, ctx, req):
 
 
 @rule(8)
-def offset_commit(session, ctx, req):
+def offset_commit(session: Session, ctx: RequestContext, req: OffsetCommitRequest) -> Verdict:
     if not _group(session, req.group_id, Op.READ):
         return Reply({"throttle_time": 0, "topics": _offsets_refused(ctx, req.topics, GROUP_DENIED)})
     return _topics_read_checked(session, ctx, req)
 
 
-@rule(9)
-def offset_fetch(session, ctx, req):
+@rule(9)  # req: group_id and topics in v0-7, groups in v8
+def offset_fetch(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     """One group (v0-7) or several (v8+): Describe on each group, topics without Describe refused
     when named and left out when all are asked for."""
 
-    def visible(resp):
+    def visible(resp: Any) -> dict[str, Any]:
         d = plain(resp)
         for g in d.get("groups") or [d]:
             if g.get("topics"):
@@ -95,7 +134,7 @@ def offset_fetch(session, ctx, req):
     if ctx.api_version >= 8:
         denied = [g for g in groups or () if not _group(session, g.group_id, Op.DESCRIBE)]
         if denied:
-            ok = [g for g in groups if g not in denied]
+            ok = [g for g in cast("tuple[Any, ...]", groups) if g not in denied]  # not None: `denied` came from it
             refused = [{"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied]
             if not ok:
                 return Reply({"throttle_time": 0, "groups": refused})
@@ -122,8 +161,8 @@ def offset_fetch(session, ctx, req):
     return Partial(req, visible)
 
 
-@rule(10)
-def find_coordinator(session, ctx, req):
+@rule(10)  # req: key in v0-3, coordinator_keys in v4+
+def find_coordinator(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     key_type = getattr(req, "key_type", 0)
     resource, code = (R.TRANSACTIONAL_ID, TXN_DENIED) if key_type == 1 else (R.GROUP, GROUP_DENIED)
     if ctx.api_version < 4:
@@ -151,11 +190,11 @@ def find_coordinator(session, ctx, req):
     return Partial(dataclasses.replace(req, coordinator_keys=tuple(ok)), extend("coordinators", refused))
 
 
-@rule(11, 12, 13, 14)
-def membership(session, ctx, req):
+@rule(11, 12, 13, 14)  # JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+def membership(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     if _group(session, req.group_id, Op.READ):
         return None
-    refusal = {"throttle_time": 0, "error_code": GROUP_DENIED}
+    refusal: dict[str, Any] = {"throttle_time": 0, "error_code": GROUP_DENIED}
     if hasattr(req, "protocols"):  # JoinGroup
         refusal.update(generation_id=-1, member_id=getattr(req, "member_id", ""), leader="", members=[])
     elif hasattr(req, "assignments"):  # SyncGroup
@@ -166,10 +205,10 @@ def membership(session, ctx, req):
 
 
 @rule(15)
-def describe_groups(session, ctx, req):
+def describe_groups(session: Session, ctx: RequestContext, req: DescribeGroupsRequest) -> Verdict:
     with_ops = bool(getattr(req, "include_authorized_operations", False))
 
-    def with_operations(resp):
+    def with_operations(resp: Any) -> dict[str, Any]:
         d = plain(resp)
         for g in d.get("groups") or ():
             if g.get("error_code") in (0, E.none):
@@ -200,11 +239,11 @@ def describe_groups(session, ctx, req):
 
 
 @rule(16)
-def list_groups(session, ctx, req):
+def list_groups(session: Session, ctx: RequestContext, req: ListGroupsRequest) -> Verdict:
     if cluster(session, Op.DESCRIBE):
         return None
 
-    def visible(resp):
+    def visible(resp: Any) -> dict[str, Any]:
         d = plain(resp)
         d["groups"] = [g for g in d.get("groups") or () if _group(session, g["group_id"], Op.DESCRIBE)]
         return d
@@ -213,7 +252,7 @@ def list_groups(session, ctx, req):
 
 
 @rule(42)
-def delete_groups(session, ctx, req):
+def delete_groups(session: Session, ctx: RequestContext, req: DeleteGroupsRequest) -> Verdict:
     ok, denied = split(req.groups_names, lambda g: _group(session, g, Op.DELETE))
     if not denied:
         return None
@@ -224,7 +263,7 @@ def delete_groups(session, ctx, req):
 
 
 @rule(47)
-def offset_delete(session, ctx, req):
+def offset_delete(session: Session, ctx: RequestContext, req: OffsetDeleteRequest) -> Verdict:
     if not _group(session, req.group_id, Op.DELETE):
         return Reply({"error_code": GROUP_DENIED, "throttle_time": 0, "topics": []})
     ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
@@ -238,21 +277,22 @@ def offset_delete(session, ctx, req):
 
 # ---- transactions -----------------------------------------------------------------------------
 @rule(22)
-def init_producer_id(session, ctx, req):
+def init_producer_id(session: Session, ctx: RequestContext, req: InitProducerIdRequest) -> Verdict:
     refused = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}
     if req.transactional_id is not None:
         if _txn(session, req.transactional_id):
             return None
         return Reply({**refused, "error_code": TXN_DENIED})
-    if cluster(session, Op.IDEMPOTENT_WRITE) or session.security.authorizer.authorize_any(
+    # rules run only where an authorizer is configured
+    if cluster(session, Op.IDEMPOTENT_WRITE) or cast("Authorizer", session.security.authorizer).authorize_any(
         session.principal, session.host, R.TOPIC, Op.WRITE
     ):
         return None
     return Reply({**refused, "error_code": CLUSTER_DENIED})
 
 
-@rule(24)
-def add_partitions_to_txn(session, ctx, req):
+@rule(24)  # req: v0-3 per topic, v4+ batched
+def add_partitions_to_txn(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     if ctx.api_version >= 4:  # the broker-to-broker batched form
         return (
             None
@@ -261,7 +301,7 @@ def add_partitions_to_txn(session, ctx, req):
         )
     topics = req.v3_and_below_topics if hasattr(req, "v3_and_below_topics") else req.topics
 
-    def answer(code_of):
+    def answer(code_of: Callable[[Any], int]) -> Reply:
         return Reply(
             {
                 "throttle_time": 0,
@@ -277,7 +317,8 @@ def add_partitions_to_txn(session, ctx, req):
             }
         )
 
-    txn_id = getattr(req, "v3_and_below_transactional_id", None) or getattr(req, "transactional_id", None)
+    # every v0-3 request names its transaction
+    txn_id = cast("str", getattr(req, "v3_and_below_transactional_id", None) or getattr(req, "transactional_id", None))
     if not _txn(session, txn_id):
         return answer(lambda t: TXN_DENIED)
     denied = {t.name for t in topics if not session.allowed(R.TOPIC, t.name, Op.WRITE)}
@@ -287,7 +328,7 @@ def add_partitions_to_txn(session, ctx, req):
 
 
 @rule(25)
-def add_offsets_to_txn(session, ctx, req):
+def add_offsets_to_txn(session: Session, ctx: RequestContext, req: AddOffsetsToTxnRequest) -> Verdict:
     if not _txn(session, req.transactional_id):
         return Reply({"throttle_time": 0, "error_code": TXN_DENIED})
     if not _group(session, req.group_id, Op.READ):
@@ -296,14 +337,14 @@ def add_offsets_to_txn(session, ctx, req):
 
 
 @rule(26)
-def end_txn(session, ctx, req):
+def end_txn(session: Session, ctx: RequestContext, req: EndTxnRequest) -> Verdict:
     if _txn(session, req.transactional_id):
         return None
     return Reply({"throttle_time": 0, "error_code": TXN_DENIED, "producer_id": -1, "producer_epoch": -1})
 
 
 @rule(27)
-def write_txn_markers(session, ctx, req):
+def write_txn_markers(session: Session, ctx: RequestContext, req: WriteTxnMarkersRequest) -> Verdict:
     if cluster(session, Op.CLUSTER_ACTION):
         return None
     return Reply(
@@ -328,8 +369,8 @@ def write_txn_markers(session, ctx, req):
 
 
 @rule(28)
-def txn_offset_commit(session, ctx, req):
-    code = None
+def txn_offset_commit(session: Session, ctx: RequestContext, req: TxnOffsetCommitRequest) -> Verdict:
+    code: int | None = None
     if not _txn(session, req.transactional_id):
         code = TXN_DENIED
     elif not _group(session, req.group_id, Op.READ):
@@ -340,7 +381,7 @@ def txn_offset_commit(session, ctx, req):
 
 
 @rule(65)
-def describe_transactions(session, ctx, req):
+def describe_transactions(session: Session, ctx: RequestContext, req: DescribeTransactionsRequest) -> Verdict:
     ok, denied = split(req.transactional_ids, lambda t: _txn(session, t, Op.DESCRIBE))
     if not denied:
         return None
@@ -363,8 +404,8 @@ def describe_transactions(session, ctx, req):
 
 
 @rule(66)
-def list_transactions(session, ctx, req):
-    def visible(resp):
+def list_transactions(session: Session, ctx: RequestContext, req: ListTransactionsRequest) -> Verdict:
+    def visible(resp: Any) -> dict[str, Any]:
         d = plain(resp)
         d["transaction_states"] = [
             t for t in d.get("transaction_states") or () if _txn(session, t["transactional_id"], Op.DESCRIBE)
@@ -378,9 +419,10 @@ def list_transactions(session, ctx, req):
 _TOPIC_RESOURCE, _BROKER_RESOURCES = 2, (4, 8)
 
 
-def _config_rule(op: int, field: str):
-    def check(session, ctx, req):
-        def allowed(r) -> bool:
+def _config_rule(op: int, field: str) -> Rule:
+    # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+    def check(session: Session, ctx: RequestContext, req: Any) -> Verdict:
+        def allowed(r: Any) -> bool:
             if r.resource_type == _TOPIC_RESOURCE:
                 return session.allowed(R.TOPIC, r.resource_name, op)
             return cluster(session, op)
@@ -412,7 +454,7 @@ rule(33, 44)(_config_rule(Op.ALTER_CONFIGS, "responses"))
 
 
 @rule(29)
-def describe_acls(session, ctx, req):
+def describe_acls(session: Session, ctx: RequestContext, req: DescribeAclsRequest) -> Verdict:
     if cluster(session, Op.DESCRIBE):
         return None
     return Reply(
@@ -421,7 +463,7 @@ def describe_acls(session, ctx, req):
 
 
 @rule(30)
-def create_acls(session, ctx, req):
+def create_acls(session: Session, ctx: RequestContext, req: CreateAclsRequest) -> Verdict:
     if cluster(session, Op.ALTER):
         return None
     return Reply(
@@ -435,7 +477,7 @@ def create_acls(session, ctx, req):
 
 
 @rule(31)
-def delete_acls(session, ctx, req):
+def delete_acls(session: Session, ctx: RequestContext, req: DeleteAclsRequest) -> Verdict:
     if cluster(session, Op.ALTER):
         return None
     return Reply(
@@ -450,7 +492,9 @@ def delete_acls(session, ctx, req):
 
 
 @rule(50)
-def describe_user_scram_credentials(session, ctx, req):
+def describe_user_scram_credentials(
+    session: Session, ctx: RequestContext, req: DescribeUserScramCredentialsRequest
+) -> Verdict:
     if cluster(session, Op.DESCRIBE):
         return None
     return Reply(
@@ -459,10 +503,13 @@ def describe_user_scram_credentials(session, ctx, req):
 
 
 @rule(51)
-def alter_user_scram_credentials(session, ctx, req):
+def alter_user_scram_credentials(
+    session: Session, ctx: RequestContext, req: AlterUserScramCredentialsRequest
+) -> Verdict:
     if cluster(session, Op.ALTER):
         return None
-    users = dict.fromkeys(op.name for op in (*req.deletions, *req.upsertions))
+    changes: tuple[ScramCredentialDeletion | ScramCredentialUpsertion, ...] = (*req.deletions, *req.upsertions)
+    users = dict.fromkeys(op.name for op in changes)
     return Reply(
         {
             "throttle_time": 0,
@@ -474,13 +521,13 @@ def alter_user_scram_credentials(session, ctx, req):
 
 
 @rule(60)
-def describe_cluster(session, ctx, req):
+def describe_cluster(session: Session, ctx: RequestContext, req: DescribeClusterRequest) -> Verdict:
     """Every principal is answered, as Kafka does; the cluster's authorized operations (when asked
     for) are 0 without Describe on the cluster."""
     if not getattr(req, "include_cluster_authorized_operations", False):
         return None
 
-    def with_operations(resp):
+    def with_operations(resp: Any) -> dict[str, Any]:
         d = plain(resp)
         if d.get("error_code") in (0, E.none):  # a refused endpoint type answers none, as Kafka
             d["cluster_authorized_operations"] = cluster_operations(session)
@@ -490,7 +537,7 @@ def describe_cluster(session, ctx, req):
 
 
 @rule(35)
-def describe_log_dirs(session, ctx, req):
+def describe_log_dirs(session: Session, ctx: RequestContext, req: DescribeLogDirsRequest) -> Verdict:
     if cluster(session, Op.DESCRIBE):
         return None
     if ctx.api_version >= 3:
@@ -499,10 +546,10 @@ def describe_log_dirs(session, ctx, req):
 
 
 @rule(34)
-def alter_replica_log_dirs(session, ctx, req):
+def alter_replica_log_dirs(session: Session, ctx: RequestContext, req: AlterReplicaLogDirsRequest) -> Verdict:
     if cluster(session, Op.ALTER):
         return None
-    refused: dict[str, list] = {}
+    refused: dict[str, list[dict[str, Any]]] = {}
     for d in req.dirs:
         for t in d.topics:
             refused.setdefault(t.name, []).extend(
@@ -512,20 +559,20 @@ def alter_replica_log_dirs(session, ctx, req):
 
 
 @rule(75)
-def describe_topic_partitions(session, ctx, req):
+def describe_topic_partitions(session: Session, ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Verdict:
     """The handler itself hides (listing) or refuses (named) topics the principal may not
     Describe, so that paging counts only what is answered."""
     return None
 
 
-@rule(17, 18, 36)
-def always(session, ctx, req):
+@rule(17, 18, 36)  # SaslHandshake, ApiVersions, SaslAuthenticate
+def always(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     return None
 
 
 # ---- APIs tidelog may route later: their rules are here so that no API is ever unguarded ----------
-def _cluster_only(op: int, refusal: dict):
-    def check(session, ctx, req):
+def _cluster_only(op: int, refusal: dict[str, Any]) -> Rule:
+    def check(session: Session, ctx: RequestContext, req: Any) -> Verdict:
         return None if cluster(session, op) else Reply({"throttle_time": 0, **refusal})
 
     return check
@@ -547,7 +594,7 @@ rule(48)(
 
 
 @rule(68)
-def consumer_group_heartbeat(session, ctx, req):
+def consumer_group_heartbeat(session: Session, ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Verdict:
     if _group(session, req.group_id, Op.READ):
         return None
     return Reply(
@@ -563,6 +610,6 @@ def consumer_group_heartbeat(session, ctx, req):
     )
 
 
-@rule(71, 72)
-def telemetry(session, ctx, req):  # GetTelemetrySubscriptions, PushTelemetry: any authenticated client
+@rule(71, 72)  # GetTelemetrySubscriptions, PushTelemetry: any authenticated client
+def telemetry(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     return None

@@ -13,8 +13,10 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...core.private_files import narrow_mode, write_private_json
 
@@ -58,8 +60,8 @@ class ScramCredential:
         salt = salt if salt is not None else os.urandom(24)
         return cls.from_salted(mechanism, salt, iterations, salted_password(mechanism, password, salt, iterations))
 
-    def to_json(self) -> dict:
-        b64 = lambda b: base64.b64encode(b).decode()
+    def to_json(self) -> dict[str, Any]:
+        b64: Callable[[bytes], str] = lambda b: base64.b64encode(b).decode()
         return {
             "salt": b64(self.salt),
             "iterations": self.iterations,
@@ -68,7 +70,7 @@ class ScramCredential:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> ScramCredential:
+    def from_json(cls, d: dict[str, Any]) -> ScramCredential:
         dec = base64.b64decode
         return cls(dec(d["salt"]), int(d["iterations"]), dec(d["stored_key"]), dec(d["server_key"]))
 
@@ -100,7 +102,7 @@ class CredentialStore:
         return True
 
     @staticmethod
-    def credential(fields: dict) -> ScramCredential:
+    def credential(fields: dict[str, Any]) -> ScramCredential:
         """A credential from its JSON form (`ScramCredential.to_json`)."""
         return ScramCredential.from_json(fields)
 

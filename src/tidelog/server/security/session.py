@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -24,8 +24,10 @@ from .rules import apply
 from .sasl import PlainServer, SaslFailure, ScramServer
 
 if TYPE_CHECKING:
-    from ..connection import RequestContext
+    from ..connection import KafkaConnection, RequestContext
     from ..router import Route
+    from . import ListenerSecurity, Security
+    from .authorizer import Authorizer
 
 log = logging.getLogger("tidelog.security")
 
@@ -34,7 +36,7 @@ _PRE_AUTH = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
 class Session:
-    def __init__(self, security, listener, conn) -> None:
+    def __init__(self, security: Security, listener: ListenerSecurity, conn: KafkaConnection) -> None:
         self.security = security
         self.listener = listener
         self.conn = conn
@@ -83,10 +85,12 @@ class Session:
         return apply(self, authorizer, ctx, route, request)
 
     def allowed(self, resource_type: int, name: str, op: int) -> bool:
-        return self.security.authorizer.authorize(self.principal, self.host, resource_type, name, op)
+        # asked only where an authorizer is configured (the rules, and handlers that check first)
+        authorizer = cast("Authorizer", self.security.authorizer)
+        return authorizer.authorize(self.principal, self.host, resource_type, name, op)
 
     # ---- SASL -------------------------------------------------------------------------------
-    def handshake(self, version: int, mechanism: str) -> dict:
+    def handshake(self, version: int, mechanism: str) -> dict[str, Any]:
         mechanisms = self.listener.mechanisms
         if not self.sasl or self.exchange is not None and not self.exchange.complete or self.raw:
             self._close_soon("unexpected SaslHandshake")
@@ -105,7 +109,7 @@ class Session:
         self.raw = version == 0
         return {"error_code": E.none, "mechanisms": mechanisms}
 
-    def authenticate(self, version: int, token: bytes) -> dict:
+    def authenticate(self, version: int, token: bytes) -> dict[str, Any]:
         if self.exchange is None or self.exchange.complete or self.raw:
             self._close_soon("SaslAuthenticate without a SaslHandshake")
             return {

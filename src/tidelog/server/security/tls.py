@@ -12,14 +12,19 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...core.security_settings import lookup
+
+if TYPE_CHECKING:
+    from ...core.config import BrokerConfig
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
-def server_context(config, listener: str) -> ssl.SSLContext:
-    get = lambda key: lookup(config, listener, key)
+def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+    get: Callable[[str], Any] = lambda key: lookup(config, listener, key)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     protocols = [p.strip() for p in (get("ssl.enabled.protocols") or "").split(",") if p.strip()]
     versions = [_VERSIONS[p] for p in protocols if p in _VERSIONS]
@@ -64,7 +69,7 @@ def _load_inline(ctx: ssl.SSLContext, chain: str, key: str, password: str | None
         os.unlink(path)
 
 
-def peer_principal(ssl_object) -> str:
+def peer_principal(ssl_object: ssl.SSLObject | None) -> str:
     """Kafka's default SSL principal: `User:` + the client certificate's distinguished name (RFC 2253
     order, most specific first), or `User:ANONYMOUS` without a client certificate."""
     cert = ssl_object.getpeercert() if ssl_object is not None else None
