@@ -1,13 +1,19 @@
 """Topic administration shared by CreateTopics, DeleteTopics, CreatePartitions, the config APIs
-and Metadata's auto-creation. Every operation answers (error_code, message) as Kafka would."""
+and Metadata's auto-creation. Every operation answers (error_code, message) as Kafka would.
+
+The handlers ask a single node and a cluster member the same way: `create_topic`,
+`delete_topic` and `set_partitions` return an awaitable in both modes. A single node changes its
+registry at the call (the awaitable is already done, so a later check in the same request sees
+the change); a cluster member writes etcd, and the awaitable ends once this broker's registry
+follows (cluster/state.py)."""
 
 from __future__ import annotations
 
 import logging
 import resource
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode as E
 
@@ -19,6 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.admin")
 Result = tuple[int, str | None]
+Created = tuple[int, str | None, Topic | None]  # (error_code, message, the topic once here)
+_T = TypeVar("_T")
 OK: Result = (0, None)
 
 # Kafka refuses a CreateTopics or CreatePartitions request adding more than 10,000 partitions in all
@@ -64,10 +72,24 @@ class ClusterTopics(Protocol):
     def check_replication_factor(self, rf: int) -> Result: ...
 
     async def create_topic(
-        self, name: str, partitions: int, rf: int, configs: dict[str, str]
+        self,
+        name: str,
+        partitions: int,
+        rf: int,
+        configs: dict[str, str],
+        replicas: list[tuple[int, ...]] | None = None,
     ) -> tuple[int, str | None, Topic | None]: ...
 
+    async def delete_topic(self, name: str) -> Result: ...
+
+    async def set_partitions(self, name: str, count: int) -> Result: ...
+
     async def set_configs(self, name: str, configs: dict[str, str]) -> Result: ...
+
+
+async def _done(value: _T) -> _T:
+    """An awaitable of a result known at once (a single node's change, made at the call)."""
+    return value
 
 
 class TopicAdmin:
@@ -118,6 +140,50 @@ class TopicAdmin:
                 return E.invalid_config.value, err
         return OK
 
+    def live_brokers(self) -> list[int]:
+        """The brokers a replica may be assigned to: the cluster's live ones, or this one."""
+        return self.cluster.live_brokers() if self.cluster is not None else [self.config.node_id]
+
+    def replication_factor(self, requested: int) -> int:
+        """The replication factor a topic created asking `requested` (-1: the default) gets; 1 on
+        a single node, where there is no other broker to replicate to."""
+        if self.cluster is None:
+            return 1
+        return int(self.config["default.replication.factor"]) if requested == -1 else requested
+
+    def check_new_partition_assignments(self, assignments: list[list[int]]) -> Result:
+        """CreatePartitions' explicit assignments: a single node accepts only itself. A cluster
+        places new partitions itself (`ClusterState.set_partitions`) and does not read them."""
+        if self.cluster is None and any(a != [self.config.node_id] for a in assignments):
+            return E.invalid_replica_assignment.value, f"Only broker {self.config.node_id} exists."
+        return OK
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        rf: int,
+        configs: dict[str, str],
+        replicas: list[tuple[int, ...]] | None = None,
+    ) -> Awaitable[Created]:
+        """Create a topic `check_create` passed (see the module docstring for when it is done)."""
+        if self.cluster is not None:
+            return self.cluster.create_topic(name, partitions, rf, configs, replicas)
+        return _done((0, None, self.create(name, partitions, configs)))
+
+    def delete_topic(self, name: str) -> Awaitable[Result]:
+        """Delete a topic `check_delete` passed."""
+        if self.cluster is not None:
+            return self.cluster.delete_topic(name)
+        return _done(self.delete(name))
+
+    def set_partitions(self, name: str, count: int) -> Awaitable[Result]:
+        """Grow a topic `check_partitions` passed to `count` partitions."""
+        if self.cluster is not None:
+            return self.cluster.set_partitions(name, count)
+        self.add_partitions(name, count)
+        return _done(OK)
+
     def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         configs = {k: v for k, v in configs.items() if v is not None}
         topic = self.registry.create(name, partitions, configs)
@@ -139,24 +205,28 @@ class TopicAdmin:
             log.info("topic %s deleted from the cluster state", name)
             self._notify("deleted", topic)
 
-    def auto_create(self, name: str) -> Topic | None:
+    def auto_create(self, name: str) -> tuple[Topic | None, int]:
+        """Metadata's auto-creation of an unknown topic: (the topic, 0) when created now; else
+        (None, the error Metadata answers for it): UNKNOWN_TOPIC_OR_PARTITION when it is not
+        created, and in a cluster with auto-creation on LEADER_NOT_AVAILABLE, as Kafka answers
+        while the creation (through etcd, in the background) is under way."""
         if not self.config["auto.create.topics.enable"] or topic_name_error(name):
-            return None
+            return None, E.unknown_topic_or_partition.value
+        not_yet = E.leader_not_available.value if self.cluster is not None else E.unknown_topic_or_partition.value
         if name in INTERNAL_TOPICS:
-            return None
+            return None, not_yet
         partitions = self.config["num.partitions"]
         code, msg = self.check_room(partitions)
         if code:
             log.warning("not auto-creating topic %s: %s", name, msg)
-            return None
+            return None, not_yet
         if self.cluster is not None:
-            # Through etcd, in the background: Metadata answers LEADER_NOT_AVAILABLE meanwhile, as Kafka.
             import asyncio
 
             rf = min(self.config["default.replication.factor"], len(self.cluster.live_brokers()))
             asyncio.ensure_future(self.cluster.create_topic(name, partitions, max(rf, 1), {}))
-            return None
-        return self.create(name, partitions, {})
+            return None, not_yet
+        return self.create(name, partitions, {}), 0
 
     def ensure_internal(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         topic = self.registry.get(name)
@@ -173,10 +243,6 @@ class TopicAdmin:
         if not self.config["delete.topic.enable"]:
             return E.topic_deletion_disabled.value, "Topic deletion is disabled."
         return OK
-
-    @property
-    def clustered(self) -> bool:
-        return self.cluster is not None
 
     def delete(self, name: str) -> Result:
         checked = self.check_delete(name)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.errors import ErrorCode as E
-
-from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
+from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, Result
 from ...wire.apis import ApiKey
 from ..router import control_route
 
@@ -34,15 +33,11 @@ def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
             results.append({"name": t.name, "error_code": code, "error_message": msg})
             continue
         code, msg = admin.check_partitions(t.name, t.count)
-        if not code and t.assignments and not admin.clustered:
-            if any(list(a.broker_ids) != [broker.node_id] for a in t.assignments):
-                code, msg = E.invalid_replica_assignment.value, f"Only broker {broker.node_id} exists."
+        if not code and t.assignments:
+            code, msg = admin.check_new_partition_assignments([list(a.broker_ids) for a in t.assignments])
         entry = {"name": t.name, "error_code": code, "error_message": msg}
         if not code and not request.validate_only:
-            if admin.clustered:
-                pending.append(_set_partitions(broker, t.name, t.count, entry))
-            else:
-                admin.add_partitions(t.name, t.count)
+            pending.append(_set_partitions(admin.set_partitions(t.name, t.count), entry))
         results.append(entry)
     response = {"throttle_time": 0, "results": results}
     if pending:
@@ -50,8 +45,8 @@ def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest
     return response
 
 
-async def _set_partitions(broker: Broker, name: str, count: int, entry: dict[str, Any]) -> None:
-    code, msg = await broker.cluster.state.set_partitions(name, count)
+async def _set_partitions(done: Awaitable[Result], entry: dict[str, Any]) -> None:
+    code, msg = await done
     entry.update(error_code=code, error_message=msg)
 
 

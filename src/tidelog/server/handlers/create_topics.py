@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -15,6 +16,7 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.create_topics.v7.request import CreateTopicsRequest
 
+    from ...core.admin import Created
     from ..broker import Broker
     from ..connection import RequestContext
 
@@ -61,18 +63,15 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
                 )
                 results.append(entry)
                 continue
-            if admin.clustered:
-                live = set(broker.cluster.state.live_brokers())
-                bad = [
-                    a
-                    for a in t.assignments
-                    if not a.broker_ids
-                    or len(set(a.broker_ids)) != len(a.broker_ids)
-                    or not set(a.broker_ids) <= live
-                    or len(a.broker_ids) != len(t.assignments[0].broker_ids)
-                ]
-            else:
-                bad = [a for a in t.assignments if list(a.broker_ids) != [broker.node_id]]
+            live = set(admin.live_brokers())
+            bad = [
+                a
+                for a in t.assignments
+                if not a.broker_ids
+                or len(set(a.broker_ids)) != len(a.broker_ids)
+                or not set(a.broker_ids) <= live
+                or len(a.broker_ids) != len(t.assignments[0].broker_ids)
+            ]
             if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
                 entry.update(
                     error_code=E.invalid_replica_assignment.value,
@@ -90,29 +89,17 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             entry.update(error_code=code, error_message=msg)
             results.append(entry)
             continue
-        if validate_only:
-            effective = admin.new_topic_configs(configs)
-            topic_id = None
-        elif admin.clustered:
+        if not validate_only:
             replicas = (
                 [tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
                 if t.assignments
                 else None
             )
-            pending.append(_create(broker, entry, name, partitions, rf, configs, replicas))
-            effective = admin.new_topic_configs(configs)
-            topic_id = None
-        else:
-            topic = admin.create(name, partitions, configs)
-            effective = admin.topic_configs(topic)
-            topic_id = topic.topic_id
+            pending.append(_create(entry, admin.create_topic(name, partitions, rf, configs, replicas)))
+        effective = admin.new_topic_configs(configs)
         overrides = {k for k, v in configs.items() if v is not None}
-        if t.assignments:
-            rf = len(t.assignments[0].broker_ids)
-        elif rf == -1 or not admin.clustered:
-            rf = broker.config["default.replication.factor"] if admin.clustered else 1
+        rf = len(t.assignments[0].broker_ids) if t.assignments else admin.replication_factor(rf)
         entry.update(
-            topic_id=topic_id,
             num_partitions=partitions,
             replication_factor=rf,
             configs=[
@@ -146,17 +133,9 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
     return response
 
 
-async def _create(
-    broker: Broker,
-    entry: dict[str, Any],
-    name: str,
-    partitions: int,
-    rf: int,
-    configs: dict[str, str],
-    replicas: list[tuple[int, ...]] | None,
-) -> None:
-    """Cluster mode: the topic is written to etcd; answered once this broker has it."""
-    code, msg, topic = await broker.cluster.state.create_topic(name, partitions, rf, configs, replicas)
+async def _create(entry: dict[str, Any], created: Awaitable[Created]) -> None:
+    """The entry of a topic being created, completed once this broker has it (core/admin.py)."""
+    code, msg, topic = await created
     if code:
         entry.update(error_code=code, error_message=msg, num_partitions=-1, replication_factor=-1, configs=[])
     elif topic is not None:

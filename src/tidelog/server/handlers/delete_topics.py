@@ -72,12 +72,9 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
                 continue
             name = topic.name
         topic = registry.get(name)
-        if admin.clustered:
-            code, msg = admin.check_delete(name)
-            if not code:
-                pending.append(broker.cluster.state.delete_topic(name))
-        else:
-            code, msg = admin.delete(name)
+        code, msg = admin.check_delete(name)
+        if not code:
+            pending.append(admin.delete_topic(name))
         responses.append(
             {"name": name, "topic_id": topic.topic_id if topic else None, "error_code": code, "error_message": msg}
         )
@@ -88,7 +85,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) ->
 
 
 async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]:
-    """Cluster mode: answered once etcd has the deletions and this broker applied them."""
+    """Answered once the deletions are done (a cluster: etcd has them and this broker applied them)."""
     await asyncio.gather(*pending)
     return response
 

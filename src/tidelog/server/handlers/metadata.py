@@ -89,14 +89,12 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
                     if topic_name_error(name or ""):
                         topics.append({"error_code": E.invalid_topic_exception.value, "name": name, "partitions": []})
                         continue
+                    code = E.unknown_topic_or_partition.value
                     if allow_auto:
-                        topic = broker.admin.auto_create(name)
-                        if topic is None and broker.cluster.clustered and broker.config["auto.create.topics.enable"]:
-                            topics.append({"error_code": E.leader_not_available.value, "name": name, "partitions": []})
-                            continue
-                if topic is None:
-                    topics.append({"error_code": E.unknown_topic_or_partition.value, "name": name, "partitions": []})
-                    continue
+                        topic, code = broker.admin.auto_create(name)
+                    if topic is None:
+                        topics.append({"error_code": code, "name": name, "partitions": []})
+                        continue
             topics.append(topic_entry(broker, topic))
     if getattr(request, "include_topic_authorized_operations", False) and not refused:
         # v8+: every topic operation on each topic answered by name (not an unknown topic id), as
