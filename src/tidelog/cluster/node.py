@@ -39,7 +39,7 @@ from .security_state import SharedSecurity
 from .state import ClusterState
 from .store import Compare, LeaseExpired, Op, StoreUnavailable
 from .verify import TxnVerifier
-from .view import Leader, PartitionView
+from .view import Leader, PartitionView, Reassignments, ReplicationStats, Result
 
 if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
@@ -316,6 +316,21 @@ class ClusterNode:
     def under_replicated(self) -> int:
         return self.replicas.under_replicated()
 
+    def replication_stats(self) -> ReplicationStats:
+        manager, cache = self.replicas, self.cache
+        offline = (
+            sum(1 for st in cache.states.values() if st.leader < 0 or st.leader not in cache.brokers)
+            if self.controller.active
+            else None
+        )
+        lag = []
+        for (t, p), r in sorted(manager.replicas.items()):
+            if r.role == "leader":
+                leo = r.plog.log_end_offset
+                for b, f_leo in sorted(r.follower_leo.items()):
+                    lag.append((t, p, b, max(leo - f_leo, 0) if f_leo >= 0 else leo))
+        return ReplicationStats(manager.under_replicated(), offline, manager.isr_shrinks, manager.isr_expands, lag)
+
     # ---- the partition handlers' questions (view.py) -----------------------------------------
     def replicated(self, topic: str, partition: int) -> bool:
         return bool(self.cache.replicas(topic, partition))
@@ -350,3 +365,37 @@ class ClusterNode:
         self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
     ) -> dict[tuple[str, int], int]:
         return await self.verifier.verify(txn_id, producer_id, epoch, tps)
+
+    # ---- the controller's and the coordinators' questions (view.py) --------------------------
+    async def elect(self, topic: str, partition: int, unclean: bool, timeout_s: float) -> Result:
+        return await self.elections.elect(topic, partition, unclean=unclean, timeout_s=timeout_s)
+
+    def reassignments(self) -> Reassignments:
+        return self.state.reassignments()
+
+    async def reassign(
+        self, topic: str, partition: int, target: tuple[int, ...] | None, allow_rf_change: bool
+    ) -> Result:
+        """Start, change or cancel (None) moving the partition; refused when it would change the
+        replication factor and the request does not allow that (KIP-860)."""
+        a = self.cache.topics.get(topic)
+        if (
+            target is not None
+            and not allow_rf_change
+            and a is not None
+            and 0 <= partition < a.partitions
+            and len(target) != len(a.original(partition))
+        ):
+            return E.invalid_replication_factor.value, "The replication factor would change."
+        return await self.state.reassign(topic, partition, target)
+
+    def coordinators_topic_exists(self, topic: str) -> bool:
+        return topic in self.cache.topics
+
+    async def ensure_coordinators_topic(self, topic: str) -> int:
+        """Create `__consumer_offsets` / `__transaction_state` on first use (coordinators.py)."""
+        return await self.placement.ensure_topic(topic)
+
+    def coordinator(self, topic: str, partition_of: Callable[[int], int]) -> int:
+        """The leader of the key's partition of the coordinators' topic; -1 while none leads it."""
+        return self.placement.leader(topic, partition_of(self.placement.num_partitions(topic)))

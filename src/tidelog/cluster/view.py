@@ -16,14 +16,29 @@ DescribeProducers, WriteTxnMarkers) ask both the same way, with no branch on the
 - `follower_fetched`: a follower's read position (a single node has no followers).
 - `needs_verification` / `verify`: KIP-890's check of a first transactional batch with a
   coordinator on another broker (a single node's coordinator is local: never needed).
+
+The controller's and the coordinators' questions too (ElectLeaders, the reassignment APIs,
+FindCoordinator): a single node's partitions have one replica, itself, so no election is ever
+needed and the only reassignment it accepts is to itself; it coordinates every key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kio.schema.errors import ErrorCode as E
 
 from .partition import Lease
+
+if TYPE_CHECKING:
+    from ..core.topics import TopicRegistry
+
+Result = tuple[int, str | None]
+# topic -> partition -> (replicas, adding, removing) of the reassignments in progress
+Reassignments = dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]]
+NO_SUCH_PARTITION: Result = (E.unknown_topic_or_partition.value, "The partition does not exist.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +74,19 @@ class LocalLeader:
 LOCAL = LocalLeader()
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicationStats:
+    """Kafka's replica manager gauges, for the metrics endpoint (cluster mode only)."""
+
+    under_replicated: int
+    offline: int | None  # partitions without a live leader; counted by the active controller only
+    isr_shrinks: int
+    isr_expands: int
+    follower_lag: list[tuple[str, int, int, int]]  # (topic, partition, follower, leader LEO - follower's)
+
+
 class ClusterView(Protocol):
-    clustered: bool
+    clustered: bool  # for the composition root's start and stop (server/broker.py) only
     node_id: int
     shared_security: Any  # cluster: ACL and credential changes go through etcd (security_state.py)
 
@@ -71,6 +97,7 @@ class ClusterView(Protocol):
     def brokers(self, listener: str) -> list[dict[str, Any]]: ...
     def partition(self, topic: str, partition: int) -> PartitionView: ...
     def under_replicated(self) -> int: ...
+    def replication_stats(self) -> ReplicationStats | None: ...
 
     # ---- the partition handlers' questions (see the module docstring) ------------------------
     def replicated(self, topic: str, partition: int) -> bool: ...
@@ -83,14 +110,25 @@ class ClusterView(Protocol):
         self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
     ) -> dict[tuple[str, int], int]: ...
 
+    # ---- the controller's and the coordinators' questions ---------------------------------------
+    async def elect(self, topic: str, partition: int, unclean: bool, timeout_s: float) -> Result: ...
+    def reassignments(self) -> Reassignments: ...
+    async def reassign(
+        self, topic: str, partition: int, target: tuple[int, ...] | None, allow_rf_change: bool
+    ) -> Result: ...
+    def coordinators_topic_exists(self, topic: str) -> bool: ...
+    async def ensure_coordinators_topic(self, topic: str) -> int: ...
+    def coordinator(self, topic: str, partition_of: Callable[[int], int]) -> int: ...
+
 
 class SingleNode:
     clustered = False
     shared_security = None  # ACLs and credentials are this broker's files
 
-    def __init__(self, node_id: int, endpoint: Any) -> None:
+    def __init__(self, node_id: int, endpoint: Any, registry: TopicRegistry) -> None:
         self.node_id = node_id
         self._endpoint = endpoint  # (listener name) -> {"node_id", "host", "port", "rack"}
+        self._registry = registry
 
     async def start(self) -> None:
         """Nothing to join."""
@@ -113,6 +151,10 @@ class SingleNode:
 
     def under_replicated(self) -> int:
         return 0
+
+    def replication_stats(self) -> ReplicationStats | None:
+        """Nothing is replicated."""
+        return None
 
     def replicated(self, topic: str, partition: int) -> bool:
         return False
@@ -138,3 +180,36 @@ class SingleNode:
     ) -> dict[tuple[str, int], int]:
         """Never called (`needs_verification` is always None): the coordinator is local."""
         return {}
+
+    def _exists(self, topic: str, partition: int) -> bool:
+        t = self._registry.get(topic)
+        return t is not None and 0 <= partition < t.partitions
+
+    async def elect(self, topic: str, partition: int, unclean: bool, timeout_s: float) -> Result:
+        if not self._exists(topic, partition):
+            return NO_SUCH_PARTITION
+        return E.election_not_needed.value, "Leader election not needed for topic partition."
+
+    def reassignments(self) -> Reassignments:
+        return {}
+
+    async def reassign(
+        self, topic: str, partition: int, target: tuple[int, ...] | None, allow_rf_change: bool
+    ) -> Result:
+        if not self._exists(topic, partition):
+            return NO_SUCH_PARTITION
+        if target is None:
+            return E.no_reassignment_in_progress.value, "No reassignment is in progress for this partition."
+        if list(target) != [self.node_id]:
+            return E.invalid_replica_assignment.value, f"Only broker {self.node_id} exists."
+        return 0, None
+
+    def coordinators_topic_exists(self, topic: str) -> bool:
+        """Created by the coordinators at start."""
+        return True
+
+    async def ensure_coordinators_topic(self, topic: str) -> int:
+        return 0
+
+    def coordinator(self, topic: str, partition_of: Callable[[int], int]) -> int:
+        return self.node_id

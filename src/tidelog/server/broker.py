@@ -72,7 +72,7 @@ class Broker:
         else:
             self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
-            self.cluster = SingleNode(self.node_id, self._endpoint)
+            self.cluster = SingleNode(self.node_id, self._endpoint, self.registry)
         self.connections: dict[KafkaConnection, None] = {}  # in order of opening
         self.metrics = Metrics(
             config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster

@@ -27,7 +27,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable, Iterator, Sized
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -37,7 +37,6 @@ from ..wire.apis import ApiKey
 from .router import NO_RESPONSE
 
 if TYPE_CHECKING:
-    from ..cluster.node import ClusterNode
     from ..cluster.view import ClusterView
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
@@ -379,41 +378,31 @@ class BrokerCollector:
     def _replication(self) -> Iterator[Metric]:
         """Cluster mode: Kafka's replica manager gauges (UnderReplicatedPartitions, OfflinePartitionsCount,
         IsrShrinksPerSec/IsrExpandsPerSec as counters) and each follower's lag on the leader."""
-        view = self.metrics.cluster
-        if not view.clustered:
+        stats = self.metrics.cluster.replication_stats()
+        if stats is None:  # a single node replicates nothing
             return
-        cluster = cast("ClusterNode", view)  # clustered: a cluster member
-        manager = cluster.replicas
         under = GaugeMetricFamily(
             "tidelog_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set"
         )
-        under.add_metric([], manager.under_replicated())
+        under.add_metric([], stats.under_replicated)
         yield under
         offline = GaugeMetricFamily("tidelog_offline_partitions", "Partitions without a live leader (controller only)")
-        if cluster.controller.active:
-            offline.add_metric(
-                [],
-                sum(
-                    1 for st in cluster.cache.states.values() if st.leader < 0 or st.leader not in cluster.cache.brokers
-                ),
-            )
+        if stats.offline is not None:
+            offline.add_metric([], stats.offline)
         yield offline
         shrinks = CounterMetricFamily("tidelog_isr_shrinks", "ISR shrinks written by this broker as leader")
-        shrinks.add_metric([], manager.isr_shrinks)
+        shrinks.add_metric([], stats.isr_shrinks)
         yield shrinks
         expands = CounterMetricFamily("tidelog_isr_expands", "ISR expansions written by this broker as leader")
-        expands.add_metric([], manager.isr_expands)
+        expands.add_metric([], stats.isr_expands)
         yield expands
         lag = GaugeMetricFamily(
             "tidelog_follower_lag",
             "Leader's log end offset minus a follower's",
             labels=["topic", "partition", "follower"],
         )
-        for (t, p), r in sorted(manager.replicas.items()):
-            if r.role == "leader":
-                leo = r.plog.log_end_offset
-                for b, f_leo in sorted(r.follower_leo.items()):
-                    lag.add_metric([t, str(p), str(b)], max(leo - f_leo, 0) if f_leo >= 0 else leo)
+        for t, p, b, behind in stats.follower_lag:
+            lag.add_metric([t, str(p), str(b)], behind)
         yield lag
 
     def _groups(self) -> Iterator[Metric]:

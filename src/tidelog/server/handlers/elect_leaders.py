@@ -41,23 +41,15 @@ def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) ->
     # every partition (null): those already led by their preferred replica are left out of the
     # answer, as Kafka's ReplicationControlManager.electLeaders does
     every = request.topic_partitions is None
-    if broker.cluster.clustered:
-        return _elect(broker, ctx, wanted, election, every)
-    out = []
-    for t, p in wanted:
-        topic = broker.registry.get(t)
-        if topic is None or not 0 <= p < topic.partitions:
-            out.append((t, p, E.unknown_topic_or_partition.value, "The partition does not exist."))
-        else:
-            out.append((t, p, E.election_not_needed.value, "Leader election not needed for topic partition."))
-    return _response(ctx, _needed(out) if every else out)
+    return _elect(broker, ctx, wanted, election, every)
 
 
 async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int, every: bool) -> Any:
+    """One partition at a time, through the cluster view (a single node: never needed)."""
     timeout_s = 60.0
     out = []
     for t, p in wanted:
-        code, msg = await broker.cluster.elections.elect(t, p, unclean=election == UNCLEAN, timeout_s=timeout_s)
+        code, msg = await broker.cluster.elect(t, p, election == UNCLEAN, timeout_s)
         out.append((t, p, code, msg))
     return _response(ctx, _needed(out) if every else out)
 

@@ -32,14 +32,13 @@ CREATED_WAIT_S = 5.0
 def handle(broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
     key_type = getattr(request, "key_type", 0)
     keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
-    cluster = broker.cluster
-    if cluster.clustered and key_type in KEY_TYPES and TOPIC_OF[key_type] not in cluster.cache.topics:
+    if key_type in KEY_TYPES and not broker.cluster.coordinators_topic_exists(TOPIC_OF[key_type]):
         return _after_creating(broker, ctx, keys, key_type)
     return _respond(broker, ctx, keys, key_type)
 
 
 async def _after_creating(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int) -> Any:
-    code = await broker.cluster.placement.ensure_topic(TOPIC_OF[key_type])
+    code = await broker.cluster.ensure_coordinators_topic(TOPIC_OF[key_type])
     if code:
         return _respond(broker, ctx, keys, key_type, code)
     loop = asyncio.get_running_loop()
@@ -79,13 +78,10 @@ def _respond(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int
 
 
 def _coordinator(broker: Broker, key_type: int, key: str) -> int:
-    cluster = broker.cluster
-    if not cluster.clustered:
-        return int(broker.node_id)
-    topic = TOPIC_OF[key_type]
-    n = cluster.placement.num_partitions(topic)
-    p = group_partition(key, n) if key_type == 0 else txn_partition(key, n)
-    return int(cluster.placement.leader(topic, p))
+    """The broker coordinating `key`: the leader of its partition of the coordinators' topic."""
+    if key_type == 0:
+        return broker.cluster.coordinator(OFFSETS_TOPIC, lambda n: group_partition(key, n))
+    return broker.cluster.coordinator(STATE_TOPIC, lambda n: txn_partition(key, n))
 
 
 def _error(key: str, code: int, message: str) -> dict[str, Any]:

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 
 def handle(broker: Broker, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
-    moving = broker.cluster.state.reassignments() if broker.cluster.clustered else {}
-    wanted = None if request.topics is None else {t.name: set(t.partition_indexes) for t in request.topics}
+    moving = broker.cluster.reassignments()  # none on a single node
+    wanted: dict[str, set[int]] | None = (
+        None if request.topics is None else {t.name: set(t.partition_indexes) for t in request.topics}
+    )
     topics = []
     for name in sorted(moving):
         if wanted is not None and name not in wanted:
