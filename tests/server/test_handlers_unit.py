@@ -16,6 +16,7 @@ from tidelog.server.broker import Broker
 from tidelog.server.connection import RequestContext
 from tidelog.server.handlers import (
     add_partitions_to_txn,
+    bound,
     end_txn,
     fetch,
     heartbeat,
@@ -102,16 +103,16 @@ async def answer(result):
 
 
 async def test_produce_assigns_offsets_and_reports_errors(broker):
-    first = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(3))))
-    second = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(2))))
+    first = await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(3))))
+    second = await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(2))))
     assert [p.base_offset for p in first.responses[0].partition_responses] == [0]
     assert [p.base_offset for p in second.responses[0].partition_responses] == [3]
     assert broker.partitions.get("t", 0).log_end_offset == 5
-    unknown = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(1), topic="nope")))
+    unknown = await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(1), topic="nope")))
     assert unknown.responses[0].partition_responses[0].error_code == 3
-    bad_acks = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(1), acks=2)))
+    bad_acks = await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(1), acks=2)))
     assert bad_acks.responses[0].partition_responses[0].error_code == 21  # INVALID_REQUIRED_ACKS
-    assert produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(1), acks=0)) is NO_RESPONSE
+    assert bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(1), acks=0)) is NO_RESPONSE
     assert broker.partitions.get("t", 0).log_end_offset == 6  # acks=0 still appends
 
 
@@ -126,14 +127,14 @@ def test_acks_0_produce_refused_closes_the_connection(broker):
         c.connection.close_with = closed.append
         return c
 
-    assert produce.handle(broker, request_ctx(), produce_request(batch(1), acks=0)) is NO_RESPONSE
+    assert bound(produce, broker)(request_ctx(), produce_request(batch(1), acks=0)) is NO_RESPONSE
     assert closed == []
-    assert produce.handle(broker, request_ctx(), produce_request(batch(1), acks=0, topic="nope")) is NO_RESPONSE
+    assert bound(produce, broker)(request_ctx(), produce_request(batch(1), acks=0, topic="nope")) is NO_RESPONSE
     assert len(closed) == 1 and "nope-0: error 3" in closed[0], closed
 
 
 async def test_fetch_returns_whole_batches_and_out_of_range_offsets(broker):
-    await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(4))))
+    await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(4))))
 
     def request(offset: int, version: int = 11):
         return fetch_codec.FetchRequest(
@@ -143,23 +144,23 @@ async def test_fetch_returns_whole_batches_and_out_of_range_offsets(broker):
             max_bytes=1 << 20,
         )
 
-    got = await answer(fetch.handle(broker, ctx(broker, 1, 11), request(1)))
+    got = await answer(bound(fetch, broker)(ctx(broker, 1, 11), request(1)))
     part = got.responses[0].partitions[0]
     assert part.error_code == 0 and part.high_watermark == 4 and part.last_stable_offset == 4
     assert part.records, "the batch holding offset 1 is returned whole"
-    out = await answer(fetch.handle(broker, ctx(broker, 1, 11), request(99)))
+    out = await answer(bound(fetch, broker)(ctx(broker, 1, 11), request(99)))
     part = out.responses[0].partitions[0]
     assert (part.error_code, part.high_watermark, part.log_start_offset) == (1, -1, -1)  # as Kafka
 
 
 async def test_list_offsets_sentinels_and_time_lookup(broker):
-    await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(5))))
+    await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(5))))
 
     def ask(ts: int):
         req = lo_codec.ListOffsetsRequest(
             -1, [lo_codec.ListOffsetsRequestTopic("t", [lo_codec.ListOffsetsRequestPartition(0, ts)])]
         )
-        resp = list_offsets.handle(broker, ctx(broker, 2, 7), req)
+        resp = bound(list_offsets, broker)(ctx(broker, 2, 7), req)
         p = resp.topics[0].partitions[0]
         return p.error_code, p.offset, p.timestamp
 
@@ -188,13 +189,12 @@ async def test_group_join_sync_heartbeat(broker):
             },
         )
 
-    first = await join_group.handle(broker, ctx(broker, 11, 5), join_request(""))
+    first = await bound(join_group, broker)(ctx(broker, 11, 5), join_request(""))
     assert first["error_code"] == 79 and first["member_id"]  # MEMBER_ID_REQUIRED (KIP-394): join again with it
-    join = await join_group.handle(broker, ctx(broker, 11, 5), join_request(first["member_id"]))
+    join = await bound(join_group, broker)(ctx(broker, 11, 5), join_request(first["member_id"]))
     assert join["error_code"] == 0 and join["generation_id"] == 1 and join["protocol_name"] == "range"
     member = join["member_id"]
-    sync = await sync_group.handle(
-        broker,
+    sync = await bound(sync_group, broker)(
         ctx(broker, 14, 4),
         control_request(
             14,
@@ -209,14 +209,12 @@ async def test_group_join_sync_heartbeat(broker):
         ),
     )
     assert sync["error_code"] == 0 and bytes(sync["assignment"]) == b"A"
-    beat = heartbeat.handle(
-        broker,
+    beat = bound(heartbeat, broker)(
         ctx(broker, 12, 4),
         control_request(12, 4, {"group_id": "g", "generation_id": 1, "member_id": member, "group_instance_id": None}),
     )
     assert (await answer(beat))["error_code"] == 0
-    stale = heartbeat.handle(
-        broker,
+    stale = bound(heartbeat, broker)(
         ctx(broker, 12, 4),
         control_request(12, 4, {"group_id": "g", "generation_id": 7, "member_id": member, "group_instance_id": None}),
     )
@@ -224,8 +222,7 @@ async def test_group_join_sync_heartbeat(broker):
 
 
 async def test_transaction_moves_the_lso_and_commits(broker):
-    init = await init_producer_id.handle(
-        broker,
+    init = await bound(init_producer_id, broker)(
         ctx(broker, 22, 4),
         control_request(
             22, 4, {"transactional_id": "tx", "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
@@ -233,8 +230,7 @@ async def test_transaction_moves_the_lso_and_commits(broker):
     )
     assert init["error_code"] == 0
     pid, epoch = init["producer_id"], init["producer_epoch"]
-    added = await add_partitions_to_txn.handle(
-        broker,
+    added = await bound(add_partitions_to_txn, broker)(
         ctx(broker, 24, 3),
         control_request(
             24,
@@ -249,12 +245,11 @@ async def test_transaction_moves_the_lso_and_commits(broker):
     )
     assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
     records = batch(3, producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
-    resp = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(records, txn_id="tx")))
+    resp = await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(records, txn_id="tx")))
     assert resp.responses[0].partition_responses[0].error_code == 0
     plog = broker.partitions.get("t", 0)
     assert plog.last_stable_offset == 0 and plog.high_watermark == 3  # open: read_committed sees nothing
-    done = await end_txn.handle(
-        broker,
+    done = await bound(end_txn, broker)(
         ctx(broker, 26, 3),
         control_request(
             26, 3, {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch, "committed": True}

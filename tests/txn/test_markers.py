@@ -19,7 +19,7 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
 )
 
 from tidelog.log.records import CONTROL_FLAG_MASK, H_ATTRIBUTES, decode_batches
-from tidelog.server.handlers import write_txn_markers
+from tidelog.server.handlers import bound, write_txn_markers
 
 
 @pytest.fixture
@@ -32,8 +32,7 @@ TRANSACTION_COORDINATOR_FENCED = 52
 
 
 async def begin(broker, txn_id: str, partitions: list[int]) -> tuple[int, int]:
-    init = await init_producer_id.handle(
-        broker,
+    init = await bound(init_producer_id, broker)(
         ctx(broker, 22, 4),
         control_request(
             22, 4, {"transactional_id": txn_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
@@ -45,8 +44,7 @@ async def begin(broker, txn_id: str, partitions: list[int]) -> tuple[int, int]:
 
 
 async def add_to(broker, txn_id: str, pid: int, epoch: int, partitions: list[int]) -> None:
-    added = await add_partitions_to_txn.handle(
-        broker,
+    added = await bound(add_partitions_to_txn, broker)(
         ctx(broker, 24, 3),
         control_request(
             24,
@@ -66,15 +64,14 @@ async def add_to(broker, txn_id: str, pid: int, epoch: int, partitions: list[int
 
 async def send(broker, txn_id: str, pid: int, epoch: int, partition: int, seq: int) -> None:
     records = batch(2, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
-    resp = await answer(produce.handle(broker, ctx(broker, 0, 9), produce_request(records, partition, txn_id=txn_id)))
+    resp = await answer(bound(produce, broker)(ctx(broker, 0, 9), produce_request(records, partition, txn_id=txn_id)))
     assert resp.responses[0].partition_responses[0].error_code == 0
 
 
 async def markers(
     broker, pid: int, epoch: int, commit: bool, partitions: list[int], coordinator_epoch: int
 ) -> list[int]:
-    out = await write_txn_markers.handle(
-        broker,
+    out = await bound(write_txn_markers, broker)(
         ctx(broker, 27, 1),
         control_request(
             27,

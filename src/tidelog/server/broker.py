@@ -77,12 +77,12 @@ class Broker:
         self.metrics = Metrics(
             config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster
         )
+        self.stopping = asyncio.Event()  # set at stop: long polls end (the Fetch handler waits on it)
+        self.serving = asyncio.Event()  # set once requests are served (after the cluster join)
         self.router = Router()
-        handlers.register_all(self)
+        handlers.register_all(self)  # each handler bound to the parts it uses (handlers/__init__.py)
         self.router.seal(self.metrics.stage)
         self.servers: list[asyncio.base_events.Server] = []
-        self.stopping = asyncio.Event()
-        self.serving = asyncio.Event()  # set once requests are served (after the cluster join)
         self.bound_ports: dict[str, int] = {}
 
     def _cluster(self, state: ClusterState, connect: Any) -> tuple[GroupCoordinator, TxnService, ClusterView]:

@@ -1,5 +1,6 @@
 """What the handler unit tests of this folder share: a handler called as the router calls it (a
-typed request of one version, `handle(broker, ctx, request)`, awaited when it answers later), its
+typed request of one version, `handle(deps, ctx, request)` with the `Deps` the composition root
+binds it to (`handlers.bound`), awaited when it answers later), its
 answer encoded as that version's response (a misspelt or missing field fails here, as it would
 on the wire) and read back as a client reads it. The broker is the real one from the composition
 root (tests/server/test_handlers_unit.py): a real log in a temporary directory, no listener, no
@@ -25,7 +26,7 @@ from server.test_handlers_unit import (  # the request helpers of the handler un
 )
 
 from tidelog.server.connection import RequestContext
-from tidelog.server.handlers import join_group, sync_group
+from tidelog.server.handlers import bound, join_group, sync_group
 from tidelog.wire import control
 from tidelog.wire.frame import FrameDecoder
 from tidelog.wire.schemas import response_schema
@@ -88,7 +89,7 @@ async def call(module, broker, version: int, data: dict, conn=None) -> dict:
     c = ctx(broker, route.api_key, version)
     if conn is not None:
         c = RequestContext(c.header, conn, broker)
-    out = await answer(module.handle(broker, c, control_request(route.api_key, version, data)))
+    out = await answer(bound(module, broker)(c, control_request(route.api_key, version, data)))
     return wire(route.api_key, version, out)
 
 
@@ -118,7 +119,7 @@ def connection(broker, listener: str = "PLAINTEXT", close_with=None):
 async def produce_records(broker, n: int, partition: int = 0, topic: str = "t", **kw) -> int:
     """Append `n` records through the Produce handler; their base offset."""
     resp = await answer(
-        produce.handle(broker, ctx(broker, 0, 9), produce_request(batch(n, **kw), partition, topic=topic))
+        bound(produce, broker)(ctx(broker, 0, 9), produce_request(batch(n, **kw), partition, topic=topic))
     )
     part = resp.responses[0].partition_responses[0]
     assert part.error_code == 0, part

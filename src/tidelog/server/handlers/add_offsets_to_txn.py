@@ -3,6 +3,7 @@ producer's transaction, so TxnOffsetCommit may stage offsets there. v2+ may answ
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.topics import OFFSETS_TOPIC
@@ -13,12 +14,19 @@ from ._txn_util import fenced_for, guarded
 if TYPE_CHECKING:
     from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
+    txn = deps.txn
     store = txn.groups.store
     partition = store.partition_for(request.group_id) if store is not None else 0
     tp = (OFFSETS_TOPIC, partition)

@@ -4,6 +4,7 @@ not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_F
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -14,12 +15,19 @@ from ._txn_util import fenced_for, guarded
 if TYPE_CHECKING:
     from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
+    txn = deps.txn
     coordinator = txn.coordinator
 
     async def one(
@@ -64,10 +72,10 @@ async def handle(broker: Broker, ctx: RequestContext, request: AddPartitionsToTx
     return {
         "throttle_time": 0,
         "results_by_topic_v3_and_below": await one(
-            request.v3_and_below_transactional_id,
-            request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch,
-            request.v3_and_below_topics,
+            getattr(request, "v3_and_below_transactional_id"),  # v0-3 (the v5 class has `transactions`)
+            getattr(request, "v3_and_below_producer_id"),
+            getattr(request, "v3_and_below_producer_epoch"),
+            getattr(request, "v3_and_below_topics"),
             v,
         ),
     }

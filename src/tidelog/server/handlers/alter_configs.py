@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -12,9 +13,20 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 
-    from ...core.topics import Topic
-    from ..broker import Broker
+    from ...core.admin import TopicAdmin
+    from ...core.dynamic_config import DynamicBrokerConfigs
+    from ...core.topics import Topic, TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    registry: TopicRegistry
+    admin: TopicAdmin
+    dynamic: DynamicBrokerConfigs
+
 
 TOPIC = 2
 
@@ -32,7 +44,7 @@ def alter_result(r: Any, code: int = 0, msg: str | None = None) -> dict[str, Any
 BROKER = 4
 
 
-def broker_entity_error(broker: Broker, r: Any) -> dict[str, Any] | None:
+def broker_entity_error(r: Any) -> dict[str, Any] | None:
     """None when `r` names the cluster-wide default ("") or a broker id, else the error result."""
     name = r.resource_name
     if name == "" or (name.isdigit() and int(name) >= 0):
@@ -41,33 +53,33 @@ def broker_entity_error(broker: Broker, r: Any) -> dict[str, Any] | None:
 
 
 async def alter_brokers(
-    broker: Broker, changes: list[tuple[Any, dict[str, str]]], responses: list[dict[str, Any]]
+    dynamic: DynamicBrokerConfigs, changes: list[tuple[Any, dict[str, str]]], responses: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Write the dynamic broker configs computed by the handler (cluster: through etcd)."""
     for r, configs in changes:
-        await broker.dynamic.alter(r.resource_name, configs)
+        await dynamic.alter(r.resource_name, configs)
     return {"throttle_time": 0, "responses": responses}
 
 
-def check_topic_resource(broker: Broker, r: Any) -> tuple[Topic | None, dict[str, Any] | None]:
+def check_topic_resource(registry: TopicRegistry, r: Any) -> tuple[Topic | None, dict[str, Any] | None]:
     """(topic, None) or (None, error result) for a config resource."""
     if r.resource_type != TOPIC:
         return None, alter_result(r, E.invalid_request.value, f"Unsupported resource type {r.resource_type}.")
-    topic = broker.registry.get(r.resource_name)
+    topic = registry.get(r.resource_name)
     if topic is None:
         return None, alter_result(r, E.unknown_topic_or_partition.value, f"Topic '{r.resource_name}' does not exist.")
     return topic, None
 
 
-def handle(broker: Broker, ctx: RequestContext, request: AlterConfigsRequest) -> Any:
-    admin = broker.admin
+def handle(deps: Deps, ctx: RequestContext, request: AlterConfigsRequest) -> Any:
+    admin = deps.admin
     responses = []
     brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
         if r.resource_type == BROKER:  # the whole dynamic set of the broker (or default) replaced
-            err = broker_entity_error(broker, r)
+            err = broker_entity_error(r)
             new = {c.name: c.value for c in r.configs if c.value is not None}
-            reason = None if err else broker.dynamic.invalid(new)
+            reason = None if err else deps.dynamic.invalid(new)
             if err or reason:
                 responses.append(err or alter_result(r, E.invalid_request.value, reason))
                 continue
@@ -75,7 +87,7 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterConfigsRequest) ->
                 brokers.append((r, new))
             responses.append(alter_result(r, 0, None))
             continue
-        topic, err = check_topic_resource(broker, r)
+        topic, err = check_topic_resource(deps.registry, r)
         if err:
             responses.append(err)
             continue
@@ -85,7 +97,7 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterConfigsRequest) ->
             admin.set_configs(topic.name, new)
         responses.append(alter_result(r, code, msg))
     if brokers:
-        return alter_brokers(broker, brokers, responses)
+        return alter_brokers(deps.dynamic, brokers, responses)
     return {"throttle_time": 0, "responses": responses}
 
 

@@ -7,6 +7,7 @@ controller.py). v1's allow_replication_factor_change=false refuses a target of a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -15,12 +16,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.alter_partition_reassignments.v1.request import AlterPartitionReassignmentsRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Any:
-    cluster = broker.cluster
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Any:
+    cluster = deps.cluster
     allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
     out = []
     for t in request.topics:

@@ -10,6 +10,7 @@ Alter on the cluster (the authorization rule answers CLUSTER_AUTHORIZATION_FAILE
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -21,13 +22,22 @@ from .describe_log_dirs import log_dir_path
 if TYPE_CHECKING:
     from kio.schema.alter_replica_log_dirs.v2.request import AlterReplicaLogDirsRequest
 
-    from ..broker import Broker
+    from ...core.config import BrokerConfig
+    from ...core.partitions import Partitions
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
-    partitions = broker.partitions
-    current = log_dir_path(broker)
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    config: BrokerConfig
+    partitions: Partitions
+
+
+def handle(deps: Deps, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
+    partitions = deps.partitions
+    current = log_dir_path(deps.config)
     results: dict[str, list[dict[str, Any]]] = {}
     for d in request.dirs:
         dir_ok = os.path.isabs(d.path) and os.path.realpath(d.path) == current

@@ -7,6 +7,7 @@ keeps StoredKey and ServerKey derived from it (security.scram), persisted in the
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -18,20 +19,30 @@ from ..security.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCre
 if TYPE_CHECKING:
     from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
     from ..connection import RequestContext
+    from ..security import Security
 
 
-def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
-    store = broker.security.credentials
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    security: Security
+
+
+def handle(deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
+    store = deps.security.credentials
     results: dict[str, dict[str, Any]] = {}
-    counts = Counter((op.name, op.mechanism) for op in (*request.deletions, *request.upsertions))
-    users_in_order = list(dict.fromkeys(op.name for op in (*request.deletions, *request.upsertions)))
+    ops: tuple[Any, ...] = (*request.deletions, *request.upsertions)  # both carry name and mechanism
+    counts = Counter((op.name, op.mechanism) for op in ops)
+    users_in_order = list(dict.fromkeys(op.name for op in ops))
 
     def fail(user: str, code: E, message: str) -> None:
         results.setdefault(user, {"user": user, "error_code": code, "error_message": message})
 
-    for op in (*request.deletions, *request.upsertions):
+    for op in ops:
         if not op.name:
             fail(op.name, E.unacceptable_credential, "Username must not be empty")
         elif op.mechanism not in BY_NUMBER:
@@ -68,7 +79,7 @@ def handle(broker: Broker, ctx: RequestContext, request: AlterUserScramCredentia
         for op in request.upsertions
         if op.name not in results
     ]
-    shared = broker.cluster.shared_security
+    shared = deps.cluster.shared_security
     if shared is not None and (deletions or upsertions):  # cluster: through etcd, to every broker
         return _published(shared, deletions, upsertions, response)
     changed = False

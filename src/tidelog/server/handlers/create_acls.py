@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -14,12 +15,21 @@ from ..security.acls import AclBinding
 if TYPE_CHECKING:
     from kio.schema.create_acls.v3.request import CreateAclsRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
     from ..connection import RequestContext
+    from ..security import Security
 
 
-def handle(broker: Broker, ctx: RequestContext, request: CreateAclsRequest) -> Any:
-    security = broker.security
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    security: Security
+
+
+def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Any:
+    security = deps.security
     if security.authorizer is None:
         return {
             "throttle_time": 0,
@@ -46,7 +56,7 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateAclsRequest) -> A
             valid.append(b)
             results.append({"error_code": E.none, "error_message": None})
     response = {"throttle_time": 0, "results": results}
-    shared = broker.cluster.shared_security
+    shared = deps.cluster.shared_security
     if valid and shared is not None:  # cluster: through etcd, to every broker
         return _published(shared.add_acls(valid), response)
     if valid:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, Result
@@ -13,15 +14,24 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 
-    from ..broker import Broker
+    from ...core.admin import TopicAdmin
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
-    admin = broker.admin
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    registry: TopicRegistry
+    admin: TopicAdmin
+
+
+def handle(deps: Deps, ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
+    admin = deps.admin
     results = []
     pending: list[Any] = []
-    current = {t.name: broker.registry.get(t.name) for t in request.topics}
+    current = {t.name: deps.registry.get(t.name) for t in request.topics}
     added = sum(
         t.count - current[t.name].partitions
         for t in request.topics

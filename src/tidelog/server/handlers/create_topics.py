@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -16,15 +17,25 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.create_topics.v7.request import CreateTopicsRequest
 
-    from ...core.admin import Created
-    from ..broker import Broker
+    from ...core.admin import Created, TopicAdmin
+    from ...core.config import BrokerConfig
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    admin: TopicAdmin
+    config: BrokerConfig
+    node_id: int
+
 
 SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
 
 
-def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) -> Any:
-    admin = broker.admin
+def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any:
+    admin = deps.admin
     results = []
     pending: list[Any] = []
     validate_only = getattr(request, "validate_only", False)
@@ -33,7 +44,7 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
     counts = Counter(t.name for t in request.topics)
     duplicates = [name for name, n in counts.items() if n > 1]
     too_many = (
-        sum(max(_requested(t, broker.config["num.partitions"]), 0) for t in request.topics if counts[t.name] == 1)
+        sum(max(_requested(t, deps.config["num.partitions"]), 0) for t in request.topics if counts[t.name] == 1)
         > MAX_NEW_PARTITIONS_PER_REQUEST
     )
     for t in request.topics:
@@ -75,14 +86,14 @@ def handle(broker: Broker, ctx: RequestContext, request: CreateTopicsRequest) ->
             if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
                 entry.update(
                     error_code=E.invalid_replica_assignment.value,
-                    error_message=f"Replica assignments must name only broker {broker.node_id}, "
+                    error_message=f"Replica assignments must name only broker {deps.node_id}, "
                     "one per partition 0..n-1.",
                 )
                 results.append(entry)
                 continue
             partitions = len(t.assignments)
         if partitions == -1:
-            partitions = broker.config["num.partitions"]
+            partitions = deps.config["num.partitions"]
         configs = {c.name: c.value for c in t.configs}
         code, msg = admin.check_create(name, partitions, rf, configs)
         if code:

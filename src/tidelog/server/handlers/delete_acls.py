@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -14,12 +15,21 @@ from .describe_acls import acl_filter, filter_error
 if TYPE_CHECKING:
     from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
     from ..connection import RequestContext
+    from ..security import Security
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
-    security = broker.security
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    security: Security
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
+    security = deps.security
     if security.authorizer is None:
         return {
             "throttle_time": 0,
@@ -35,7 +45,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DeleteAclsRequest) -> A
         if filter_error(flt):
             results.append({"error_code": E.invalid_request, "error_message": filter_error(flt), "matching_acls": []})
             continue
-        shared = broker.cluster.shared_security
+        shared = deps.cluster.shared_security
         if shared is not None:  # cluster: removed through etcd, from every broker
             gone = [b for b in security.acls.find(flt) if b not in removed]
             removed.extend(gone)

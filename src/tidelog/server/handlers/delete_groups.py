@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -10,12 +11,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
+    coordinator = deps.groups
     results = []
     for g in request.groups_names:
         results.append({"group_id": g, "error_code": await coordinator.delete_group(g)})

@@ -4,6 +4,7 @@ from its fetch responses."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -16,13 +17,22 @@ from ._leadership import off_leader
 if TYPE_CHECKING:
     from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...core.partitions import Partitions
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
-    partitions = broker.partitions
-    cluster = broker.cluster
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    cluster: ClusterView
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
+    partitions = deps.partitions
+    cluster = deps.cluster
     topics = []
     for t in request.topics:
         parts = []

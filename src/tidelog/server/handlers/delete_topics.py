@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -14,16 +15,25 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 
-    from ..broker import Broker
+    from ...core.admin import TopicAdmin
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
-    admin, registry = broker.admin, broker.registry
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    registry: TopicRegistry
+    admin: TopicAdmin
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
+    admin, registry = deps.admin, deps.registry
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
-        wanted = [(n, None) for n in request.topic_names]
+        wanted = [(n, None) for n in getattr(request, "topic_names")]  # v0-5: names only
     responses = []
     pending: list[Any] = []
     # A topic given more than once is deleted by none of its entries and answered once,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -13,8 +14,15 @@ from ..security.acls import AclFilter
 if TYPE_CHECKING:
     from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 
-    from ..broker import Broker
     from ..connection import RequestContext
+    from ..security import Security
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    security: Security
 
 
 def acl_filter(f: Any) -> AclFilter:
@@ -38,8 +46,8 @@ def filter_error(f: AclFilter) -> str | None:
     return None
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeAclsRequest) -> Any:
-    security = broker.security
+def handle(deps: Deps, ctx: RequestContext, request: DescribeAclsRequest) -> Any:
+    security = deps.security
     if security.authorizer is None:
         return {
             "throttle_time": 0,

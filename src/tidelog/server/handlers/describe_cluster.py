@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -13,14 +14,23 @@ from .metadata import ALL_CLUSTER_OPERATIONS, broker_entries
 if TYPE_CHECKING:
     from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    registry: TopicRegistry
 
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # KIP-919 endpoint types (v1+; v0 asks for brokers)
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeClusterRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeClusterRequest) -> Any:
     endpoint_type = getattr(request, "endpoint_type", BROKER_ENDPOINT)
     if endpoint_type != BROKER_ENDPOINT:
         # a broker answers only for brokers (Kafka's AuthHelper.computeDescribeClusterResponse):
@@ -47,11 +57,11 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeClusterRequest)
         "error_code": 0,
         "error_message": None,
         "endpoint_type": BROKER_ENDPOINT,
-        "cluster_id": broker.registry.cluster_id,
-        "controller_id": broker.cluster.controller_id(),
+        "cluster_id": deps.registry.cluster_id,
+        "controller_id": deps.cluster.controller_id(),
         "brokers": [
             {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-            for b in broker_entries(broker, ctx.connection.listener_name)
+            for b in broker_entries(deps.cluster, ctx.connection.listener_name)
         ],
         "cluster_authorized_operations": (
             ALL_CLUSTER_OPERATIONS if getattr(request, "include_cluster_authorized_operations", False) else -2147483648

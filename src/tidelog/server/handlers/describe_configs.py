@@ -25,9 +25,23 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 
-    from ...core.topics import Topic
-    from ..broker import Broker
+    from ...core.admin import TopicAdmin
+    from ...core.config import BrokerConfig
+    from ...core.dynamic_config import DynamicBrokerConfigs
+    from ...core.topics import Topic, TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    registry: TopicRegistry
+    admin: TopicAdmin
+    dynamic: DynamicBrokerConfigs
+    config: BrokerConfig
+    node_id: int
+
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
@@ -74,7 +88,7 @@ def _entry(
     return out
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
     ask = _Ask(
         ctx.api_version,
         bool(getattr(request, "include_synonyms", False)),
@@ -91,24 +105,24 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
         }
         keys = set(r.configuration_keys) if r.configuration_keys else None
         if r.resource_type == TOPIC:
-            topic = broker.registry.get(r.resource_name)
+            topic = deps.registry.get(r.resource_name)
             if topic is None:
                 res.update(
                     error_code=E.unknown_topic_or_partition.value,
                     error_message=f"Topic '{r.resource_name}' does not exist.",
                 )
             else:
-                res["configs"] = _topic_entries(broker, topic, keys, ask)
+                res["configs"] = _topic_entries(deps, topic, keys, ask)
         elif r.resource_type == BROKER:
-            if r.resource_name not in ("", str(broker.node_id)):
+            if r.resource_name not in ("", str(deps.node_id)):
                 res.update(
                     error_code=E.invalid_request.value,
-                    error_message=f"Unexpected broker id {r.resource_name}, this is {broker.node_id}.",
+                    error_message=f"Unexpected broker id {r.resource_name}, this is {deps.node_id}.",
                 )
             elif r.resource_name == "":
-                res["configs"] = _default_broker_entries(broker, keys, ask)
+                res["configs"] = _default_broker_entries(deps, keys, ask)
             else:
-                res["configs"] = _broker_entries(broker, keys, ask)
+                res["configs"] = _broker_entries(deps, keys, ask)
         else:
             res.update(
                 error_code=E.invalid_request.value, error_message=f"Unsupported resource type {r.resource_type}."
@@ -117,26 +131,26 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeConfigsRequest)
     return {"throttle_time": 0, "results": results}
 
 
-def _topic_entries(broker: Broker, topic: Topic, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
-    values = broker.admin.topic_configs(topic)
+def _topic_entries(deps: Deps, topic: Topic, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
+    values = deps.admin.topic_configs(topic)
     out = []
     for name in sorted(values):
         if keys is not None and name not in keys:
             continue
-        syn = _topic_synonyms(broker, topic, name, _built_in_defaults().get(name, values[name]))
+        syn = _topic_synonyms(deps, topic, name, _built_in_defaults().get(name, values[name]))
         out.append(_entry(ask, name, values[name], syn[0][2], topic_type(name), syn))
     return out
 
 
-def _topic_synonyms(broker: Broker, topic: Topic, name: str, default_value: str) -> list[Synonym]:
+def _topic_synonyms(deps: Deps, topic: Topic, name: str, default_value: str) -> list[Synonym]:
     """The topic's override, then the broker keys it inherits (dynamic, static), then the default."""
-    raw = broker.config.raw
+    raw = deps.config.raw
     out: list[Synonym] = []
     if name in topic.configs:
         out.append((name, topic.configs[name], DYNAMIC_TOPIC))
     keys = TOPIC_SYNONYMS.get(name, ())
     for k in keys:  # dynamic broker configs first (the topic inherits them)
-        out += _dynamic_synonyms(broker, k)
+        out += _dynamic_synonyms(deps, k)
     out += [(k, raw[k], STATIC_BROKER) for k in keys if k in raw]
     with_default = [k for k in keys if BROKER_KEYS[k][1] is not None]
     if with_default:
@@ -146,11 +160,11 @@ def _topic_synonyms(broker: Broker, topic: Topic, name: str, default_value: str)
     return out
 
 
-def _default_broker_entries(broker: Broker, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
+def _default_broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
     """The cluster-wide default: only the keys set dynamically for every broker, each with that
     synonym alone (Kafka's currentDynamicDefaultConfigs)."""
     out = []
-    for name, value in sorted(broker.dynamic.entity("").items()):
+    for name, value in sorted(deps.dynamic.entity("").items()):
         if keys is not None and name not in keys:
             continue
         syn: list[Synonym] = [(name, value, DYNAMIC_DEFAULT)]
@@ -158,10 +172,10 @@ def _default_broker_entries(broker: Broker, keys: set[str] | None, ask: _Ask) ->
     return out
 
 
-def _broker_entries(broker: Broker, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
+def _broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
     """This broker's keys. read-only: whether the key can be changed dynamically, wherever its
     value comes from; synonyms: dynamic, static, built-in default (values of their own)."""
-    cfg, raw = broker.config, broker.config.raw
+    cfg, raw = deps.config, deps.config.raw
     out = []
     for name in sorted(k for k, v in cfg.values.items() if v is not None):
         if keys is not None and name not in keys:
@@ -170,12 +184,12 @@ def _broker_entries(broker: Broker, keys: set[str] | None, ask: _Ask) -> list[di
         if isinstance(cfg.values[name], bool):
             value = str(cfg.values[name]).lower()
         default = BROKER_KEYS[name][1] if name in BROKER_KEYS else None
-        syn = _dynamic_synonyms(broker, name)
+        syn = _dynamic_synonyms(deps, name)
         if name in raw:
             syn.append((name, raw[name], STATIC_BROKER))
         if default is not None:
             syn.append((name, default, DEFAULT))
-        dynamic = broker.dynamic.source(name)
+        dynamic = deps.dynamic.source(name)
         if dynamic is not None:  # set with kafka-configs: it wins over the static value
             value = dynamic[0]
         source = syn[0][2] if syn else DEFAULT
@@ -183,13 +197,13 @@ def _broker_entries(broker: Broker, keys: set[str] | None, ask: _Ask) -> list[di
     return out
 
 
-def _dynamic_synonyms(broker: Broker, name: str) -> list[Synonym]:
+def _dynamic_synonyms(deps: Deps, name: str) -> list[Synonym]:
     """This broker's dynamic value, then the cluster-wide default's, as Kafka lists them."""
     out: list[Synonym] = []
-    mine = broker.dynamic.entity(str(broker.node_id))
+    mine = deps.dynamic.entity(str(deps.node_id))
     if name in mine:
         out.append((name, mine[name], DYNAMIC_BROKER))
-    default = broker.dynamic.entity("")
+    default = deps.dynamic.entity("")
     if name in default:
         out.append((name, default[name], DYNAMIC_DEFAULT))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -11,15 +12,22 @@ from ..security.rules import GROUP_OPS
 if TYPE_CHECKING:
     from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
 
 
 ALL_GROUP_OPERATIONS = sum(1 << int(op) for op in GROUP_OPS)
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeGroupsRequest) -> Any:
-    coordinator = broker.groups
+def handle(deps: Deps, ctx: RequestContext, request: DescribeGroupsRequest) -> Any:
+    coordinator = deps.groups
     groups = [coordinator.describe(g) for g in request.groups]
     if getattr(request, "include_authorized_operations", False):
         # v3+: every group operation on each group described without error, as Kafka answers

@@ -11,6 +11,7 @@ CLUSTER_AUTHORIZATION_FAILED with no results otherwise).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -19,16 +20,25 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 
-    from ..broker import Broker
+    from ...core.config import BrokerConfig
+    from ...core.partitions import Partitions
     from ..connection import RequestContext
 
 
-def log_dir_path(broker: Broker) -> str:
-    return str(broker.config.log_dirs[0].resolve())
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    config: BrokerConfig
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeLogDirsRequest) -> Any:
-    partitions = broker.partitions
+def log_dir_path(config: BrokerConfig) -> str:
+    return str(config.log_dirs[0].resolve())
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DescribeLogDirsRequest) -> Any:
+    partitions = deps.partitions
     wanted = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
@@ -44,7 +54,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeLogDirsRequest)
                 "is_future_key": False,
             }
         )
-    path = log_dir_path(broker)
+    path = log_dir_path(deps.config)
     st = os.statvfs(path)
     result = {
         "error_code": 0,

@@ -3,6 +3,7 @@ last timestamp, coordinator epoch, first offset of the open transaction or -1)."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -15,13 +16,24 @@ from ._leadership import off_leader
 if TYPE_CHECKING:
     from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...txn.producer_states import ProducerStates
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
-    txn = broker.txn
-    cluster = broker.cluster
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+    cluster: ClusterView
+    producers: ProducerStates
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
+    txn = deps.txn
+    cluster = deps.cluster
 
     def partition(topic: str, index: int) -> dict[str, Any]:
         plog = txn.partitions.get(topic, index)
@@ -39,7 +51,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeProducersReques
                 "error_message": None,
                 "active_producers": [],
             }
-        producers = [] if topic in UNTRACKED else broker.producers.state_for(topic, index, plog).producers.values()
+        producers = [] if topic in UNTRACKED else deps.producers.state_for(topic, index, plog).producers.values()
         return {
             "partition_index": index,
             "error_code": 0,

@@ -13,6 +13,7 @@ eligible-leader fields (ELR) are empty, as Kafka 4.1 answers for a healthy parti
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -27,16 +28,27 @@ from ..security.rules import TOPIC_OPS, authorized_operations
 if TYPE_CHECKING:
     from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
 
-    from ..broker import Broker
+    from ...core.config import BrokerConfig
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    registry: TopicRegistry
+    config: BrokerConfig
+    node_id: int
+
 
 ZERO_UUID = uuid.UUID(int=0)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
-    registry = broker.registry
-    broker_limit = broker.config["max.request.partition.size.limit"]
+def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
+    registry = deps.registry
+    broker_limit = deps.config["max.request.partition.size.limit"]
     session = ctx.connection.security
     if session is not None and session.security.authorizer is None:
         session = None
@@ -71,7 +83,7 @@ def handle(broker: Broker, ctx: RequestContext, request: DescribeTopicPartitions
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
     limit = max(0, min(request.response_partition_limit, broker_limit))
-    node = broker.node_id
+    node = deps.node_id
     topics, next_cursor = [], None
     for name in names:
         topic = registry.get(name)

@@ -5,6 +5,7 @@ as a timestamp; clients show both as "not started")."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -14,12 +15,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
+    txn = deps.txn
 
     def describe(txn_id: str) -> dict[str, Any]:
         meta = txn.coordinator.txns.get(txn_id)

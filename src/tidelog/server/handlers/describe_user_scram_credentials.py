@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -14,12 +15,19 @@ from ..security.scram import MECHANISMS
 if TYPE_CHECKING:
     from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
 
-    from ..broker import Broker
     from ..connection import RequestContext
+    from ..security import Security
 
 
-def handle(broker: Broker, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
-    store = broker.security.credentials
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    security: Security
+
+
+def handle(deps: Deps, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
+    store = deps.security.credentials
 
     def info(user: str) -> dict[str, Any]:
         mechs = store.users.get(user)

@@ -6,6 +6,7 @@ leader epoch (cluster/elections.py) and the answer waits until this broker's cop
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -16,18 +17,28 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    registry: TopicRegistry
+
 
 PREFERRED, UNCLEAN = 0, 1
 
 
-def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: ElectLeadersRequest) -> Any:
     election = getattr(request, "election_type", PREFERRED)
     if request.topic_partitions is None:
         wanted = [
             (t.name, p)
-            for t in sorted(broker.registry.topics.values(), key=lambda t: t.name)
+            for t in sorted(deps.registry.topics.values(), key=lambda t: t.name)
             for p in range(t.partitions)
         ]
     else:
@@ -41,15 +52,15 @@ def handle(broker: Broker, ctx: RequestContext, request: ElectLeadersRequest) ->
     # every partition (null): those already led by their preferred replica are left out of the
     # answer, as Kafka's ReplicationControlManager.electLeaders does
     every = request.topic_partitions is None
-    return _elect(broker, ctx, wanted, election, every)
+    return _elect(deps, ctx, wanted, election, every)
 
 
-async def _elect(broker: Broker, ctx: RequestContext, wanted: list[tuple[str, int]], election: int, every: bool) -> Any:
+async def _elect(deps: Deps, ctx: RequestContext, wanted: list[tuple[str, int]], election: int, every: bool) -> Any:
     """One partition at a time, through the cluster view (a single node: never needed)."""
     timeout_s = 60.0
     out = []
     for t, p in wanted:
-        code, msg = await broker.cluster.elect(t, p, election == UNCLEAN, timeout_s)
+        code, msg = await deps.cluster.elect(t, p, election == UNCLEAN, timeout_s)
         out.append((t, p, code, msg))
     return _response(ctx, _needed(out) if every else out)
 

@@ -3,6 +3,7 @@ are written to every partition of the transaction. v2+ may answer PRODUCER_FENCE
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -12,12 +13,19 @@ from ._txn_util import fenced_for, guarded
 if TYPE_CHECKING:
     from kio.schema.end_txn.v4.request import EndTxnRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: EndTxnRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: EndTxnRequest) -> Any:
+    txn = deps.txn
     code = await guarded(
         "EndTxn",
         txn.coordinator.end_txn(

@@ -12,6 +12,7 @@ fetch requests (the measured choice for a single node; see bench/README.md).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -24,24 +25,37 @@ from ..leader_hints import LeaderHints
 from ..router_hot import hot_route
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    import asyncio
+
+    from ...cluster.view import ClusterView
+    from ...core.partitions import Partitions
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    cluster: ClusterView
+    registry: TopicRegistry
+    stopping: asyncio.Event
+
 
 READ_COMMITTED = 1
 
 
-def read_all(
-    broker: Broker, req: codec.FetchRequest, version: int, listener: str = ""
-) -> tuple[Any, int, bool, list[Any]]:
-    partitions = broker.partitions
-    registry = broker.registry
+def read_all(deps: Deps, req: codec.FetchRequest, version: int, listener: str = "") -> tuple[Any, int, bool, list[Any]]:
+    partitions = deps.partitions
+    registry = deps.registry
     remaining = req.max_bytes if version >= 3 else 0x7FFF_FFFF
     total = 0
     errors = False
     keys = []
     topics = []
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
-    cluster = broker.cluster
+    cluster = deps.cluster
     hints = LeaderHints(cluster, listener) if version >= 12 else None
     for t in req.topics:
         name: str | None = t.topic
@@ -147,25 +161,23 @@ def read_all(
     )
 
 
-def handle(broker: Broker, ctx: RequestContext, req: codec.FetchRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, req: codec.FetchRequest) -> Any:
     version = ctx.api_version
-    resp, total, errors, keys = read_all(broker, req, version, ctx.connection.listener_name)
+    resp, total, errors, keys = read_all(deps, req, version, ctx.connection.listener_name)
     if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not keys:
         return resp
-    return _long_poll(
-        broker, req, version, keys, time.monotonic() + req.max_wait_ms / 1000, ctx.connection.listener_name
-    )
+    return _long_poll(deps, req, version, keys, time.monotonic() + req.max_wait_ms / 1000, ctx.connection.listener_name)
 
 
 async def _long_poll(
-    broker: Broker, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float, listener: str
+    deps: Deps, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float, listener: str
 ) -> Any:
-    waiters = broker.partitions.waiters
+    waiters = deps.partitions.waiters
     while True:
         remaining = deadline - time.monotonic()
         woken = await waiters.wait_any(keys, remaining)
-        resp, total, errors, keys = read_all(broker, req, version, listener)
-        if total >= req.min_bytes or errors or not woken or broker.stopping.is_set() or time.monotonic() >= deadline:
+        resp, total, errors, keys = read_all(deps, req, version, listener)
+        if total >= req.min_bytes or errors or not woken or deps.stopping.is_set() or time.monotonic() >= deadline:
             return resp
 
 

@@ -7,6 +7,7 @@ batch of keys."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -21,45 +22,55 @@ from .metadata import broker_entries
 if TYPE_CHECKING:
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    groups: GroupCoordinator
+
 
 KEY_TYPES = (0, 1)  # group, transaction
 TOPIC_OF = {0: OFFSETS_TOPIC, 1: STATE_TOPIC}
 CREATED_WAIT_S = 5.0
 
 
-def handle(broker: Broker, ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
     key_type = getattr(request, "key_type", 0)
-    keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
-    if key_type in KEY_TYPES and not broker.cluster.coordinators_topic_exists(TOPIC_OF[key_type]):
-        return _after_creating(broker, ctx, keys, key_type)
-    return _respond(broker, ctx, keys, key_type)
+    keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [getattr(request, "key")]  # v0-3: one key
+    if key_type in KEY_TYPES and not deps.cluster.coordinators_topic_exists(TOPIC_OF[key_type]):
+        return _after_creating(deps, ctx, keys, key_type)
+    return _respond(deps, ctx, keys, key_type)
 
 
-async def _after_creating(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int) -> Any:
-    code = await broker.cluster.ensure_coordinators_topic(TOPIC_OF[key_type])
+async def _after_creating(deps: Deps, ctx: RequestContext, keys: list[str], key_type: int) -> Any:
+    code = await deps.cluster.ensure_coordinators_topic(TOPIC_OF[key_type])
     if code:
-        return _respond(broker, ctx, keys, key_type, code)
+        return _respond(deps, ctx, keys, key_type, code)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CREATED_WAIT_S
-    while loop.time() < deadline and any(_coordinator(broker, key_type, k) < 0 for k in keys):
+    while loop.time() < deadline and any(_coordinator(deps, key_type, k) < 0 for k in keys):
         await asyncio.sleep(0.05)  # the new partitions' first leaders are being elected
-    return _respond(broker, ctx, keys, key_type)
+    return _respond(deps, ctx, keys, key_type)
 
 
-def _respond(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int, failed: int = 0) -> Any:
-    nodes = {b["node_id"]: b for b in broker_entries(broker, ctx.connection.listener_name)}
+def _respond(deps: Deps, ctx: RequestContext, keys: list[str], key_type: int, failed: int = 0) -> Any:
+    nodes = {b["node_id"]: b for b in broker_entries(deps.cluster, ctx.connection.listener_name)}
 
     def answer(key: str) -> dict[str, Any]:
         if key_type not in KEY_TYPES:
             return _error(key, E.invalid_request.value, f"unknown key type {key_type}")
         if failed:
             return _error(key, failed, "the coordinators' topic cannot be created yet")
-        node = nodes.get(_coordinator(broker, key_type, key))
+        node = nodes.get(_coordinator(deps, key_type, key))
         if node is None:
             return _error(key, E.coordinator_not_available.value, "no live coordinator")
-        if key_type == 0 and not broker.groups.loaded:
+        if key_type == 0 and not deps.groups.loaded:
             return _error(key, E.coordinator_not_available.value, "loading")
         return {
             "key": key,
@@ -77,11 +88,11 @@ def _respond(broker: Broker, ctx: RequestContext, keys: list[str], key_type: int
     return {"throttle_time": 0, **one}
 
 
-def _coordinator(broker: Broker, key_type: int, key: str) -> int:
+def _coordinator(deps: Deps, key_type: int, key: str) -> int:
     """The broker coordinating `key`: the leader of its partition of the coordinators' topic."""
     if key_type == 0:
-        return broker.cluster.coordinator(OFFSETS_TOPIC, lambda n: group_partition(key, n))
-    return broker.cluster.coordinator(STATE_TOPIC, lambda n: txn_partition(key, n))
+        return deps.cluster.coordinator(OFFSETS_TOPIC, lambda n: group_partition(key, n))
+    return deps.cluster.coordinator(STATE_TOPIC, lambda n: txn_partition(key, n))
 
 
 def _error(key: str, code: int, message: str) -> dict[str, Any]:

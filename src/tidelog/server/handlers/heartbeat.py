@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -10,12 +11,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: HeartbeatRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+def handle(deps: Deps, ctx: RequestContext, request: HeartbeatRequest) -> Any:
+    coordinator = deps.groups
     err = coordinator.heartbeat(
         request.group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id
     )

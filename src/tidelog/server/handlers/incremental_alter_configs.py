@@ -4,6 +4,7 @@ core/dynamic_config.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -15,26 +16,38 @@ from .alter_configs import BROKER, alter_brokers, alter_result, broker_entity_er
 if TYPE_CHECKING:
     from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 
-    from ..broker import Broker
+    from ...core.admin import TopicAdmin
+    from ...core.dynamic_config import DynamicBrokerConfigs
+    from ...core.topics import TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    registry: TopicRegistry
+    admin: TopicAdmin
+    dynamic: DynamicBrokerConfigs
+
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = {"cleanup.policy"}
 
 
-def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
-    admin = broker.admin
+def handle(deps: Deps, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
+    admin = deps.admin
     responses = []
     brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
         if r.resource_type == BROKER:
-            err = broker_entity_error(broker, r)
+            err = broker_entity_error(r)
             if err:
                 responses.append(err)
                 continue
-            entity = broker.dynamic.entity(r.resource_name)
+            entity = deps.dynamic.entity(r.resource_name)
             new, code, msg = apply_ops(entity, entity, r.configs, BROKER_LIST_KEYS)
-            reason = None if code else broker.dynamic.invalid(new or {})
+            reason = None if code else deps.dynamic.invalid(new or {})
             if code or reason:
                 responses.append(alter_result(r, code or E.invalid_request.value, msg or reason))
                 continue
@@ -42,7 +55,7 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
                 brokers.append((r, new or {}))
             responses.append(alter_result(r, 0, None))
             continue
-        topic, err = check_topic_resource(broker, r)
+        topic, err = check_topic_resource(deps.registry, r)
         if err:
             responses.append(err)
             continue
@@ -53,7 +66,7 @@ def handle(broker: Broker, ctx: RequestContext, request: IncrementalAlterConfigs
             admin.set_configs(topic.name, new)
         responses.append(alter_result(r, code, msg))
     if brokers:
-        return alter_brokers(broker, brokers, responses)
+        return alter_brokers(deps.dynamic, brokers, responses)
     return {"throttle_time": 0, "responses": responses}
 
 

@@ -4,6 +4,7 @@ id and epoch (KIP-360); v4+ may answer PRODUCER_FENCED."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -13,12 +14,19 @@ from ._txn_util import fenced_for, guarded, millis
 if TYPE_CHECKING:
     from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: InitProducerIdRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: InitProducerIdRequest) -> Any:
+    txn = deps.txn
 
     def answer(code: int, pid: int = -1, epoch: int = -1) -> dict[str, Any]:
         return {

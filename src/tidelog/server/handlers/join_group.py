@@ -5,6 +5,7 @@ group_instance_id for static membership (KIP-345)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -14,12 +15,19 @@ from ._txn_util import millis
 if TYPE_CHECKING:
     from kio.schema.join_group.v7.request import JoinGroupRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: JoinGroupRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: JoinGroupRequest) -> Any:
+    coordinator = deps.groups
     version = ctx.api_version
     peer = ctx.connection.peer
     session = millis(request.session_timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -10,14 +11,22 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.leave_group.v5.request import LeaveGroupRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: LeaveGroupRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+def handle(deps: Deps, ctx: RequestContext, request: LeaveGroupRequest) -> Any:
+    coordinator = deps.groups
     if ctx.api_version < 3:
-        top, members = coordinator.leave(request.group_id, [(request.member_id, None)])
+        member_id: str = getattr(request, "member_id")  # v0-2: one member, at the top level
+        top, members = coordinator.leave(request.group_id, [(member_id, None)])
         if not top and members:
             top = members[0]["error_code"]
         return {"throttle_time": 0, "error_code": top, "members": []}

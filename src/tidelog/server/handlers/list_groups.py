@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -10,12 +11,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.list_groups.v5.request import ListGroupsRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: ListGroupsRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+def handle(deps: Deps, ctx: RequestContext, request: ListGroupsRequest) -> Any:
+    coordinator = deps.groups
     err, groups = coordinator.list_groups(getattr(request, "states_filter", ()), getattr(request, "types_filter", ()))
     return {"throttle_time": 0, "error_code": err, "groups": groups}
 

@@ -8,6 +8,7 @@ each segment's largest record timestamp (never file times).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -16,15 +17,25 @@ from ...wire import list_offsets as codec
 from ..router_hot import hot_route
 
 if TYPE_CHECKING:
+    from ...cluster.view import ClusterView
+    from ...core.partitions import Partitions
     from ...log.log import PartitionLog
-    from ..broker import Broker
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    cluster: ClusterView
+
 
 LATEST, EARLIEST, LAST_STABLE_OR_MAX_TS, EARLIEST_LOCAL = -1, -2, -3, -4
 
 
-def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
-    partitions = broker.partitions
+def handle(deps: Deps, ctx: RequestContext, req: Any) -> Any:
+    partitions = deps.partitions
 
     def lookup(plog: PartitionLog, ts: int, version: int, committed: bool) -> tuple[int, int]:
         """(timestamp, offset) answered for one partition."""
@@ -38,7 +49,7 @@ def handle(broker: Broker, ctx: RequestContext, req: Any) -> Any:
         return timestamp, offset
 
     version = ctx.api_version
-    cluster = broker.cluster
+    cluster = deps.cluster
     committed = version >= 2 and req.isolation_level == 1
     topics = []
     for t in req.topics:

@@ -4,6 +4,7 @@ A single node never has one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -12,12 +13,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
-    moving = broker.cluster.reassignments()  # none on a single node
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+
+
+def handle(deps: Deps, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
+    moving = deps.cluster.reassignments()  # none on a single node
     wanted: dict[str, set[int]] | None = (
         None if request.topics is None else {t.name: set(t.partition_indexes) for t in request.topics}
     )

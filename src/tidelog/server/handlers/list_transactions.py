@@ -3,6 +3,7 @@ state names, producer ids and (v1) a minimum running time of Ongoing transaction
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -11,12 +12,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: ListTransactionsRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+def handle(deps: Deps, ctx: RequestContext, request: ListTransactionsRequest) -> Any:
+    txn = deps.txn
     duration = getattr(request, "duration_filter", -1)
     unknown, found = txn.coordinator.list(request.state_filters, request.producer_id_filters, duration)
     return {

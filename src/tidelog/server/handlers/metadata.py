@@ -3,6 +3,7 @@ ISR and offline replicas (a single node leads every partition); auto-creates top
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -15,21 +16,32 @@ from ..security.rules import CLUSTER_OPS, TOPIC_OPS
 if TYPE_CHECKING:
     from kio.schema.metadata.v12.request import MetadataRequest
 
-    from ...core.topics import Topic
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...core.admin import TopicAdmin
+    from ...core.topics import Topic, TopicRegistry
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    cluster: ClusterView
+    registry: TopicRegistry
+    admin: TopicAdmin
+
 
 ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
-def broker_entries(broker: Broker, listener_name: str) -> list[dict[str, Any]]:
+def broker_entries(cluster: ClusterView, listener_name: str) -> list[dict[str, Any]]:
     """The live brokers as a client of `listener_name` reaches them (one, on a single node)."""
-    return broker.cluster.brokers(listener_name)
+    return cluster.brokers(listener_name)
 
 
-def topic_entry(broker: Broker, topic: Topic) -> dict[str, Any]:
-    view = broker.cluster
+def topic_entry(deps: Deps, topic: Topic) -> dict[str, Any]:
+    view = deps.cluster
     parts = []
     for p in range(topic.partitions):
         pv = view.partition(topic.name, p)
@@ -54,15 +66,15 @@ def topic_entry(broker: Broker, topic: Topic) -> dict[str, Any]:
     }
 
 
-def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any:
-    registry = broker.registry
+def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Any:
+    registry = deps.registry
     version = ctx.api_version
     requested = request.topics
     allow_auto = getattr(request, "allow_auto_topic_creation", True)
     topics = []
     refused = False
     if requested is None or (version == 0 and not requested):
-        topics = [topic_entry(broker, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
+        topics = [topic_entry(deps, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
     elif refused := version < 12 and any(t.name is None or getattr(t, "topic_id", None) is not None for t in requested):
         # v10-11 requests carry topic ids and nullable names, but their responses cannot name a
         # topic by id (names are not nullable before v12): Kafka answers INVALID_REQUEST for
@@ -91,11 +103,11 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
                         continue
                     code = E.unknown_topic_or_partition.value
                     if allow_auto:
-                        topic, code = broker.admin.auto_create(name)
+                        topic, code = deps.admin.auto_create(name)
                     if topic is None:
                         topics.append({"error_code": code, "name": name, "partitions": []})
                         continue
-            topics.append(topic_entry(broker, topic))
+            topics.append(topic_entry(deps, topic))
     if getattr(request, "include_topic_authorized_operations", False) and not refused:
         # v8+: every topic operation on each topic answered by name (not an unknown topic id), as
         # Kafka answers without an authorizer (the authorizer's rule replaces them with the
@@ -105,9 +117,9 @@ def handle(broker: Broker, ctx: RequestContext, request: MetadataRequest) -> Any
                 entry["topic_authorized_operations"] = ALL_TOPIC_OPERATIONS
     response = {
         "throttle_time": 0,
-        "brokers": broker_entries(broker, ctx.connection.listener_name),
+        "brokers": broker_entries(deps.cluster, ctx.connection.listener_name),
         "cluster_id": registry.cluster_id,
-        "controller_id": broker.cluster.controller_id(),
+        "controller_id": deps.cluster.controller_id(),
         "topics": topics,
     }
     if getattr(request, "include_cluster_authorized_operations", False):

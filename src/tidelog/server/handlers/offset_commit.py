@@ -5,6 +5,7 @@ record's expire timestamp), v6+ the leader epoch, v7+ group_instance_id."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...groups.records import OffsetValue
@@ -15,12 +16,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.offset_commit.v8.request import OffsetCommitRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
+    coordinator = deps.groups
     version = ctx.api_version
     now = wall_clock_ms()
     retention = getattr(request, "retention_time", -1) if 2 <= version <= 4 else -1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -10,12 +11,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
+    coordinator = deps.groups
     tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     err, results = await coordinator.delete_offsets(request.group_id, tps)
     return {

@@ -6,6 +6,7 @@ UNSTABLE_OFFSET_COMMIT."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -14,8 +15,15 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.offset_fetch.v8.request import OffsetFetchRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
 
 
 def _topics(topics: list[Any] | None) -> list[tuple[str, list[int]]] | None:
@@ -24,8 +32,8 @@ def _topics(topics: list[Any] | None) -> list[tuple[str, list[int]]] | None:
     return [(t.name, list(t.partition_indexes)) for t in topics]
 
 
-def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> Any:
-    coordinator = broker.groups
+def handle(deps: Deps, ctx: RequestContext, request: OffsetFetchRequest) -> Any:
+    coordinator = deps.groups
     version = ctx.api_version
     stable = bool(getattr(request, "require_stable", False))
     if version >= 8:
@@ -34,7 +42,10 @@ def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> 
             err, topics = coordinator.fetch_offsets(g.group_id, _topics(g.topics), stable)
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": err})
         return {"throttle_time": 0, "groups": groups}
-    err, topics = coordinator.fetch_offsets(request.group_id, _topics(request.topics), stable)
+    # v0-7: one group, at the top level (fields the v8 class lacks)
+    group_id: str = getattr(request, "group_id")
+    wanted: list[Any] | None = getattr(request, "topics")
+    err, topics = coordinator.fetch_offsets(group_id, _topics(wanted), stable)
     if err:
         # no group-level error code before v2: reported per partition. From v2 Kafka answers the
         # group's error alone, with no partitions - which aiokafka (OffsetFetch v3, reading only
@@ -49,7 +60,7 @@ def handle(broker: Broker, ctx: RequestContext, request: OffsetFetchRequest) -> 
                     for p in t.partition_indexes
                 ],
             }
-            for t in request.topics or ()
+            for t in wanted or ()
         ]
     return {"throttle_time": 0, "topics": topics, "error_code": err}
 

@@ -8,6 +8,7 @@ cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEA
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -18,13 +19,22 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
 
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...core.partitions import Partitions
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Any:
-    partitions = broker.partitions
-    cluster = broker.cluster
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    cluster: ClusterView
+
+
+def handle(deps: Deps, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Any:
+    partitions = deps.partitions
+    cluster = deps.cluster
     topics = []
     for t in request.topics:
         parts = []

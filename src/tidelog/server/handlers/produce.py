@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -25,8 +26,19 @@ from ..router_hot import hot_route
 
 if TYPE_CHECKING:
     from ...cluster.partition import Lease
-    from ..broker import Broker
+    from ...cluster.view import ClusterView
+    from ...core.partitions import Partitions
+    from ...txn.service import TxnService
     from ..connection import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    txn: TxnService
+    cluster: ClusterView
 
 
 # Kafka answers these before touching the log, with no log start offset (-1); every other append
@@ -49,11 +61,11 @@ def partition_error(index: int, code: int, message: str | None = None) -> codec.
 
 
 def handle(
-    broker: Broker, ctx: RequestContext, req: codec.ProduceRequest, refused: dict[tuple[str, int], int] | None = None
+    deps: Deps, ctx: RequestContext, req: codec.ProduceRequest, refused: dict[tuple[str, int], int] | None = None
 ) -> Any:
     """`refused`: partitions whose transactional batch the remote coordinator did not vouch for
     (KIP-890, cluster/verify.py), answered with that error and not appended."""
-    cluster = broker.cluster
+    cluster = deps.cluster
     if refused is None and req.transactional_id:
         pending = [
             (t.name, p.index, tp)
@@ -62,9 +74,9 @@ def handle(
             if p.records and (tp := cluster.needs_verification(t.name, p.index, p.records)) is not None
         ]
         if pending:
-            return _verified_then(broker, ctx, req, pending)
-    partitions = broker.partitions
-    txn = broker.txn
+            return _verified_then(deps, ctx, req, pending)
+    partitions = deps.partitions
+    txn = deps.txn
     acks = req.acks
     results = []
     to_flush = []
@@ -145,14 +157,14 @@ def handle(
     if endpoints:
         response.tagged_fields = {leader_hint.NODE_ENDPOINTS_TAG: endpoints}
     if replicated:
-        return _replicated_then(broker, replicated, to_flush, req.timeout_ms, response)
+        return _replicated_then(deps, replicated, to_flush, req.timeout_ms, response)
     if to_flush:
         return _flush_then(group_commit, to_flush, response)
     return response
 
 
 async def _verified_then(
-    broker: Broker, ctx: RequestContext, req: codec.ProduceRequest, pending: list[tuple[str, int, tuple[int, int]]]
+    deps: Deps, ctx: RequestContext, req: codec.ProduceRequest, pending: list[tuple[str, int, tuple[int, int]]]
 ) -> Any:
     """KIP-890 across brokers: the coordinator vouches for each first transactional batch first."""
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
@@ -161,14 +173,14 @@ async def _verified_then(
     assert req.transactional_id is not None
     refused: dict[tuple[str, int], int] = {}
     for (pid, epoch), tps in by_producer.items():
-        answers = await broker.cluster.verify(req.transactional_id, pid, epoch, tps)
+        answers = await deps.cluster.verify(req.transactional_id, pid, epoch, tps)
         refused.update({tp: code for tp, code in answers.items() if code})
-    result = handle(broker, ctx, req, refused)
+    result = handle(deps, ctx, req, refused)
     return await result if asyncio.iscoroutine(result) else result
 
 
 async def _replicated_then(
-    broker: Broker,
+    deps: Deps,
     waits: list[tuple[Lease, int, codec.ProduceResponsePartition]],
     to_flush: list[Any],
     timeout_ms: int,
@@ -176,9 +188,9 @@ async def _replicated_then(
 ) -> codec.ProduceResponse:
     """acks=all on a replicated partition: answered once the high watermark passes the batch under
     the leader epoch it was appended at (never across a leadership change)."""
-    cluster = broker.cluster
+    cluster = deps.cluster
     if to_flush:
-        await asyncio.gather(*(broker.partitions.group_commit.flush(plog) for plog in to_flush))
+        await asyncio.gather(*(deps.partitions.group_commit.flush(plog) for plog in to_flush))
     codes = await asyncio.gather(*(cluster.wait_replicated(lease, last, timeout_ms / 1000) for lease, last, _ in waits))
     for (_r, _last, answer), code in zip(waits, codes):
         if code:

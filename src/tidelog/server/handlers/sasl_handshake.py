@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -12,11 +13,15 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-    from ..broker import Broker
     from ..connection import RequestContext
 
 
-def handle(broker: Broker, ctx: RequestContext, request: SaslHandshakeRequest) -> Any:
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """None: the connection's SASL session (`ctx.connection.security`) does the work."""
+
+
+def handle(deps: Deps, ctx: RequestContext, request: SaslHandshakeRequest) -> Any:
     session = ctx.connection.security
     if session is None or not session.sasl:
         return {"error_code": E.illegal_sasl_state, "mechanisms": []}

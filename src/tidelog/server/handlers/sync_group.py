@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...wire.apis import ApiKey
@@ -10,12 +11,19 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.sync_group.v5.request import SyncGroupRequest
 
-    from ..broker import Broker
+    from ...groups import GroupCoordinator
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: SyncGroupRequest) -> Any:
-    coordinator = broker.groups
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    groups: GroupCoordinator
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: SyncGroupRequest) -> Any:
+    coordinator = deps.groups
     result = await coordinator.sync(
         group_id=request.group_id,
         member_id=request.member_id,

@@ -8,6 +8,7 @@ FENCED_INSTANCE_ID for a replaced static member); v3 may answer PRODUCER_FENCED.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -22,12 +23,19 @@ from ._txn_util import fenced_for
 if TYPE_CHECKING:
     from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest
 
-    from ..broker import Broker
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
-    txn = broker.txn
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    txn: TxnService
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
+    txn = deps.txn
     groups = txn.groups
     v = ctx.api_version
     store = groups.store

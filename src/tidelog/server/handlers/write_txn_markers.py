@@ -11,6 +11,7 @@ coordinator). A single node and a cluster are served by the same code: the clust
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -23,14 +24,29 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 
+    from ...cluster.view import ClusterView
+    from ...core.partitions import Partitions
+    from ...core.topics import TopicRegistry
     from ...log.log import PartitionLog
-    from ..broker import Broker
+    from ...txn.producer_states import ProducerStates
+    from ...txn.service import TxnService
     from ..connection import RequestContext
 
 
-async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
-    txn = broker.txn
-    cluster = broker.cluster
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """The broker parts this handler uses, bound to it by `register_all`."""
+
+    partitions: Partitions
+    txn: TxnService
+    cluster: ClusterView
+    registry: TopicRegistry
+    producers: ProducerStates
+
+
+async def handle(deps: Deps, ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
+    txn = deps.txn
+    cluster = deps.cluster
     out = []
     for m in request.markers:
         commit = bool(m.transaction_result)
@@ -39,7 +55,7 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
         for t in m.topics:
             parts = []
             for p in t.partition_indexes:
-                topic = broker.registry.get(t.name)
+                topic = deps.registry.get(t.name)
                 if topic is None or not 0 <= p < topic.partitions:
                     code = E.unknown_topic_or_partition.value
                 elif t.name == OFFSETS_TOPIC:
@@ -50,7 +66,7 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
                         else await txn.groups.complete_txn_partition(m.producer_id, m.producer_epoch, commit, p)
                     )
                 else:
-                    code = await _on_leader(broker, t.name, p, m, commit, to_flush)
+                    code = await _on_leader(deps, t.name, p, m, commit, to_flush)
                 parts.append({"partition_index": p, "error_code": code})
             topics.append({"name": t.name, "partitions": parts})
         for plog in to_flush:
@@ -59,17 +75,17 @@ async def handle(broker: Broker, ctx: RequestContext, request: WriteTxnMarkersRe
     return {"markers": out}
 
 
-async def _on_leader(broker: Broker, topic: str, p: int, m: Any, commit: bool, to_flush: list[PartitionLog]) -> int:
+async def _on_leader(deps: Deps, topic: str, p: int, m: Any, commit: bool, to_flush: list[PartitionLog]) -> int:
     """The marker appended under the partition owner's lease (the leader epoch now), answered
     once replicated under that same epoch: a leader deposed meanwhile answers
     NOT_LEADER_OR_FOLLOWER and the coordinator sends it again to the new leader. Without a lease
     (a single node) the log joins `to_flush`, flushed once for the whole marker."""
-    cluster = broker.cluster
+    cluster = deps.cluster
     code, lease = cluster.admit_append(topic, p, -1)
     if code:
         return code
     try:
-        written = broker.producers.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+        written = deps.producers.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
     except LogError as e:  # TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH
         return e.error_code
     if written is None:
@@ -78,7 +94,7 @@ async def _on_leader(broker: Broker, topic: str, p: int, m: Any, commit: bool, t
     if lease is None:
         to_flush.append(plog)
         return 0
-    await broker.partitions.group_commit.flush(plog)
+    await deps.partitions.group_commit.flush(plog)
     return await cluster.wait_replicated(lease, offset, 30.0)
 
 
