@@ -34,6 +34,7 @@ from .partition import Lease
 
 if TYPE_CHECKING:
     from ..core.topics import TopicRegistry
+    from .security_state import SharedSecurity
 
 Result = tuple[int, str | None]
 # topic -> partition -> (replicas, adding, removing) of the reassignments in progress
@@ -88,7 +89,9 @@ class ReplicationStats:
 class ClusterView(Protocol):
     clustered: bool  # for the composition root's start and stop (server/broker.py) only
     node_id: int
-    shared_security: Any  # cluster: ACL and credential changes go through etcd (security_state.py)
+
+    @property
+    def shared_security(self) -> SharedSecurity | None: ...  # a cluster's ACLs and credentials: through etcd
 
     async def start(self) -> None: ...
     async def controlled_shutdown(self) -> None: ...
@@ -123,9 +126,9 @@ class ClusterView(Protocol):
 
 class SingleNode:
     clustered = False
-    shared_security = None  # ACLs and credentials are this broker's files
+    shared_security: SharedSecurity | None = None  # ACLs and credentials are this broker's files
 
-    def __init__(self, node_id: int, endpoint: Any, registry: TopicRegistry) -> None:
+    def __init__(self, node_id: int, endpoint: Callable[[str], dict[str, Any]], registry: TopicRegistry) -> None:
         self.node_id = node_id
         self._endpoint = endpoint  # (listener name) -> {"node_id", "host", "port", "rack"}
         self._registry = registry

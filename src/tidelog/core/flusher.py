@@ -9,15 +9,18 @@ the event loop keeps serving other connections.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..log.log import PartitionLog
 
 
 class GroupCommit:
     def __init__(self) -> None:
-        self._pending: dict[int, tuple[Any, asyncio.Future[None]]] = {}
+        self._pending: dict[int, tuple[PartitionLog, asyncio.Future[None]]] = {}
         self._running: dict[int, asyncio.Task[None]] = {}
 
-    async def flush(self, log: Any) -> None:
+    async def flush(self, log: PartitionLog) -> None:
         key = id(log)
         entry = self._pending.get(key)
         if entry is None:

@@ -35,6 +35,7 @@ from .records import OffsetValue
 from .state import GroupState as S
 
 if TYPE_CHECKING:
+    from ..core.topics import Topic
     from .coordinator import GroupCoordinator
     from .store import OffsetStore
 
@@ -283,7 +284,7 @@ class GroupOffsets:
                 await self.coord.drop_group(g)
         return removed
 
-    def topic_event(self, event: str, topic: Any) -> None:
+    def topic_event(self, event: str, topic: Topic) -> None:
         if event != "deleted" or self.coord.store is None:
             return
         for group_id, offs in list(self.store.offsets.items()):

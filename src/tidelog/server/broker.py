@@ -40,13 +40,15 @@ from .router import Router
 from .security import Security
 
 if TYPE_CHECKING:
+    from ..cluster.peer import Connector
+    from ..cluster.store import Store
     from .connection import KafkaConnection
 
 log = logging.getLogger("tidelog.server")
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, *, store: Any = None, connect: Any = None) -> None:
+    def __init__(self, config: BrokerConfig, *, store: Store | None = None, connect: Connector | None = None) -> None:
         """`store` and `connect` (cluster mode only): the coordination store and how to reach other
         brokers, when not etcd at `etcd.connect` and TCP (the deterministic simulation passes
         its own, tests/sim)."""
@@ -85,7 +87,9 @@ class Broker:
         self.servers: list[asyncio.base_events.Server] = []
         self.bound_ports: dict[str, int] = {}
 
-    def _cluster(self, state: ClusterState, connect: Any) -> tuple[GroupCoordinator, TxnService, ClusterView]:
+    def _cluster(
+        self, state: ClusterState, connect: Connector | None
+    ) -> tuple[GroupCoordinator, TxnService, ClusterView]:
         """The coordinators and the cluster node of a cluster member, in dependency order: this
         broker's incarnation (lease, registration), the replica fetcher and manager, the guard
         that makes coordinator writes count once replicated, the group coordinator, the marker

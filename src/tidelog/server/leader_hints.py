@@ -5,13 +5,16 @@ encodes them). Cluster mode only: a single node leads everything."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..wire import leader_hint as H
 
+if TYPE_CHECKING:
+    from ..cluster.view import ClusterView
+
 
 class LeaderHints:
-    def __init__(self, cluster: Any, listener: str) -> None:
+    def __init__(self, cluster: ClusterView, listener: str) -> None:
         self.cluster = cluster
         self.listener = listener
         self.leaders: set[int] = set()

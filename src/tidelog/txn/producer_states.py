@@ -37,6 +37,7 @@ from .snapshots import load_state, replay, write_snapshot
 if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
     from ..core.partitions import Partitions
+    from ..core.topics import Topic
 
 log = logging.getLogger("tidelog.txn")
 
@@ -90,7 +91,7 @@ class ProducerStates:
         self.states.pop((topic, partition), None)
         self._active_base.pop((topic, partition), None)
 
-    def _topic_event(self, event: str, topic: Any) -> None:
+    def _topic_event(self, event: str, topic: Topic) -> None:
         if event == "deleted":
             for key in [k for k in self.states if k[0] == topic.name]:
                 self.forget(*key)
