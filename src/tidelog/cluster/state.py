@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,7 @@ class ClusterState:
         name: str,
         partitions: int,
         rf: int,
-        configs: dict[str, str],
+        configs: Mapping[str, str | None],
         replicas: list[tuple[int, ...]] | None = None,
     ) -> tuple[int, str | None, Topic | None]:
         if rf == -1:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import resource
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode as E
@@ -76,7 +76,7 @@ class ClusterTopics(Protocol):
         name: str,
         partitions: int,
         rf: int,
-        configs: dict[str, str],
+        configs: Mapping[str, str | None],
         replicas: list[tuple[int, ...]] | None = None,
     ) -> tuple[int, str | None, Topic | None]: ...
 
@@ -112,7 +112,9 @@ class TopicAdmin:
         topic key, as CreateTopics answers them for validate_only as for a creation."""
         return effective(self.topic_defaults, {k: v for k, v in configs.items() if v is not None})
 
-    def check_create(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> Result:
+    def check_create(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str | None]
+    ) -> Result:
         err = topic_name_error(name)
         if err:
             return E.invalid_topic_exception.value, err
@@ -163,7 +165,7 @@ class TopicAdmin:
         name: str,
         partitions: int,
         rf: int,
-        configs: dict[str, str],
+        configs: Mapping[str, str | None],
         replicas: list[tuple[int, ...]] | None = None,
     ) -> Awaitable[Created]:
         """Create a topic `check_create` passed (see the module docstring for when it is done)."""
@@ -184,10 +186,11 @@ class TopicAdmin:
         self.add_partitions(name, count)
         return _done(OK)
 
-    def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
-        configs = {k: v for k, v in configs.items() if v is not None}
-        topic = self.registry.create(name, partitions, configs)
-        log.info("created topic %s with %d partitions %s", name, partitions, configs or "")
+    def create(self, name: str, partitions: int, configs: Mapping[str, str | None]) -> Topic:
+        """A topic with `configs` as its overrides (null values dropped)."""
+        overrides = {k: v for k, v in configs.items() if v is not None}
+        topic = self.registry.create(name, partitions, overrides)
+        log.info("created topic %s with %d partitions %s", name, partitions, overrides or "")
         self._notify("created", topic)
         return topic
 
@@ -287,7 +290,7 @@ class TopicAdmin:
         log.info("topic %s: partitions %d -> %d", name, old, count)
         self._notify("partitions", topic)
 
-    def check_configs(self, configs: dict[str, str | None]) -> Result:
+    def check_configs(self, configs: Mapping[str, str | None]) -> Result:
         for key, value in configs.items():
             err = validate_topic_config(key, value)
             if err:

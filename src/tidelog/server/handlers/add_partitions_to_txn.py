@@ -4,6 +4,7 @@ not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_F
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnReq
     coordinator = txn.coordinator
 
     async def one(
-        txn_id: str, pid: int, epoch: int, topics: list[Any], version: int, verify_only: bool = False
+        txn_id: str, pid: int, epoch: int, topics: Sequence[Any], version: int, verify_only: bool = False
     ) -> list[dict[str, Any]]:
         tps = [(t.name, p) for t in topics for p in t.partitions]
         if verify_only and (moved := coordinator.status(txn_id)):

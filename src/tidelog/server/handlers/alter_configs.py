@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -94,7 +94,8 @@ def handle(deps: Deps, ctx: RequestContext, request: AlterConfigsRequest) -> Any
         new = {c.name: c.value for c in r.configs if c.value is not None}
         code, msg = admin.check_configs(new)
         if not code and not request.validate_only:
-            admin.set_configs(topic.name, new)
+            # check_topic_resource answered the topic, as no error
+            admin.set_configs(cast("Topic", topic).name, new)
         responses.append(alter_result(r, code, msg))
     if brokers:
         return alter_brokers(deps.dynamic, brokers, responses)

@@ -33,9 +33,9 @@ def handle(deps: Deps, ctx: RequestContext, request: CreatePartitionsRequest) ->
     pending: list[Any] = []
     current = {t.name: deps.registry.get(t.name) for t in request.topics}
     added = sum(
-        t.count - current[t.name].partitions
+        t.count - topic.partitions
         for t in request.topics
-        if current[t.name] is not None and t.count > current[t.name].partitions
+        if (topic := current[t.name]) is not None and t.count > topic.partitions
     )
     for t in request.topics:
         if added > MAX_NEW_PARTITIONS_PER_REQUEST:  # Kafka fails every topic of the request

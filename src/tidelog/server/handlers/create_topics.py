@@ -36,7 +36,7 @@ SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
 
 def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any:
     admin = deps.admin
-    results = []
+    results: list[dict[str, Any]] = []
     pending: list[Any] = []
     validate_only = getattr(request, "validate_only", False)
     # A name given more than once is created from none of its entries and answered once, after the
@@ -49,7 +49,7 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
     )
     for t in request.topics:
         name = t.name
-        entry = {
+        entry: dict[str, Any] = {
             "name": name,
             "topic_id": None,
             "error_code": 0,
@@ -64,8 +64,8 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
             continue
         if counts[name] > 1:
             continue
-        partitions = t.num_partitions
-        rf = t.replication_factor
+        partitions: int = t.num_partitions
+        rf: int = t.replication_factor
         if t.assignments:
             if partitions != -1 or rf != -1:
                 entry.update(
@@ -101,7 +101,7 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
             results.append(entry)
             continue
         if not validate_only:
-            replicas = (
+            replicas: list[tuple[int, ...]] | None = (
                 [tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
                 if t.assignments
                 else None

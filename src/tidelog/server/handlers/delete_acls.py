@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -15,6 +15,7 @@ from .describe_acls import acl_filter, filter_error
 if TYPE_CHECKING:
     from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 
+    from ...cluster.security_state import SharedSecurity
     from ...cluster.view import ClusterView
     from ..connection import RequestContext
     from ..security import Security
@@ -38,7 +39,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
                 for _ in request.filters
             ],
         }
-    results = []
+    results: list[dict[str, Any]] = []
     removed: list[Any] = []
     for f in request.filters:
         flt = acl_filter(f)
@@ -73,7 +74,8 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
         )
     response = {"throttle_time": 0, "filter_results": results}
     if removed:
-        return _published(shared.remove_acls(removed), response)
+        # `removed` is filled only where the cluster shares its security (a cluster node's, set for its life)
+        return _published(cast("SharedSecurity", shared).remove_acls(removed), response)
     return response
 
 

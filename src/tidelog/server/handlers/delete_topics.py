@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -13,6 +13,8 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    import uuid
+
     from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 
     from ...core.admin import TopicAdmin
@@ -30,21 +32,25 @@ class Deps:
 
 def handle(deps: Deps, ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
     admin, registry = deps.admin, deps.registry
+    wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(n, None) for n in getattr(request, "topic_names")]  # v0-5: names only
-    responses = []
+    responses: list[dict[str, Any]] = []
     pending: list[Any] = []
     # A topic given more than once is deleted by none of its entries and answered once,
     # INVALID_REQUEST (Kafka's ControllerApis.deleteTopics): a name or an id repeated, or a name
     # whose topic is also given by its id.
     names = Counter(name for name, _ in wanted if name is not None)
-    ids = Counter(topic_id for name, topic_id in wanted if name is None and topic_id is not None)
+    ids: Counter[uuid.UUID | None] = Counter(
+        topic_id for name, topic_id in wanted if name is None and topic_id is not None
+    )
     named_ids = {topic.topic_id for name, n in names.items() if n == 1 and (topic := registry.get(name)) is not None}
     answered: set[Any] = set()
     for name, topic_id in wanted:
-        if names.get(name, 0) > 1 or (name is None and ids.get(topic_id, 0) > 1):
+        # a None name (an entry by id) counts 0
+        if names.get(name, 0) > 1 or (name is None and ids.get(topic_id, 0) > 1):  # type: ignore[arg-type]
             if (name, topic_id) not in answered:
                 answered.add((name, topic_id))
                 responses.append(
@@ -81,10 +87,12 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteTopicsRequest) -> Any
                 )
                 continue
             name = topic.name
-        topic = registry.get(name)
-        code, msg = admin.check_delete(name)
+        # an entry with neither name nor id (v6) is looked up as None: no topic, UNKNOWN_TOPIC_OR_PARTITION
+        topic = registry.get(name)  # type: ignore[arg-type]
+        code, msg = admin.check_delete(name)  # type: ignore[arg-type]
         if not code:
-            pending.append(admin.delete_topic(name))
+            # check_delete passed: a topic of that name exists, `name` is a str
+            pending.append(admin.delete_topic(cast(str, name)))
         responses.append(
             {"name": name, "topic_id": topic.topic_id if topic else None, "error_code": code, "error_message": msg}
         )

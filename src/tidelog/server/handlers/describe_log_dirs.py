@@ -39,7 +39,7 @@ def log_dir_path(config: BrokerConfig) -> str:
 
 def handle(deps: Deps, ctx: RequestContext, request: DescribeLogDirsRequest) -> Any:
     partitions = deps.partitions
-    wanted = None
+    wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
     by_topic: dict[str, list[dict[str, Any]]] = {}

@@ -71,7 +71,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequ
 
     cursor = request.cursor
     if request.topics:
-        names = sorted({t.name for t in request.topics})
+        names: list[str] = sorted({t.name for t in request.topics})
         if cursor is not None and cursor.topic_name not in names:
             return {
                 "throttle_time": 0,

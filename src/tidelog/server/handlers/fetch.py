@@ -66,7 +66,7 @@ def read_all(deps: Deps, req: codec.FetchRequest, version: int, listener: str = 
         for p in t.partitions:
             plog = partitions.get(name, p.partition) if name is not None else None
             if plog is None:
-                code = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
+                code: int = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
                 tags = None
                 if name is not None and cluster.replicated(name, p.partition):
                     code = E.not_leader_or_follower.value  # another broker holds it

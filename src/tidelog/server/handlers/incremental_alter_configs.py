@@ -5,7 +5,7 @@ core/dynamic_config.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ...core.admin import TopicAdmin
     from ...core.dynamic_config import DynamicBrokerConfigs
-    from ...core.topics import TopicRegistry
+    from ...core.topics import Topic, TopicRegistry
     from ..connection import RequestContext
 
 
@@ -59,11 +59,13 @@ def handle(deps: Deps, ctx: RequestContext, request: IncrementalAlterConfigsRequ
         if err:
             responses.append(err)
             continue
+        topic = cast("Topic", topic)  # check_topic_resource answered the topic, as no error
         new, code, msg = apply_ops(dict(topic.configs), admin.topic_configs(topic), r.configs, LIST_KEYS)
+        # apply_ops answers the configs whenever its code is 0 (None only with an error)
         if not code:
-            code, msg = admin.check_configs(new)
+            code, msg = admin.check_configs(cast("dict[str, str]", new))
         if not code and not request.validate_only:
-            admin.set_configs(topic.name, new)
+            admin.set_configs(topic.name, cast("dict[str, str]", new))
         responses.append(alter_result(r, code, msg))
     if brokers:
         return alter_brokers(deps.dynamic, brokers, responses)

@@ -4,7 +4,7 @@ ISR and offline replicas (a single node leads every partition); auto-creates top
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -96,14 +96,16 @@ def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Any:
                     )
                     continue
             else:
-                topic = registry.get(name)
+                # a v12 topic with neither name nor id looks up None: no topic, INVALID_TOPIC_EXCEPTION below
+                topic = registry.get(name)  # type: ignore[arg-type]
                 if topic is None:
                     if topic_name_error(name or ""):
                         topics.append({"error_code": E.invalid_topic_exception.value, "name": name, "partitions": []})
                         continue
-                    code = E.unknown_topic_or_partition.value
+                    code: int = E.unknown_topic_or_partition.value
                     if allow_auto:
-                        topic, code = deps.admin.auto_create(name)
+                        # a legal topic name (topic_name_error above): a non-empty str
+                        topic, code = deps.admin.auto_create(cast(str, name))
                     if topic is None:
                         topics.append({"error_code": code, "name": name, "partitions": []})
                         continue

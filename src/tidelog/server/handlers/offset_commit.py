@@ -34,7 +34,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: OffsetCommitRequest) 
     retention = getattr(request, "retention_time", -1) if 2 <= version <= 4 else -1
     if hasattr(retention, "total_seconds"):  # kio reads it as a timedelta
         retention = int(retention.total_seconds() * 1000)
-    offsets = {}
+    offsets: dict[tuple[str, int], OffsetValue] = {}
     for t in request.topics:
         for p in t.partitions:
             ts = getattr(p, "commit_timestamp", -1)

@@ -24,7 +24,7 @@ class Deps:
 
 async def handle(deps: Deps, ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
     coordinator = deps.groups
-    tps = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    tps: list[tuple[str, int]] = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     err, results = await coordinator.delete_offsets(request.group_id, tps)
     return {
         "error_code": err,

@@ -6,6 +6,7 @@ UNSTABLE_OFFSET_COMMIT."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-def _topics(topics: list[Any] | None) -> list[tuple[str, list[int]]] | None:
+def _topics(topics: Sequence[Any] | None) -> list[tuple[str, list[int]]] | None:
     if topics is None:
         return None
     return [(t.name, list(t.partition_indexes)) for t in topics]

@@ -53,7 +53,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: TxnOffsetCommitReques
             request.transactional_id, request.producer_id, request.producer_epoch, tp
         )
         code = fenced_for(code, v, 3)
-    offsets = {
+    offsets: dict[tuple[str, int], OffsetValue] = {
         (t.name, p.partition_index): OffsetValue(
             p.committed_offset, p.committed_metadata or "", now, getattr(p, "committed_leader_epoch", -1)
         )

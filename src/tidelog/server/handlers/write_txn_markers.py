@@ -51,13 +51,13 @@ async def handle(deps: Deps, ctx: RequestContext, request: WriteTxnMarkersReques
     for m in request.markers:
         commit = bool(m.transaction_result)
         topics = []
-        to_flush = []
+        to_flush: list[PartitionLog] = []
         for t in m.topics:
             parts = []
             for p in t.partition_indexes:
                 topic = deps.registry.get(t.name)
                 if topic is None or not 0 <= p < topic.partitions:
-                    code = E.unknown_topic_or_partition.value
+                    code: int = E.unknown_topic_or_partition.value
                 elif t.name == OFFSETS_TOPIC:
                     _, leader = cluster.leader_check(t.name, p, -1)
                     code = (
