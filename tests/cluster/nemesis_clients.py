@@ -96,6 +96,35 @@ class Clients:
             t.join(240)
             assert not t.is_alive(), f"{t.name} did not finish"
 
+    def progress(self) -> collections.Counter:
+        """What the clients of `topic` have done so far: records acknowledged per producer, and
+        records read by the consumer (under "consumer")."""
+        with self.h.lock:
+            done = collections.Counter(self.h.ack_producer.values())
+            done["consumer"] = len(self.h.polls["consumer"])
+        return done
+
+    def wait_for_load(self, records: int, timeout: float = 120.0) -> None:
+        """Until every producer of `topic` has had `records` more acknowledged than when called,
+        and the consumer has read `records` more: load on the cluster as it is now, counted
+        rather than assumed from the time spent. Fails at once when a client thread has ended."""
+        names = [*self.IDEMPOTENT, *(["non-idempotent"] if self.txn_topic is not None else []), "consumer"]
+        start = self.progress()
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.progress()
+            short = {n: start[n] + records - now[n] for n in names if now[n] < start[n] + records}
+            if not short:
+                return
+            ended = [t.name for t in self.threads if t.name in self.finished]
+            if ended or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{records} more records per client not acknowledged/read "
+                    f"{'before ' + ', '.join(ended) + ' ended' if ended else f'within {timeout} s'}: "
+                    f"short by {short}; fatal {self.fatal[:5]}; errors {dict(self.errors)}"
+                )
+            time.sleep(0.1)  # the poll interval of this wait
+
     def _guard(self, f) -> None:
         try:
             f()

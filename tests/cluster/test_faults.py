@@ -48,6 +48,32 @@ def files_of(c: Cluster, node: int, topic: str) -> dict[str, bytes]:
     }
 
 
+def log_ends(c: Cluster) -> dict[int, int]:
+    """Where each broker's log file ends now (what it logs later starts there)."""
+    return {i: b.log_path.stat().st_size for i, b in c.brokers.items()}
+
+
+def logged_since(c: Cluster, marks: dict[int, int], needles: list[str]) -> set[int]:
+    """The brokers whose log, past `marks`, holds any of `needles`."""
+    found = set()
+    for i, start in marks.items():
+        with open(c.brokers[i].log_path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        if any(n in text for n in needles):
+            found.add(i)
+    return found
+
+
+def wait_logged(c: Cluster, marks: dict[int, int], needles: list[str], timeout: float, what: str) -> None:
+    """Until every broker has logged one of `needles` past `marks`."""
+    try:
+        wait_for(lambda: logged_since(c, marks, needles) == set(marks), timeout, what)
+    except AssertionError as e:
+        missing = sorted(set(marks) - logged_since(c, marks, needles))
+        raise AssertionError(f"{e}: nothing like {needles} from brokers {missing}\n{c.logs('etcd', 'lease')}") from None
+
+
 def test_divergent_old_leader_truncates_and_converges_byte_for_byte(cluster):
     c = cluster
     topic = new_topic(c, min_isr=1)
@@ -146,15 +172,35 @@ def test_etcd_away_brokers_keep_serving_the_last_known_state(cluster):
     topic = new_topic(c, min_isr=2)
     before = produce_acked(c, topic, [f"e-{i}" for i in range(20)], "all")
     state = describe(c, topic)[0]
+    session_s = int(c.brokers[1].overrides["broker.session.timeout.ms"]) / 1000
+    marks = log_ends(c)
     c.etcd.pause()
+    paused = time.monotonic()
     try:
-        time.sleep(5)  # longer than a broker session: nobody can renew a lease
+        # longer than a broker session: nobody can renew a lease (each broker says so once a
+        # keepalive failed a whole session after its last success)
+        wait_logged(c, marks, ["etcd unreachable for a whole session"], 60, "a whole session without etcd")
+        assert time.monotonic() - paused >= session_s
         during = produce_acked(c, topic, [f"d-{i}" for i in range(20)], "all")
         assert len(during) == 20  # the ISR is whole: acks=all needs no etcd
         assert describe(c, topic)[0] == state  # no election, no ISR change
     finally:
+        marks = log_ends(c)
         c.etcd.resume()
-    time.sleep(2)
+    # etcd answers again: every broker has a live lease (renewed, or registered again after etcd
+    # expired it), and the partition is led with its whole ISR
+    wait_logged(
+        c,
+        marks,
+        ["etcd answers again; lease", "registered again after the lease loss"],
+        60,
+        "every broker's lease back after etcd resumed",
+    )
+    wait_for(
+        lambda: describe(c, topic)[0]["leader"] > 0 and len(describe(c, topic)[0]["isr"]) == 3,
+        40,
+        "the partition led with its whole ISR after etcd resumed",
+    )
     after = produce_acked(c, topic, [f"a-{i}" for i in range(20)], "all")
     assert len(after) == 20
     assert [v.decode() for v in read_all(c, topic, 1)[0]] == before + during + after

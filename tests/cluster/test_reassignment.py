@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 from history import History
@@ -55,7 +54,7 @@ def test_move_every_partition_to_a_new_broker_under_load(cluster):
     clients = Clients(c, topic, h)
     clients.start()
     try:
-        time.sleep(2)
+        clients.wait_for_load(200)  # every client at work before the fourth broker joins
         c.add_broker(4)
         c.wait_ready()
         before = describe(c, topic)
@@ -69,7 +68,7 @@ def test_move_every_partition_to_a_new_broker_under_load(cluster):
             60,
             "the ISR on 1, 2, 4",
         )
-        time.sleep(2)  # some load on the new placement
+        clients.wait_for_load(200)  # some load on the new placement
     finally:
         clients.join()
     for p, recs in final_log(c, topic).items():

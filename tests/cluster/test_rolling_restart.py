@@ -7,7 +7,6 @@ rebalance puts every partition back on its preferred leader."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from history import History
@@ -29,7 +28,7 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
     clients.start()
     handed = {}
     try:
-        time.sleep(2)
+        clients.wait_for_load(200)  # every client at work before the first stop
         for node in list(c.brokers):
             led = sum(1 for p in describe(c, topic) if p["leader"] == node)
             assert c.brokers[node].stop() == 0  # SIGTERM: a clean stop
@@ -49,7 +48,7 @@ def test_rolling_restart_under_load_with_controlled_shutdown(cluster):
                 parts = describe(c, topic)
                 stuck = [f"{topic}-{p['partition']}:" for p in parts if len(p["isr"]) < 3]
                 raise AssertionError(f"{e}: {parts}\n{c.logs(*stuck) if stuck else c.logs()}") from None
-            time.sleep(1)
+            clients.wait_for_load(100)  # load on the whole cluster again before the next stop
     finally:
         clients.join()
     assert not clients.fatal, clients.fatal[:5]

@@ -95,7 +95,24 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
             p.flush(30)
 
         send(200, 1)
-        time.sleep(5)  # the application is processing
+        # the application is processing: a first count is out, committed (read_committed)
+        first = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
+        first.assign([TopicPartition(dst, p, 0) for p in range(2)])
+        deadline = time.monotonic() + 120
+        try:
+            while not ((m := first.poll(0.5)) is not None and not m.error()):
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    log = (tmp_path / "streams.log").read_text()[-3000:]
+                    raise AssertionError(f"no committed count within 120 s (exit code {proc.poll()})\n{log}")
+        finally:
+            first.close()
         broker.stop()
         broker.start()
         send(200, 2)

@@ -15,6 +15,7 @@ import urllib.request
 from broker_process import free_port
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from tcp_queues import tcp_queues
 
 from tidelog.wire import fetch
 
@@ -58,19 +59,6 @@ def wait_until(cond, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)  # the poll interval of this wait
-
-
-def tcp_queues(local_port: int, remote_port: int) -> tuple[int, int] | None:
-    """(bytes sent and not yet acknowledged, bytes received and not yet read) of the loopback TCP
-    socket from `local_port` to `remote_port`, from /proc/net/tcp (None: no such socket)."""
-    want = (f"0100007F:{local_port:04X}", f"0100007F:{remote_port:04X}")
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            fields = line.split()
-            if (fields[1], fields[2]) == want:
-                tx, rx = fields[4].split(":")
-                return int(tx, 16), int(rx, 16)
-    return None
 
 
 def stopped_reading(broker_port: int, client: socket.socket) -> bool:

@@ -9,6 +9,7 @@ import struct
 import time
 
 from confluent_kafka import Producer
+from tcp_queues import tcp_queues
 
 from tidelog.wire import fetch as codec
 
@@ -50,6 +51,33 @@ def _read_frame(sock: socket.socket) -> bytes:
     return exactly(size)
 
 
+def _tcp_queues(local_port: int, remote_port: int) -> tuple[int, int]:
+    queues = tcp_queues(local_port, remote_port)
+    assert queues is not None, f"no TCP socket from {local_port} to {remote_port}: the broker closed the connection"
+    return queues
+
+
+def wait_until_stalled(broker_port: int, client: socket.socket, timeout: float = 30.0) -> None:
+    """Until the broker's answer fills both sockets' buffers and waits: what it sent is queued
+    unread in ours, more waits unacknowledged in its own, and neither moves while it answers
+    another connection (so its event loop ran and could not send us more: it waits for
+    writability)."""
+    ours = client.getsockname()[1]
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        before = last = (_tcp_queues(broker_port, ours)[0], _tcp_queues(ours, broker_port)[1])
+        if before[0] > 0 and before[1] > 0:
+            with socket.create_connection(("127.0.0.1", broker_port), timeout=10) as other:
+                other.sendall(_request(18, 0, 99, b""))
+                assert _I32.unpack_from(_read_frame(other))[0] == 99
+            last = (_tcp_queues(broker_port, ours)[0], _tcp_queues(ours, broker_port)[1])
+            if last == before:
+                return
+        time.sleep(0.05)  # the poll interval of this wait
+    raise AssertionError(f"the broker's answer did not stall within {timeout} s (unacknowledged, unread: {last})")
+
+
 def _produce(bootstrap: str, topic: str, n: int, size: int) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(n):
@@ -65,14 +93,14 @@ def test_large_fetch_is_the_segment_bytes_and_keeps_order_with_a_slow_reader(bro
     segment = (broker.data_dir / f"{topic}-0" / ("0" * 20 + ".log")).read_bytes()
     with socket.create_connection(("127.0.0.1", broker.port)) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-        # A large fetch, then another fetch and an ApiVersions, pipelined; read nothing for a
-        # while so the broker's socket fills and the sendfile has to wait for writability.
+        # A large fetch, then another fetch and an ApiVersions, pipelined; read nothing until the
+        # broker's socket is full and the sendfile has to wait for writability.
         s.sendall(
             _request(1, 11, 1, _fetch_body(topic, 0, 64 << 20, 11))
             + _request(1, 11, 2, _fetch_body(topic, 5000, 4096, 11))
             + _request(18, 0, 3, b"")
         )
-        time.sleep(1.0)
+        wait_until_stalled(broker.port, s)
         first, second, third = _read_frame(s), _read_frame(s), _read_frame(s)
     assert [_I32.unpack_from(f)[0] for f in (first, second, third)] == [1, 2, 3]
     resp = codec.decode_response(memoryview(first)[4:], 11)
