@@ -29,6 +29,7 @@ from tidelog.server import handlers
 from tidelog.server.broker import Broker
 from tidelog.server.router import Router
 from tidelog.server.security import Security
+from tidelog.server.security.changes import SecurityChanges
 from tidelog.txn.producer_states import ProducerStates
 from tidelog.txn.service import TxnService
 
@@ -44,6 +45,7 @@ NAMES = {
     "GroupCoordinator": GroupCoordinator,
     "Router": Router,
     "Security": Security,
+    "SecurityChanges": SecurityChanges,
     "ProducerStates": ProducerStates,
     "TxnService": TxnService,
 }

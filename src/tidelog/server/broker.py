@@ -38,6 +38,7 @@ from . import handlers
 from .metrics import Metrics
 from .router import Router
 from .security import Security
+from .security.changes import SecurityChanges
 
 if TYPE_CHECKING:
     from ..cluster.peer import Connector
@@ -75,6 +76,8 @@ class Broker:
             self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint, self.registry)
+        # ACL and credential changes: this broker's files, or etcd in a cluster
+        self.security_changes = SecurityChanges(self.security, self.cluster.shared_security)
         self.connections: dict[KafkaConnection, None] = {}  # in order of opening
         self.metrics = Metrics(
             config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster

@@ -7,6 +7,7 @@ keeps StoredKey and ServerKey derived from it (security.scram), persisted in the
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,17 +20,17 @@ from ..security.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCre
 if TYPE_CHECKING:
     from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 
-    from ...cluster.view import ClusterView
     from ..connection import RequestContext
     from ..security import Security
+    from ..security.changes import SecurityChanges
 
 
 @dataclass(frozen=True, slots=True)
 class Deps:
     """The broker parts this handler uses, bound to it by `register_all`."""
 
-    cluster: ClusterView
     security: Security
+    security_changes: SecurityChanges
 
 
 def handle(deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
@@ -79,27 +80,13 @@ def handle(deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRe
         for op in request.upsertions
         if op.name not in results
     ]
-    shared = deps.cluster.shared_security
-    if shared is not None and (deletions or upsertions):  # cluster: through etcd, to every broker
-        return _published(shared, deletions, upsertions, response)
-    changed = False
-    for user, mech in deletions:
-        changed |= store.delete(user, mech)
-    for user, mech, cred in upsertions:
-        store.put(user, mech, cred)
-        changed = True
-    if changed:
-        store.save()
+    if deletions or upsertions:  # a cluster's: through etcd, to every broker
+        return _published(deps.security_changes.change_credentials(deletions, upsertions), response)
     return response
 
 
-async def _published(
-    shared: Any, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, Any]], response: dict[str, Any]
-) -> dict[str, Any]:
-    for user, mech in deletions:
-        await shared.delete_credential(user, mech)
-    for user, mech, cred in upsertions:
-        await shared.put_credential(user, mech, cred)
+async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
+    await write
     return response
 
 

@@ -15,17 +15,17 @@ from ..security.acls import AclBinding
 if TYPE_CHECKING:
     from kio.schema.create_acls.v3.request import CreateAclsRequest
 
-    from ...cluster.view import ClusterView
     from ..connection import RequestContext
     from ..security import Security
+    from ..security.changes import SecurityChanges
 
 
 @dataclass(frozen=True, slots=True)
 class Deps:
     """The broker parts this handler uses, bound to it by `register_all`."""
 
-    cluster: ClusterView
     security: Security
+    security_changes: SecurityChanges
 
 
 def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Any:
@@ -56,11 +56,8 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Any:
             valid.append(b)
             results.append({"error_code": E.none, "error_message": None})
     response = {"throttle_time": 0, "results": results}
-    shared = deps.cluster.shared_security
-    if valid and shared is not None:  # cluster: through etcd, to every broker
-        return _published(shared.add_acls(valid), response)
-    if valid:
-        security.acls.add(valid)
+    if valid:  # a cluster's: through etcd, to every broker
+        return _published(deps.security_changes.add_acls(valid), response)
     return response
 
 

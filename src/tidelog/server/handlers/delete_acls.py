@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
@@ -15,18 +15,17 @@ from .describe_acls import acl_filter, filter_error
 if TYPE_CHECKING:
     from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 
-    from ...cluster.security_state import SharedSecurity
-    from ...cluster.view import ClusterView
     from ..connection import RequestContext
     from ..security import Security
+    from ..security.changes import SecurityChanges
 
 
 @dataclass(frozen=True, slots=True)
 class Deps:
     """The broker parts this handler uses, bound to it by `register_all`."""
 
-    cluster: ClusterView
     security: Security
+    security_changes: SecurityChanges
 
 
 def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
@@ -39,19 +38,15 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
                 for _ in request.filters
             ],
         }
+    flts = [acl_filter(f) for f in request.filters]
+    valid = [flt for flt in flts if not filter_error(flt)]
+    per_filter, removal = deps.security_changes.remove_acls(valid)  # a cluster's: through etcd
+    gone_in_order = iter(per_filter)  # one list per valid filter, in request order
     results: list[dict[str, Any]] = []
-    removed: list[Any] = []
-    for f in request.filters:
-        flt = acl_filter(f)
+    for flt in flts:
         if filter_error(flt):
             results.append({"error_code": E.invalid_request, "error_message": filter_error(flt), "matching_acls": []})
             continue
-        shared = deps.cluster.shared_security
-        if shared is not None:  # cluster: removed through etcd, from every broker
-            gone = [b for b in security.acls.find(flt) if b not in removed]
-            removed.extend(gone)
-        else:
-            gone = security.acls.remove(flt)
         results.append(
             {
                 "error_code": E.none,
@@ -68,15 +63,11 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
                         "operation": b.operation,
                         "permission_type": b.permission,
                     }
-                    for b in gone
+                    for b in next(gone_in_order)
                 ],
             }
         )
-    response = {"throttle_time": 0, "filter_results": results}
-    if removed:
-        # `removed` is filled only where the cluster shares its security (a cluster node's, set for its life)
-        return _published(cast("SharedSecurity", shared).remove_acls(removed), response)
-    return response
+    return _published(removal, {"throttle_time": 0, "filter_results": results})
 
 
 async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
