@@ -110,8 +110,27 @@ class EtcdProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def pause(self) -> None:
+        """SIGSTOP etcd, returning once every one of its threads is stopped: the signal is
+        delivered asynchronously, and a request sent at once could otherwise still be answered."""
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not self._stopped():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"etcd (pid {self.proc.pid}) not stopped 10 s after SIGSTOP")
+            time.sleep(0.005)  # the poll interval of this wait
+
+    def _stopped(self) -> bool:
+        """Every thread of etcd in the stopped state (T) according to /proc."""
+        assert self.proc is not None
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            try:
+                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # a thread that just exited
+            if state not in ("T", "t"):
+                return False
+        return True
 
     def resume(self) -> None:
         assert self.proc is not None
