@@ -196,6 +196,39 @@ def test_transactional_offsets_visible_only_after_commit_marker():
     assert ("t", 2) not in crashed.committed("g") and crashed.has_pending("g", ("t", 2))
 
 
+class UnknownOutcomeLog(MemoryGroupLog):
+    """A log whose next append lands but answers an error, as a coordinator write does that is on
+    the leader's log but not yet replicated when its wait ends (its outcome unknown)."""
+
+    fail_next = False
+
+    def append(self, *args, **kwargs):
+        super().append(*args, **kwargs)
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("not replicated in time")
+
+
+def test_a_marker_is_written_where_nothing_is_staged_in_memory():
+    """Simulation seed 3069: an exactly-once copier's TxnOffsetCommit landed in the log but its
+    write answered an error, so the coordinator's memory did not stage it; the transaction was
+    fenced and aborted, and its ABORT marker, finding nothing staged, was not written. The next
+    transaction's COMMIT marker then made the orphaned offsets committed on replay: offsets of an
+    aborted transaction, whose copied records were aborted - records skipped. As Kafka (and as
+    the data partitions do), the marker is written whatever memory holds."""
+    log = UnknownOutcomeLog()
+    s = OffsetStore(log, 1)
+    log.fail_next = True
+    with pytest.raises(RuntimeError):
+        run(s.stage(42, 0, "g", {("t", 2): R.OffsetValue(69, "", 1)}))  # in the log, not in memory
+    run(s.complete_partition(42, 0, False, 0))  # the fenced transaction's abort
+    run(s.stage(42, 2, "g", {("t", 0): R.OffsetValue(70, "", 1)}))  # the next transaction
+    run(s.complete_partition(42, 2, True, 0))
+    replayed = OffsetStore(log, 1)
+    replayed.load()
+    assert replayed.committed("g") == s.committed("g") == {("t", 0): R.OffsetValue(70, "", 1)}
+
+
 # ---- consumer protocol parsing -----------------------------------------------------------------
 
 

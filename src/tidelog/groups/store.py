@@ -244,13 +244,19 @@ class OffsetStore:
 
     async def complete_partition(self, producer_id: int, producer_epoch: int, commit: bool, partition: int) -> None:
         """The transaction's marker on one partition: what the producer staged for this
-        partition's groups becomes visible (commit) or is dropped (abort). Nothing staged here
-        (a retried marker): nothing written."""
+        partition's groups becomes visible (commit) or is dropped (abort).
+
+        The marker is appended even when memory holds nothing staged here, as Kafka does (and
+        as the data partitions do): a retried marker is then written again, harmlessly, and a
+        staged write whose outcome was unknown (in the log, not in memory: its replication wait
+        failed) is closed by this transaction's marker. Without it the producer's next
+        transaction's marker would complete those orphaned offsets on replay - the offsets of an
+        aborted transaction made visible (simulation seed 3069)."""
+        await _maybe_await(self.backend.append_marker(partition, producer_id, producer_epoch, commit))
         staged = self.pending.get(producer_id)
         here = {g: offs for g, offs in (staged or {}).items() if self.partition_for(g) == partition}
         if not here:
             return
-        await _maybe_await(self.backend.append_marker(partition, producer_id, producer_epoch, commit))
         assert staged is not None
         for g in here:
             staged.pop(g, None)
