@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
     from ..core.config import BrokerConfig
     from ..core.dynamic_config import DynamicBrokerConfigs
+    from ..wire.responses import MetadataResponseBroker
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -307,7 +308,7 @@ class ClusterNode:
     def controller_id(self) -> int:
         return self.state.controller_id()
 
-    def brokers(self, listener: str) -> list[dict[str, Any]]:
+    def brokers(self, listener: str) -> list[MetadataResponseBroker]:
         return self.state.brokers(listener)
 
     def partition(self, topic: str, partition: int) -> PartitionView:

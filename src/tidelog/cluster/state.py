@@ -17,7 +17,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -31,6 +31,7 @@ from .view import PartitionView
 if TYPE_CHECKING:
     from ..core.config import BrokerConfig
     from ..core.topics import Topic, TopicRegistry
+    from ..wire.responses import MetadataResponseBroker
 
 log = logging.getLogger("tidelog.cluster")
 
@@ -83,8 +84,8 @@ class ClusterState:
     def controller_id(self) -> int:
         return self.cache.controller_id
 
-    def brokers(self, listener: str) -> list[dict[str, Any]]:
-        out = []
+    def brokers(self, listener: str) -> list[MetadataResponseBroker]:
+        out: list[MetadataResponseBroker] = []
         for b in sorted(self.cache.brokers):
             ep = self.cache.brokers[b].endpoint(listener)
             if ep is not None:

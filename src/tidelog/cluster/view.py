@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
@@ -34,6 +34,7 @@ from .partition import Lease
 
 if TYPE_CHECKING:
     from ..core.topics import TopicRegistry
+    from ..wire.responses import MetadataResponseBroker
     from .security_state import SharedSecurity
 
 Result = tuple[int, str | None]
@@ -97,7 +98,7 @@ class ClusterView(Protocol):
     async def controlled_shutdown(self) -> None: ...
     async def stop(self) -> None: ...
     def controller_id(self) -> int: ...
-    def brokers(self, listener: str) -> list[dict[str, Any]]: ...
+    def brokers(self, listener: str) -> list[MetadataResponseBroker]: ...
     def partition(self, topic: str, partition: int) -> PartitionView: ...
     def under_replicated(self) -> int: ...
     def replication_stats(self) -> ReplicationStats | None: ...
@@ -128,7 +129,9 @@ class SingleNode:
     clustered = False
     shared_security: SharedSecurity | None = None  # ACLs and credentials are this broker's files
 
-    def __init__(self, node_id: int, endpoint: Callable[[str], dict[str, Any]], registry: TopicRegistry) -> None:
+    def __init__(
+        self, node_id: int, endpoint: Callable[[str], MetadataResponseBroker], registry: TopicRegistry
+    ) -> None:
         self.node_id = node_id
         self._endpoint = endpoint  # (listener name) -> {"node_id", "host", "port", "rack"}
         self._registry = registry
@@ -145,7 +148,7 @@ class SingleNode:
     def controller_id(self) -> int:
         return self.node_id
 
-    def brokers(self, listener: str) -> list[dict[str, Any]]:
+    def brokers(self, listener: str) -> list[MetadataResponseBroker]:
         return [self._endpoint(listener)]
 
     def partition(self, topic: str, partition: int) -> PartitionView:

@@ -33,6 +33,14 @@ from .store import GroupLog, OffsetStore
 if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
     from ..core.config import BrokerConfig
+    from ..wire.responses import (
+        DescribedGroup,
+        JoinGroupResponse,
+        ListedGroup,
+        MemberResponse,
+        OffsetFetchResponseTopic,
+        SyncGroupResponse,
+    )
 
 log = logging.getLogger("tidelog.groups")
 
@@ -227,7 +235,7 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
-    ) -> dict[str, Any]:
+    ) -> JoinGroupResponse:
         return await self.membership.join(
             group_id,
             member_id,
@@ -250,7 +258,7 @@ class GroupCoordinator:
         protocol_type: str | None,
         protocol_name: str | None,
         assignments: dict[str, bytes],
-    ) -> dict[str, Any]:
+    ) -> SyncGroupResponse:
         return await self.membership.sync(
             group_id, member_id, instance_id, generation, protocol_type, protocol_name, assignments
         )
@@ -258,7 +266,7 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
         return self.membership.heartbeat(group_id, member_id, instance_id, generation)
 
-    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[MemberResponse]]:
         return self.membership.leave(group_id, leaving)
 
     async def commit_offsets(
@@ -273,7 +281,7 @@ class GroupCoordinator:
 
     def fetch_offsets(
         self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
-    ) -> tuple[int, list[dict[str, Any]]]:
+    ) -> tuple[int, list[OffsetFetchResponseTopic]]:
         return self.offsets.fetch(group_id, topics, require_stable)
 
     async def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
@@ -283,14 +291,14 @@ class GroupCoordinator:
         return await self.offsets.expire(now)
 
     # ---- listing, describing, deleting -------------------------------------------------------
-    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[int, list[dict[str, Any]]]:
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[int, list[ListedGroup]]:
         if not self.loaded:  # cluster mode: the groups coordinated here (Kafka's ListGroups is per broker)
             return E.coordinator_load_in_progress.value, []
         wanted = {s.lower() for s in states}
         kinds = {t.lower() for t in types}
         if kinds and "classic" not in kinds:
             return NONE, []
-        out = []
+        out: list[ListedGroup] = []
         for g in sorted(self.groups.values(), key=lambda g: g.group_id):
             if g.is_(S.DEAD) or (wanted and g.state.value.lower() not in wanted):
                 continue
@@ -304,8 +312,8 @@ class GroupCoordinator:
             )
         return NONE, out
 
-    def describe(self, group_id: str) -> dict[str, Any]:
-        base = {
+    def describe(self, group_id: str) -> DescribedGroup:
+        base: DescribedGroup = {
             "error_code": NONE,
             "group_id": group_id,
             "group_state": S.DEAD.value,

@@ -13,10 +13,13 @@ import asyncio
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..log.clock import wall_clock_ms
 from .state import Event, GroupState, next_state
+
+if TYPE_CHECKING:
+    from ..wire.responses import JoinGroupResponse, SyncGroupResponse
 
 
 @dataclass(eq=False)
@@ -30,8 +33,8 @@ class Member:
     protocol_type: str
     protocols: list[tuple[str, bytes]]
     assignment: bytes = b""
-    join_waiter: asyncio.Future[Any] | None = None
-    sync_waiter: asyncio.Future[Any] | None = None
+    join_waiter: asyncio.Future[JoinGroupResponse] | None = None
+    sync_waiter: asyncio.Future[SyncGroupResponse] | None = None
     deadline: float = 0.0  # event-loop time after which the session has expired
     timer: asyncio.TimerHandle | None = None
     is_new: bool = True  # joined, but not yet part of a completed join

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode as E
 
@@ -25,19 +25,21 @@ from .state import Event
 from .state import GroupState as S
 
 if TYPE_CHECKING:
+    from ..wire.responses import JoinGroupResponse, JoinGroupResponseMember, MemberResponse, SyncGroupResponse
     from .coordinator import GroupCoordinator
     from .store import OffsetStore
 
 log = logging.getLogger("tidelog.groups")
 NONE = 0
+T = TypeVar("T")
 
 
-def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:
+def resolve(fut: asyncio.Future[T] | None, value: T) -> None:
     if fut is not None and not fut.done():
         fut.set_result(value)
 
 
-def join_error(code: E | int, member_id: str = "", generation: int = -1) -> dict[str, Any]:
+def join_error(code: E | int, member_id: str = "", generation: int = -1) -> JoinGroupResponse:
     return {
         "error_code": code,
         "generation_id": generation,
@@ -49,7 +51,7 @@ def join_error(code: E | int, member_id: str = "", generation: int = -1) -> dict
     }
 
 
-def sync_error(code: E | int) -> dict[str, Any]:
+def sync_error(code: E | int) -> SyncGroupResponse:
     return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
 
 
@@ -212,8 +214,8 @@ class Membership:
             group.max_rebalance_timeout_ms() / 1000, self._sync_expired, group, group.generation
         )
 
-    def _join_answer(self, group: Group, member: Member) -> dict[str, Any]:
-        members = []
+    def _join_answer(self, group: Group, member: Member) -> JoinGroupResponse:
+        members: list[JoinGroupResponseMember] = []
         if member.member_id == group.leader_id:
             members = [
                 {
@@ -281,7 +283,7 @@ class Membership:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
-    ) -> dict[str, Any]:
+    ) -> JoinGroupResponse:
         if code := self.coord.status(group_id):
             return join_error(E(code), member_id)
         if not group_id:
@@ -317,7 +319,7 @@ class Membership:
             return join_error(E.unknown_member_id, member_id)
         return await self._join_known(group, member, fresh)
 
-    async def _join_unknown(self, group: Group, fresh: Member, require_known_member_id: bool) -> dict[str, Any]:
+    async def _join_unknown(self, group: Group, fresh: Member, require_known_member_id: bool) -> JoinGroupResponse:
         fresh.member_id = f"{fresh.group_instance_id or fresh.client_id}-{uuid.uuid4()}"
         if fresh.group_instance_id is not None:
             old_id = group.static_members.get(fresh.group_instance_id)
@@ -338,7 +340,7 @@ class Membership:
         if group.pending_members.pop(member_id, 0) != 0:
             self._try_complete_join(group)
 
-    async def _replace_static(self, group: Group, old: Member, fresh: Member) -> dict[str, Any]:
+    async def _replace_static(self, group: Group, old: Member, fresh: Member) -> JoinGroupResponse:
         """A static member came back with a new member id: it takes over the old one's place."""
         log.info("group %s: static member %s replaces %s", group.group_id, fresh.member_id, old.member_id)
         group.members.pop(old.member_id)
@@ -365,12 +367,12 @@ class Membership:
             return answer
         return await self._await_join(group, fresh)
 
-    async def _add_and_rebalance(self, group: Group, member: Member) -> dict[str, Any]:
+    async def _add_and_rebalance(self, group: Group, member: Member) -> JoinGroupResponse:
         group.add(member)
         self.touch(member, group)
         return await self._await_join(group, member)
 
-    async def _await_join(self, group: Group, member: Member) -> dict[str, Any]:
+    async def _await_join(self, group: Group, member: Member) -> JoinGroupResponse:
         loop = asyncio.get_running_loop()
         resolve(member.join_waiter, join_error(E.rebalance_in_progress, member.member_id))
         member.join_waiter = waiter = loop.create_future()
@@ -380,7 +382,7 @@ class Membership:
             self._prepare_rebalance(group, f"member {member.member_id} joined")
         return await asyncio.shield(waiter)
 
-    async def _join_known(self, group: Group, member: Member, fresh: Member) -> dict[str, Any]:
+    async def _join_known(self, group: Group, member: Member, fresh: Member) -> JoinGroupResponse:
         same = member.same_protocols(fresh.protocols)
         member.protocols = fresh.protocols
         member.session_timeout_ms = fresh.session_timeout_ms
@@ -420,7 +422,7 @@ class Membership:
         protocol_type: str | None,
         protocol_name: str | None,
         assignments: dict[str, bytes],
-    ) -> dict[str, Any]:
+    ) -> SyncGroupResponse:
         if code := self.coord.status(group_id):
             return sync_error(E(code))
         group = self.groups.get(group_id)
@@ -493,7 +495,7 @@ class Membership:
             waiter, m.sync_waiter = m.sync_waiter, None
             resolve(waiter, self._sync_answer(group, m))
 
-    def _sync_answer(self, group: Group, member: Member) -> dict[str, Any]:
+    def _sync_answer(self, group: Group, member: Member) -> SyncGroupResponse:
         return {
             "error_code": NONE,
             "protocol_type": group.protocol_type,
@@ -515,7 +517,7 @@ class Membership:
             return E.rebalance_in_progress.value
         return NONE
 
-    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[dict[str, Any]]]:
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[MemberResponse]]:
         """(top-level error, per-member results) for members given as (member_id, group_instance_id)."""
         if code := self.coord.status(group_id):
             return code, []
@@ -524,7 +526,7 @@ class Membership:
             return E.unknown_member_id.value, []
         if group.is_(S.DEAD):
             return E.coordinator_not_available.value, []
-        results = []
+        results: list[MemberResponse] = []
         for member_id, instance_id in leaving:
             results.append(
                 {

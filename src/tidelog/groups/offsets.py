@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -36,6 +36,7 @@ from .state import GroupState as S
 
 if TYPE_CHECKING:
     from ..core.topics import Topic
+    from ..wire.responses import OffsetFetchResponsePartition, OffsetFetchResponseTopic
     from .coordinator import GroupCoordinator
     from .store import OffsetStore
 
@@ -177,7 +178,7 @@ class GroupOffsets:
     # ---- fetch and delete --------------------------------------------------------------------
     def fetch(
         self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
-    ) -> tuple[int, list[dict[str, Any]]]:
+    ) -> tuple[int, list[OffsetFetchResponseTopic]]:
         """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
         if code := self.coord.status(group_id):
             return code, []
@@ -187,9 +188,9 @@ class GroupOffsets:
             for t, p in sorted(committed):
                 by_topic.setdefault(t, []).append(p)
             topics = list(by_topic.items())
-        out = []
+        out: list[OffsetFetchResponseTopic] = []
         for name, partitions in topics:
-            parts = []
+            parts: list[OffsetFetchResponsePartition] = []
             for p in partitions:
                 v = committed.get((name, p))
                 err = NONE

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..cluster.state import ClusterState
 from ..cluster.view import ClusterView, SingleNode
@@ -43,6 +43,7 @@ from .security.changes import SecurityChanges
 if TYPE_CHECKING:
     from ..cluster.peer import Connector
     from ..cluster.store import Store
+    from ..wire.responses import MetadataResponseBroker
     from .connection import KafkaConnection
 
 log = logging.getLogger("tidelog.server")
@@ -208,7 +209,7 @@ class Broker:
         self.serving.set()
         log.info("tidelog node %d started (cluster %s)", self.node_id, self.registry.cluster_id)
 
-    def _endpoint(self, listener_name: str) -> dict[str, Any]:
+    def _endpoint(self, listener_name: str) -> MetadataResponseBroker:
         """This broker as Metadata lists it to a client of `listener_name`."""
         adv = [a for a in self.config.advertised if a.name == listener_name] or self.config.advertised[:1]
         host, port = adv[0].host, adv[0].port

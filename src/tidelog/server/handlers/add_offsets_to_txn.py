@@ -4,7 +4,7 @@ producer's transaction, so TxnOffsetCommit may stage offsets there. v2+ may answ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...core.topics import OFFSETS_TOPIC
 from ...wire.apis import ApiKey
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 
     from ...txn.service import TxnService
+    from ...wire.responses import AddOffsetsToTxnResponse
     from ..connection import RequestContext
 
 
@@ -25,7 +26,7 @@ class Deps:
     txn: TxnService
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     txn = deps.txn
     store = txn.groups.store
     partition = store.partition_for(request.group_id) if store is not None else 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ...wire.errors import INVALID_TXN_STATE, NONE
@@ -14,9 +14,15 @@ from ..router import control_route
 from ._txn_util import fenced_for, guarded
 
 if TYPE_CHECKING:
-    from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest
+    from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 
     from ...txn.service import TxnService
+    from ...wire.responses import (
+        AddPartitionsToTxnPartitionResult,
+        AddPartitionsToTxnResponse,
+        AddPartitionsToTxnResult,
+        AddPartitionsToTxnTopicResult,
+    )
     from ..connection import RequestContext
 
 
@@ -27,14 +33,19 @@ class Deps:
     txn: TxnService
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
     txn = deps.txn
     coordinator = txn.coordinator
 
     async def one(
-        txn_id: str, pid: int, epoch: int, topics: Sequence[Any], version: int, verify_only: bool = False
-    ) -> list[dict[str, Any]]:
-        tps = [(t.name, p) for t in topics for p in t.partitions]
+        txn_id: str,
+        pid: int,
+        epoch: int,
+        topics: Sequence[AddPartitionsToTxnTopic],
+        version: int,
+        verify_only: bool = False,
+    ) -> list[AddPartitionsToTxnTopicResult]:
+        tps: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
         if verify_only and (moved := coordinator.status(txn_id)):
             results = {tp: moved for tp in tps}
         elif verify_only:
@@ -50,7 +61,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnReq
                 coordinator.add_partitions(txn_id, pid, epoch, tps),
                 lambda code: {tp: code for tp in tps},
             )
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
         for (t, p), code in results.items():
             by_topic.setdefault(t, []).append(
                 {"partition_index": p, "partition_error_code": fenced_for(code, version, 2)}
@@ -59,7 +70,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnReq
 
     v = ctx.api_version
     if v >= 4:
-        out = []
+        out: list[AddPartitionsToTxnResult] = []
         for tr in request.transactions:
             out.append(
                 {

@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer
 
 if TYPE_CHECKING:
     from kio.schema.alter_configs.v2.request import AlterConfigsRequest
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from ...core.admin import TopicAdmin
     from ...core.dynamic_config import DynamicBrokerConfigs
     from ...core.topics import Topic, TopicRegistry
+    from ...wire.responses import AlterConfigsResourceResponse, AlterConfigsResponse
     from ..connection import RequestContext
 
 
@@ -31,7 +33,7 @@ class Deps:
 TOPIC = 2
 
 
-def alter_result(r: Any, code: int = 0, msg: str | None = None) -> dict[str, Any]:
+def alter_result(r: Any, code: int = 0, msg: str | None = None) -> AlterConfigsResourceResponse:
     """A resource's result; `r` is a resource of AlterConfigs or IncrementalAlterConfigs."""
     return {
         "error_code": code,
@@ -44,7 +46,7 @@ def alter_result(r: Any, code: int = 0, msg: str | None = None) -> dict[str, Any
 BROKER = 4
 
 
-def broker_entity_error(r: Any) -> dict[str, Any] | None:
+def broker_entity_error(r: Any) -> AlterConfigsResourceResponse | None:
     """None when `r` names the cluster-wide default ("") or a broker id, else the error result."""
     name = r.resource_name
     if name == "" or (name.isdigit() and int(name) >= 0):
@@ -53,15 +55,17 @@ def broker_entity_error(r: Any) -> dict[str, Any] | None:
 
 
 async def alter_brokers(
-    dynamic: DynamicBrokerConfigs, changes: list[tuple[Any, dict[str, str]]], responses: list[dict[str, Any]]
-) -> dict[str, Any]:
+    dynamic: DynamicBrokerConfigs,
+    changes: list[tuple[Any, dict[str, str]]],
+    responses: list[AlterConfigsResourceResponse],
+) -> AlterConfigsResponse:
     """Write the dynamic broker configs computed by the handler (cluster: through etcd)."""
     for r, configs in changes:
         await dynamic.alter(r.resource_name, configs)
     return {"throttle_time": 0, "responses": responses}
 
 
-def check_topic_resource(registry: TopicRegistry, r: Any) -> tuple[Topic | None, dict[str, Any] | None]:
+def check_topic_resource(registry: TopicRegistry, r: Any) -> tuple[Topic | None, AlterConfigsResourceResponse | None]:
     """(topic, None) or (None, error result) for a config resource."""
     if r.resource_type != TOPIC:
         return None, alter_result(r, E.invalid_request.value, f"Unsupported resource type {r.resource_type}.")
@@ -71,9 +75,9 @@ def check_topic_resource(registry: TopicRegistry, r: Any) -> tuple[Topic | None,
     return topic, None
 
 
-def handle(deps: Deps, ctx: RequestContext, request: AlterConfigsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: AlterConfigsRequest) -> Answer[AlterConfigsResponse]:
     admin = deps.admin
-    responses = []
+    responses: list[AlterConfigsResourceResponse] = []
     brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
         if r.resource_type == BROKER:  # the whole dynamic set of the broker (or default) replaced

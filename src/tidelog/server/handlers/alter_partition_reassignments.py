@@ -8,7 +8,7 @@ controller.py). v1's allow_replication_factor_change=false refuses a target of a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from kio.schema.alter_partition_reassignments.v1.request import AlterPartitionReassignmentsRequest
 
     from ...cluster.view import ClusterView
+    from ...wire.responses import (
+        AlterPartitionReassignmentsResponse,
+        ReassignablePartitionResponse,
+        ReassignableTopicResponse,
+    )
     from ..connection import RequestContext
 
 
@@ -27,12 +32,14 @@ class Deps:
     cluster: ClusterView
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Any:
+async def handle(
+    deps: Deps, ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
     cluster = deps.cluster
     allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
-    out = []
+    out: list[ReassignableTopicResponse] = []
     for t in request.topics:
-        parts = []
+        parts: list[ReassignablePartitionResponse] = []
         for p in t.partitions:
             target = None if p.replicas is None else tuple(int(b) for b in p.replicas)
             code, msg = await cluster.reassign(t.name, p.partition_index, target, allow_rf_change)
@@ -41,7 +48,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: AlterPartitionReassig
     return _response(out)
 
 
-def _response(topics: list[dict[str, Any]]) -> dict[str, Any]:
+def _response(topics: list[ReassignableTopicResponse]) -> AlterPartitionReassignmentsResponse:
     return {
         "throttle_time": 0,
         "allow_replication_factor_change": True,

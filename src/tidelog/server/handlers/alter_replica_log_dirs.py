@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from ...core.config import BrokerConfig
     from ...core.partitions import Partitions
+    from ...wire.responses import AlterReplicaLogDirPartitionResult, AlterReplicaLogDirsResponse
     from ..connection import RequestContext
 
 
@@ -35,10 +36,10 @@ class Deps:
     partitions: Partitions
 
 
-def handle(deps: Deps, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
     partitions = deps.partitions
     current = log_dir_path(deps.config)
-    results: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
     for d in request.dirs:
         dir_ok = os.path.isabs(d.path) and os.path.realpath(d.path) == current
         for t in d.topics:

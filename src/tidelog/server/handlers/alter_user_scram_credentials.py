@@ -7,7 +7,6 @@ keeps StoredKey and ServerKey derived from it (security.scram), persisted in the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +15,12 @@ from kio.schema.errors import ErrorCode as E
 from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
+from ._answer import Answer, answered_after
 
 if TYPE_CHECKING:
     from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 
+    from ...wire.responses import AlterUserScramCredentialsResponse, AlterUserScramCredentialsResult
     from ..connection import RequestContext
     from ..security import Security
     from ..security.changes import SecurityChanges
@@ -33,9 +34,11 @@ class Deps:
     security_changes: SecurityChanges
 
 
-def handle(deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
+def handle(
+    deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> Answer[AlterUserScramCredentialsResponse]:
     store = deps.security.credentials
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, AlterUserScramCredentialsResult] = {}
     ops: tuple[Any, ...] = (*request.deletions, *request.upsertions)  # both carry name and mechanism
     counts = Counter((op.name, op.mechanism) for op in ops)
     users_in_order = list(dict.fromkeys(op.name for op in ops))
@@ -64,7 +67,7 @@ def handle(deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRe
             )
         elif not op.salt or not op.salted_password:
             fail(op.name, E.unacceptable_credential, "Salt and salted password must not be empty")
-    response = {
+    response: AlterUserScramCredentialsResponse = {
         "throttle_time": 0,
         "results": [results.get(u, {"user": u, "error_code": E.none, "error_message": None}) for u in users_in_order],
     }
@@ -81,12 +84,7 @@ def handle(deps: Deps, ctx: RequestContext, request: AlterUserScramCredentialsRe
         if op.name not in results
     ]
     if deletions or upsertions:  # a cluster's: through etcd, to every broker
-        return _published(deps.security_changes.change_credentials(deletions, upsertions), response)
-    return response
-
-
-async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
-    await write
+        return answered_after(response, deps.security_changes.change_credentials(deletions, upsertions))
     return response
 
 

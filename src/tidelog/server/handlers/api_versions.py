@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -14,6 +14,7 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
+    from ...wire.responses import ApiVersionsResponse
     from ..connection import RequestContext
     from ..router import Router
 
@@ -29,7 +30,7 @@ class Deps:
 SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def handle(deps: Deps, ctx: RequestContext, request: ApiVersionsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and not all(
         SOFTWARE_NAME_VERSION.fullmatch(s) for s in (request.client_software_name, request.client_software_version)
     ):

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
 from ..security.acls import AclBinding
+from ._answer import Answer, answered_after
 
 if TYPE_CHECKING:
     from kio.schema.create_acls.v3.request import CreateAclsRequest
 
+    from ...wire.responses import AclCreationResult, CreateAclsResponse
     from ..connection import RequestContext
     from ..security import Security
     from ..security.changes import SecurityChanges
@@ -28,7 +29,7 @@ class Deps:
     security_changes: SecurityChanges
 
 
-def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Answer[CreateAclsResponse]:
     security = deps.security
     if security.authorizer is None:
         return {
@@ -38,7 +39,8 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Any:
                 for _ in request.creations
             ],
         }
-    results, valid = [], []
+    results: list[AclCreationResult] = []
+    valid: list[AclBinding] = []
     for c in request.creations:
         b = AclBinding(
             int(c.resource_type),
@@ -55,14 +57,9 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateAclsRequest) -> Any:
         else:
             valid.append(b)
             results.append({"error_code": E.none, "error_message": None})
-    response = {"throttle_time": 0, "results": results}
+    response: CreateAclsResponse = {"throttle_time": 0, "results": results}
     if valid:  # a cluster's: through etcd, to every broker
-        return _published(deps.security_changes.add_acls(valid), response)
-    return response
-
-
-async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
-    await write
+        return answered_after(response, deps.security_changes.add_acls(valid))
     return response
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -13,12 +12,14 @@ from kio.schema.errors import ErrorCode as E
 from ...core.admin import MAX_NEW_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer, answered_after
 
 if TYPE_CHECKING:
     from kio.schema.create_topics.v7.request import CreateTopicsRequest
 
     from ...core.admin import Created, TopicAdmin
     from ...core.config import BrokerConfig
+    from ...wire.responses import CreatableTopicResult, CreateTopicsResponse
     from ..connection import RequestContext
 
 
@@ -34,10 +35,10 @@ class Deps:
 SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
 
 
-def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Answer[CreateTopicsResponse]:
     admin = deps.admin
-    results: list[dict[str, Any]] = []
-    pending: list[Any] = []
+    results: list[CreatableTopicResult] = []
+    pending: list[Awaitable[None]] = []
     validate_only = getattr(request, "validate_only", False)
     # A name given more than once is created from none of its entries and answered once, after the
     # others, INVALID_REQUEST (Kafka's ControllerApis.createTopics); its partitions do not count.
@@ -49,7 +50,7 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
     )
     for t in request.topics:
         name = t.name
-        entry: dict[str, Any] = {
+        entry: CreatableTopicResult = {
             "name": name,
             "topic_id": None,
             "error_code": 0,
@@ -59,7 +60,7 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
             "configs": [],
         }
         if too_many:  # Kafka fails every entry of the request, repeated names included
-            entry.update(error_code=TOO_MANY_PER_REQUEST[0], error_message=TOO_MANY_PER_REQUEST[1])
+            entry.update({"error_code": TOO_MANY_PER_REQUEST[0], "error_message": TOO_MANY_PER_REQUEST[1]})
             results.append(entry)
             continue
         if counts[name] > 1:
@@ -69,8 +70,10 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
         if t.assignments:
             if partitions != -1 or rf != -1:
                 entry.update(
-                    error_code=E.invalid_request.value,
-                    error_message="Both numPartitions or replicationFactor and replicasAssignments were set.",
+                    {
+                        "error_code": E.invalid_request.value,
+                        "error_message": "Both numPartitions or replicationFactor and replicasAssignments were set.",
+                    }
                 )
                 results.append(entry)
                 continue
@@ -85,9 +88,11 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
             ]
             if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
                 entry.update(
-                    error_code=E.invalid_replica_assignment.value,
-                    error_message=f"Replica assignments must name only broker {deps.node_id}, "
-                    "one per partition 0..n-1.",
+                    {
+                        "error_code": E.invalid_replica_assignment.value,
+                        "error_message": f"Replica assignments must name only broker {deps.node_id}, "
+                        "one per partition 0..n-1.",
+                    }
                 )
                 results.append(entry)
                 continue
@@ -97,7 +102,7 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
         configs = {c.name: c.value for c in t.configs}
         code, msg = admin.check_create(name, partitions, rf, configs)
         if code:
-            entry.update(error_code=code, error_message=msg)
+            entry.update({"error_code": code, "error_message": msg})
             results.append(entry)
             continue
         if not validate_only:
@@ -111,18 +116,20 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
         overrides = {k for k, v in configs.items() if v is not None}
         rf = len(t.assignments[0].broker_ids) if t.assignments else admin.replication_factor(rf)
         entry.update(
-            num_partitions=partitions,
-            replication_factor=rf,
-            configs=[
-                {
-                    "name": k,
-                    "value": v,
-                    "read_only": False,
-                    "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
-                    "is_sensitive": False,
-                }
-                for k, v in sorted(effective.items())
-            ],
+            {
+                "num_partitions": partitions,
+                "replication_factor": rf,
+                "configs": [
+                    {
+                        "name": k,
+                        "value": v,
+                        "read_only": False,
+                        "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
+                        "is_sensitive": False,
+                    }
+                    for k, v in sorted(effective.items())
+                ],
+            }
         )
         results.append(entry)
     if not too_many:
@@ -138,24 +145,21 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Any
             }
             for name in duplicates
         )
-    response = {"throttle_time": 0, "topics": results}
+    response: CreateTopicsResponse = {"throttle_time": 0, "topics": results}
     if pending:
-        return _after(pending, response)
+        return answered_after(response, *pending)
     return response
 
 
-async def _create(entry: dict[str, Any], created: Awaitable[Created]) -> None:
+async def _create(entry: CreatableTopicResult, created: Awaitable[Created]) -> None:
     """The entry of a topic being created, completed once this broker has it (core/admin.py)."""
     code, msg, topic = await created
     if code:
-        entry.update(error_code=code, error_message=msg, num_partitions=-1, replication_factor=-1, configs=[])
+        entry.update(
+            {"error_code": code, "error_message": msg, "num_partitions": -1, "replication_factor": -1, "configs": []}
+        )
     elif topic is not None:
         entry["topic_id"] = topic.topic_id
-
-
-async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]:
-    await asyncio.gather(*pending)
-    return response
 
 
 def _requested(topic: Any, default: int) -> int:

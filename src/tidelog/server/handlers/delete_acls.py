@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer, answered_after
 from .describe_acls import acl_filter, filter_error
 
 if TYPE_CHECKING:
     from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 
+    from ...wire.responses import DeleteAclsFilterResult, DeleteAclsResponse
     from ..connection import RequestContext
     from ..security import Security
     from ..security.changes import SecurityChanges
@@ -28,7 +29,7 @@ class Deps:
     security_changes: SecurityChanges
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Answer[DeleteAclsResponse]:
     security = deps.security
     if security.authorizer is None:
         return {
@@ -42,7 +43,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
     valid = [flt for flt in flts if not filter_error(flt)]
     per_filter, removal = deps.security_changes.remove_acls(valid)  # a cluster's: through etcd
     gone_in_order = iter(per_filter)  # one list per valid filter, in request order
-    results: list[dict[str, Any]] = []
+    results: list[DeleteAclsFilterResult] = []
     for flt in flts:
         if filter_error(flt):
             results.append({"error_code": E.invalid_request, "error_message": filter_error(flt), "matching_acls": []})
@@ -67,12 +68,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteAclsRequest) -> Any:
                 ],
             }
         )
-    return _published(removal, {"throttle_time": 0, "filter_results": results})
-
-
-async def _published(write: Awaitable[None], response: dict[str, Any]) -> dict[str, Any]:
-    await write
-    return response
+    return answered_after({"throttle_time": 0, "filter_results": results}, removal)
 
 
 ROUTE = control_route(ApiKey.DELETE_ACLS, 1, 3, handle)

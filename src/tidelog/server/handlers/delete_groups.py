@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import DeletableGroupResult, DeleteGroupsResponse
     from ..connection import RequestContext
 
 
@@ -22,9 +23,9 @@ class Deps:
     groups: GroupCoordinator
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     coordinator = deps.groups
-    results = []
+    results: list[DeletableGroupResult] = []
     for g in request.groups_names:
         results.append({"group_id": g, "error_code": await coordinator.delete_group(g)})
     return {"throttle_time": 0, "results": results}

@@ -5,7 +5,7 @@ from its fetch responses."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from ...cluster.view import ClusterView
     from ...core.partitions import Partitions
+    from ...wire.responses import DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult
     from ..connection import RequestContext
 
 
@@ -30,12 +31,12 @@ class Deps:
     cluster: ClusterView
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     partitions = deps.partitions
     cluster = deps.cluster
-    topics = []
+    topics: list[DeleteRecordsTopicResult] = []
     for t in request.topics:
-        parts = []
+        parts: list[DeleteRecordsPartitionResult] = []
         for p in t.partitions:
             plog = partitions.get(t.name, p.partition_index)
             if off_leader(cluster, t.name, p.partition_index):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer, answered_after
 
 if TYPE_CHECKING:
     import uuid
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from ...core.admin import TopicAdmin
     from ...core.topics import TopicRegistry
+    from ...wire.responses import DeletableTopicResult, DeleteTopicsResponse
     from ..connection import RequestContext
 
 
@@ -30,15 +32,15 @@ class Deps:
     admin: TopicAdmin
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DeleteTopicsRequest) -> Answer[DeleteTopicsResponse]:
     admin, registry = deps.admin, deps.registry
     wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(n, None) for n in getattr(request, "topic_names")]  # v0-5: names only
-    responses: list[dict[str, Any]] = []
-    pending: list[Any] = []
+    responses: list[DeletableTopicResult] = []
+    pending: list[Awaitable[object]] = []
     # A topic given more than once is deleted by none of its entries and answered once,
     # INVALID_REQUEST (Kafka's ControllerApis.deleteTopics): a name or an id repeated, or a name
     # whose topic is also given by its id.
@@ -96,15 +98,9 @@ def handle(deps: Deps, ctx: RequestContext, request: DeleteTopicsRequest) -> Any
         responses.append(
             {"name": name, "topic_id": topic.topic_id if topic else None, "error_code": code, "error_message": msg}
         )
-    response = {"throttle_time": 0, "responses": responses}
+    response: DeleteTopicsResponse = {"throttle_time": 0, "responses": responses}
     if pending:
-        return _after(pending, response)
-    return response
-
-
-async def _after(pending: list[Any], response: dict[str, Any]) -> dict[str, Any]:
-    """Answered once the deletions are done (a cluster: etcd has them and this broker applied them)."""
-    await asyncio.gather(*pending)
+        return answered_after(response, *pending)
     return response
 
 

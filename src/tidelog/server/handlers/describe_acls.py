@@ -14,6 +14,7 @@ from ..security.acls import AclFilter
 if TYPE_CHECKING:
     from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 
+    from ...wire.responses import AclDescription, DescribeAclsResponse
     from ..connection import RequestContext
     from ..security import Security
 
@@ -46,7 +47,7 @@ def filter_error(f: AclFilter) -> str | None:
     return None
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeAclsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     security = deps.security
     if security.authorizer is None:
         return {
@@ -63,7 +64,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeAclsRequest) -> Any
             "error_message": filter_error(flt),
             "resources": [],
         }
-    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[int, str, int], list[AclDescription]] = {}
     for b in security.acls.find(flt):
         groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
             {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from ...cluster.view import ClusterView
     from ...core.topics import TopicRegistry
+    from ...wire.responses import DescribeClusterResponse
     from ..connection import RequestContext
 
 
@@ -30,7 +31,7 @@ class Deps:
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # KIP-919 endpoint types (v1+; v0 asks for brokers)
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeClusterRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     endpoint_type = getattr(request, "endpoint_type", BROKER_ENDPOINT)
     if endpoint_type != BROKER_ENDPOINT:
         # a broker answers only for brokers (Kafka's AuthHelper.computeDescribeClusterResponse):

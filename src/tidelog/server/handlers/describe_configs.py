@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ...core.config import BrokerConfig
     from ...core.dynamic_config import DynamicBrokerConfigs
     from ...core.topics import Topic, TopicRegistry
+    from ...wire.responses import DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult
     from ..connection import RequestContext
 
 
@@ -67,10 +68,10 @@ class _Ask:
 
 def _entry(
     ask: _Ask, name: str, value: str | None, source: int, ctype: ConfigType, syn: list[Synonym], read_only: bool = False
-) -> dict[str, Any]:
+) -> DescribeConfigsResourceResult:
     """One config entry in the shape of the request's version; a PASSWORD value is never sent."""
     sensitive = ctype == ConfigType.PASSWORD
-    out: dict[str, Any] = {
+    out: DescribeConfigsResourceResult = {
         "name": name,
         "value": None if sensitive else value,
         "read_only": read_only,
@@ -84,19 +85,19 @@ def _entry(
         [{"name": n, "value": None if sensitive else v, "source": src} for n, v, src in syn] if ask.synonyms else []
     )
     if ask.version >= 3:
-        out.update(config_type=int(ctype), documentation=DOCS.get(name) if ask.docs else None)
+        out.update({"config_type": int(ctype), "documentation": DOCS.get(name) if ask.docs else None})
     return out
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     ask = _Ask(
         ctx.api_version,
         bool(getattr(request, "include_synonyms", False)),
         bool(getattr(request, "include_documentation", False)),
     )
-    results = []
+    results: list[DescribeConfigsResult] = []
     for r in request.resources:
-        res: dict[str, Any] = {
+        res: DescribeConfigsResult = {
             "error_code": 0,
             "error_message": None,
             "resource_type": r.resource_type,
@@ -108,16 +109,20 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> 
             topic = deps.registry.get(r.resource_name)
             if topic is None:
                 res.update(
-                    error_code=E.unknown_topic_or_partition.value,
-                    error_message=f"Topic '{r.resource_name}' does not exist.",
+                    {
+                        "error_code": E.unknown_topic_or_partition.value,
+                        "error_message": f"Topic '{r.resource_name}' does not exist.",
+                    }
                 )
             else:
                 res["configs"] = _topic_entries(deps, topic, keys, ask)
         elif r.resource_type == BROKER:
             if r.resource_name not in ("", str(deps.node_id)):
                 res.update(
-                    error_code=E.invalid_request.value,
-                    error_message=f"Unexpected broker id {r.resource_name}, this is {deps.node_id}.",
+                    {
+                        "error_code": E.invalid_request.value,
+                        "error_message": f"Unexpected broker id {r.resource_name}, this is {deps.node_id}.",
+                    }
                 )
             elif r.resource_name == "":
                 res["configs"] = _default_broker_entries(deps, keys, ask)
@@ -125,15 +130,18 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> 
                 res["configs"] = _broker_entries(deps, keys, ask)
         else:
             res.update(
-                error_code=E.invalid_request.value, error_message=f"Unsupported resource type {r.resource_type}."
+                {
+                    "error_code": E.invalid_request.value,
+                    "error_message": f"Unsupported resource type {r.resource_type}.",
+                }
             )
         results.append(res)
     return {"throttle_time": 0, "results": results}
 
 
-def _topic_entries(deps: Deps, topic: Topic, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
+def _topic_entries(deps: Deps, topic: Topic, keys: set[str] | None, ask: _Ask) -> list[DescribeConfigsResourceResult]:
     values = deps.admin.topic_configs(topic)
-    out = []
+    out: list[DescribeConfigsResourceResult] = []
     for name in sorted(values):
         if keys is not None and name not in keys:
             continue
@@ -160,10 +168,10 @@ def _topic_synonyms(deps: Deps, topic: Topic, name: str, default_value: str) -> 
     return out
 
 
-def _default_broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
+def _default_broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> list[DescribeConfigsResourceResult]:
     """The cluster-wide default: only the keys set dynamically for every broker, each with that
     synonym alone (Kafka's currentDynamicDefaultConfigs)."""
-    out = []
+    out: list[DescribeConfigsResourceResult] = []
     for name, value in sorted(deps.dynamic.entity("").items()):
         if keys is not None and name not in keys:
             continue
@@ -172,11 +180,11 @@ def _default_broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> lis
     return out
 
 
-def _broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> list[dict[str, Any]]:
+def _broker_entries(deps: Deps, keys: set[str] | None, ask: _Ask) -> list[DescribeConfigsResourceResult]:
     """This broker's keys. read-only: whether the key can be changed dynamically, wherever its
     value comes from; synonyms: dynamic, static, built-in default (values of their own)."""
     cfg, raw = deps.config, deps.config.raw
-    out = []
+    out: list[DescribeConfigsResourceResult] = []
     for name in sorted(k for k, v in cfg.values.items() if v is not None):
         if keys is not None and name not in keys:
             continue

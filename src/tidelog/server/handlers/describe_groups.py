@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import DescribeGroupsResponse
     from ..connection import RequestContext
 
 
@@ -26,7 +27,7 @@ class Deps:
 ALL_GROUP_OPERATIONS = sum(1 << int(op) for op in GROUP_OPS)
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeGroupsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coordinator = deps.groups
     groups = [coordinator.describe(g) for g in request.groups]
     if getattr(request, "include_authorized_operations", False):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from ...core.config import BrokerConfig
     from ...core.partitions import Partitions
+    from ...wire.responses import DescribeLogDirsPartition, DescribeLogDirsResponse, DescribeLogDirsResult
     from ..connection import RequestContext
 
 
@@ -37,12 +38,12 @@ def log_dir_path(config: BrokerConfig) -> str:
     return str(config.log_dirs[0].resolve())
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeLogDirsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     partitions = deps.partitions
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
     for plog in sorted(partitions.manager.logs(), key=lambda lg: (lg.topic, lg.partition)):
         if wanted is not None and plog.partition not in wanted.get(plog.topic, ()):
             continue
@@ -56,14 +57,15 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeLogDirsRequest) -> 
         )
     path = log_dir_path(deps.config)
     st = os.statvfs(path)
-    result = {
+    result: DescribeLogDirsResult = {
         "error_code": 0,
         "log_dir": path,
         "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
     }
     if ctx.api_version >= 4:
-        result.update(total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize)
-    response = {"throttle_time": 0, "results": [result]}
+        result["total_bytes"] = st.f_blocks * st.f_frsize
+        result["usable_bytes"] = st.f_bavail * st.f_frsize
+    response: DescribeLogDirsResponse = {"throttle_time": 0, "results": [result]}
     if ctx.api_version >= 3:
         response["error_code"] = 0
     return response

@@ -4,7 +4,7 @@ last timestamp, coordinator epoch, first offset of the open transaction or -1)."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ...cluster.view import ClusterView
     from ...txn.producer_states import ProducerStates
     from ...txn.service import TxnService
+    from ...wire.responses import DescribeProducersResponse, PartitionResponse
     from ..connection import RequestContext
 
 
@@ -31,11 +32,11 @@ class Deps:
     producers: ProducerStates
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeProducersRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     txn = deps.txn
     cluster = deps.cluster
 
-    def partition(topic: str, index: int) -> dict[str, Any]:
+    def partition(topic: str, index: int) -> PartitionResponse:
         plog = txn.partitions.get(topic, index)
         if topic not in UNTRACKED and off_leader(cluster, topic, index):
             return {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from ...core.config import BrokerConfig
     from ...core.topics import TopicRegistry
+    from ...wire.responses import Cursor, DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseTopic
     from ..connection import RequestContext
 
 
@@ -46,7 +47,7 @@ ZERO_UUID = uuid.UUID(int=0)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     registry = deps.registry
     broker_limit = deps.config["max.request.partition.size.limit"]
     session = ctx.connection.security
@@ -59,7 +60,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequ
     def operations(name: str) -> int:
         return ALL_TOPIC_OPERATIONS if session is None else authorized_operations(session, R.TOPIC, name, TOPIC_OPS)
 
-    def failed(name: str, code: int) -> dict[str, Any]:
+    def failed(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
         return {
             "error_code": code,
             "name": name,
@@ -84,7 +85,8 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequ
         names = [n for n in names if n >= cursor.topic_name]
     limit = max(0, min(request.response_partition_limit, broker_limit))
     node = deps.node_id
-    topics, next_cursor = [], None
+    topics: list[DescribeTopicPartitionsResponseTopic] = []
+    next_cursor: Cursor | None = None
     for name in names:
         topic = registry.get(name)
         if topic is None or not may_describe(name):

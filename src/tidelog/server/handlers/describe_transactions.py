@@ -6,7 +6,7 @@ as a timestamp; clients show both as "not started")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ...wire.errors import TRANSACTIONAL_ID_NOT_FOUND
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 
     from ...txn.service import TxnService
+    from ...wire.responses import DescribeTransactionsResponse, TransactionState
     from ..connection import RequestContext
 
 
@@ -26,10 +27,10 @@ class Deps:
     txn: TxnService
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeTransactionsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     txn = deps.txn
 
-    def describe(txn_id: str) -> dict[str, Any]:
+    def describe(txn_id: str) -> TransactionState:
         meta = txn.coordinator.txns.get(txn_id)
         if meta is None:
             return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -15,6 +15,7 @@ from ..security.scram import MECHANISMS
 if TYPE_CHECKING:
     from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
 
+    from ...wire.responses import DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResult
     from ..connection import RequestContext
     from ..security import Security
 
@@ -26,10 +27,12 @@ class Deps:
     security: Security
 
 
-def handle(deps: Deps, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
+def handle(
+    deps: Deps, ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
     store = deps.security.credentials
 
-    def info(user: str) -> dict[str, Any]:
+    def info(user: str) -> DescribeUserScramCredentialsResult:
         mechs = store.users.get(user)
         if not mechs:
             return {
@@ -50,7 +53,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeUserScramCredential
     # each user answered once, in the order first named; one named more than once is described
     # not at all but refused, DUPLICATE_RESOURCE (Kafka's ScramImage.describe)
     names = Counter(u.name for u in request.users) if request.users else Counter(sorted(store.users))
-    results = []
+    results: list[DescribeUserScramCredentialsResult] = []
     for name, n in names.items():
         if n > 1:
             results.append(

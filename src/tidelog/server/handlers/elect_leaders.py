@@ -7,18 +7,20 @@ leader epoch (cluster/elections.py) and the answer waits until this broker's cop
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer
 
 if TYPE_CHECKING:
     from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
 
     from ...cluster.view import ClusterView
     from ...core.topics import TopicRegistry
+    from ...wire.responses import ElectLeadersResponse, PartitionResult
     from ..connection import RequestContext
 
 
@@ -33,7 +35,7 @@ class Deps:
 PREFERRED, UNCLEAN = 0, 1
 
 
-def handle(deps: Deps, ctx: RequestContext, request: ElectLeadersRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: ElectLeadersRequest) -> Answer[ElectLeadersResponse]:
     election = getattr(request, "election_type", PREFERRED)
     if request.topic_partitions is None:
         wanted = [
@@ -55,10 +57,12 @@ def handle(deps: Deps, ctx: RequestContext, request: ElectLeadersRequest) -> Any
     return _elect(deps, ctx, wanted, election, every)
 
 
-async def _elect(deps: Deps, ctx: RequestContext, wanted: list[tuple[str, int]], election: int, every: bool) -> Any:
+async def _elect(
+    deps: Deps, ctx: RequestContext, wanted: list[tuple[str, int]], election: int, every: bool
+) -> ElectLeadersResponse:
     """One partition at a time, through the cluster view (a single node: never needed)."""
     timeout_s = 60.0
-    out = []
+    out: list[tuple[str, int, int, str | None]] = []
     for t, p in wanted:
         code, msg = await deps.cluster.elect(t, p, election == UNCLEAN, timeout_s)
         out.append((t, p, code, msg))
@@ -69,11 +73,13 @@ def _needed(results: list[tuple[str, int, int, str | None]]) -> list[tuple[str, 
     return [r for r in results if r[2] != E.election_not_needed.value]
 
 
-def _response(ctx: RequestContext, results: list[tuple[str, int, int, str | None]], top: int = 0) -> dict[str, Any]:
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+def _response(
+    ctx: RequestContext, results: list[tuple[str, int, int, str | None]], top: int = 0
+) -> ElectLeadersResponse:
+    by_topic: dict[str, list[PartitionResult]] = {}
     for t, p, code, msg in results:
         by_topic.setdefault(t, []).append({"partition_id": p, "error_code": code, "error_message": msg})
-    body: dict[str, Any] = {
+    body: ElectLeadersResponse = {
         "throttle_time": 0,
         "replica_election_results": [{"topic": t, "partition_result": parts} for t, parts in by_topic.items()],
     }

@@ -4,7 +4,7 @@ are written to every partition of the transaction. v2+ may answer PRODUCER_FENCE
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from kio.schema.end_txn.v4.request import EndTxnRequest
 
     from ...txn.service import TxnService
+    from ...wire.responses import EndTxnResponse
     from ..connection import RequestContext
 
 
@@ -24,7 +25,7 @@ class Deps:
     txn: TxnService
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: EndTxnRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     txn = deps.txn
     code = await guarded(
         "EndTxn",

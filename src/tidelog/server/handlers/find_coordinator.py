@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -17,6 +17,7 @@ from ...groups.records import partition_for as group_partition
 from ...txn.records import partition_for as txn_partition
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer
 from .metadata import broker_entries
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from ...cluster.view import ClusterView
     from ...groups import GroupCoordinator
+    from ...wire.responses import Coordinator, FindCoordinatorResponse
     from ..connection import RequestContext
 
 
@@ -40,7 +42,7 @@ TOPIC_OF = {0: OFFSETS_TOPIC, 1: STATE_TOPIC}
 CREATED_WAIT_S = 5.0
 
 
-def handle(deps: Deps, ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: FindCoordinatorRequest) -> Answer[FindCoordinatorResponse]:
     key_type = getattr(request, "key_type", 0)
     keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [getattr(request, "key")]  # v0-3: one key
     if key_type in KEY_TYPES and not deps.cluster.coordinators_topic_exists(TOPIC_OF[key_type]):
@@ -48,7 +50,7 @@ def handle(deps: Deps, ctx: RequestContext, request: FindCoordinatorRequest) -> 
     return _respond(deps, ctx, keys, key_type)
 
 
-async def _after_creating(deps: Deps, ctx: RequestContext, keys: list[str], key_type: int) -> Any:
+async def _after_creating(deps: Deps, ctx: RequestContext, keys: list[str], key_type: int) -> FindCoordinatorResponse:
     code = await deps.cluster.ensure_coordinators_topic(TOPIC_OF[key_type])
     if code:
         return _respond(deps, ctx, keys, key_type, code)
@@ -59,10 +61,12 @@ async def _after_creating(deps: Deps, ctx: RequestContext, keys: list[str], key_
     return _respond(deps, ctx, keys, key_type)
 
 
-def _respond(deps: Deps, ctx: RequestContext, keys: list[str], key_type: int, failed: int = 0) -> Any:
+def _respond(
+    deps: Deps, ctx: RequestContext, keys: list[str], key_type: int, failed: int = 0
+) -> FindCoordinatorResponse:
     nodes = {b["node_id"]: b for b in broker_entries(deps.cluster, ctx.connection.listener_name)}
 
-    def answer(key: str) -> dict[str, Any]:
+    def answer(key: str) -> Coordinator:
         if key_type not in KEY_TYPES:
             return _error(key, E.invalid_request.value, f"unknown key type {key_type}")
         if failed:
@@ -83,9 +87,15 @@ def _respond(deps: Deps, ctx: RequestContext, keys: list[str], key_type: int, fa
 
     if ctx.api_version >= 4:
         return {"throttle_time": 0, "coordinators": [answer(k) for k in keys]}
-    one = answer(keys[0])
-    del one["key"]  # v0-3 answer one key, at the top level, without naming it
-    return {"throttle_time": 0, **one}
+    one = answer(keys[0])  # v0-3 answer one key, at the top level, without naming it
+    return {
+        "throttle_time": 0,
+        "error_code": one["error_code"],
+        "error_message": one.get("error_message"),
+        "node_id": one["node_id"],
+        "host": one["host"],
+        "port": one["port"],
+    }
 
 
 def _coordinator(deps: Deps, key_type: int, key: str) -> int:
@@ -95,7 +105,7 @@ def _coordinator(deps: Deps, key_type: int, key: str) -> int:
     return deps.cluster.coordinator(STATE_TOPIC, lambda n: txn_partition(key, n))
 
 
-def _error(key: str, code: int, message: str) -> dict[str, Any]:
+def _error(key: str, code: int, message: str) -> Coordinator:
     return {"key": key, "error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 

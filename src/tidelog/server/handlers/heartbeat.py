@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import HeartbeatResponse
     from ..connection import RequestContext
 
 
@@ -22,7 +23,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-def handle(deps: Deps, ctx: RequestContext, request: HeartbeatRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     coordinator = deps.groups
     err = coordinator.heartbeat(
         request.group_id, request.member_id, getattr(request, "group_instance_id", None), request.generation_id

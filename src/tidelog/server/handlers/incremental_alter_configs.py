@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
+from ._answer import Answer
 from .alter_configs import BROKER, alter_brokers, alter_result, broker_entity_error, check_topic_resource
 
 if TYPE_CHECKING:
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from ...core.admin import TopicAdmin
     from ...core.dynamic_config import DynamicBrokerConfigs
     from ...core.topics import Topic, TopicRegistry
+    from ...wire.responses import (
+        IncrementalAlterConfigsAlterConfigsResourceResponse,
+        IncrementalAlterConfigsResponse,
+    )
     from ..connection import RequestContext
 
 
@@ -35,9 +40,11 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = {"cleanup.policy"}
 
 
-def handle(deps: Deps, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
+def handle(
+    deps: Deps, ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> Answer[IncrementalAlterConfigsResponse]:
     admin = deps.admin
-    responses = []
+    responses: list[IncrementalAlterConfigsAlterConfigsResourceResponse] = []
     brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
         if r.resource_type == BROKER:

@@ -5,7 +5,7 @@ id and epoch (KIP-360); v4+ may answer PRODUCER_FENCED."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 
     from ...txn.service import TxnService
+    from ...wire.responses import InitProducerIdResponse
     from ..connection import RequestContext
 
 
@@ -25,10 +26,10 @@ class Deps:
     txn: TxnService
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: InitProducerIdRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     txn = deps.txn
 
-    def answer(code: int, pid: int = -1, epoch: int = -1) -> dict[str, Any]:
+    def answer(code: int, pid: int = -1, epoch: int = -1) -> InitProducerIdResponse:
         return {
             "throttle_time": 0,
             "error_code": fenced_for(code, ctx.api_version, 4),

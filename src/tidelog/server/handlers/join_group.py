@@ -6,7 +6,7 @@ group_instance_id for static membership (KIP-345)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kio.schema.join_group.v7.request import JoinGroupRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import JoinGroupResponse
     from ..connection import RequestContext
 
 
@@ -26,7 +27,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: JoinGroupRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     coordinator = deps.groups
     version = ctx.api_version
     peer = ctx.connection.peer

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kio.schema.leave_group.v5.request import LeaveGroupRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import LeaveGroupResponse
     from ..connection import RequestContext
 
 
@@ -22,7 +23,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-def handle(deps: Deps, ctx: RequestContext, request: LeaveGroupRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     coordinator = deps.groups
     if ctx.api_version < 3:
         member_id: str = getattr(request, "member_id")  # v0-2: one member, at the top level

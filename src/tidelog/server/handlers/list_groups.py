@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kio.schema.list_groups.v5.request import ListGroupsRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import ListGroupsResponse
     from ..connection import RequestContext
 
 
@@ -22,7 +23,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-def handle(deps: Deps, ctx: RequestContext, request: ListGroupsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     coordinator = deps.groups
     err, groups = coordinator.list_groups(getattr(request, "states_filter", ()), getattr(request, "types_filter", ()))
     return {"throttle_time": 0, "error_code": err, "groups": groups}

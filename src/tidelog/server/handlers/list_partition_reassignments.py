@@ -5,7 +5,7 @@ A single node never has one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
     from ...cluster.view import ClusterView
+    from ...wire.responses import (
+        ListPartitionReassignmentsResponse,
+        OngoingPartitionReassignment,
+        OngoingTopicReassignment,
+    )
     from ..connection import RequestContext
 
 
@@ -24,16 +29,18 @@ class Deps:
     cluster: ClusterView
 
 
-def handle(deps: Deps, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Any:
+def handle(
+    deps: Deps, ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
     moving = deps.cluster.reassignments()  # none on a single node
     wanted: dict[str, set[int]] | None = (
         None if request.topics is None else {t.name: set(t.partition_indexes) for t in request.topics}
     )
-    topics = []
+    topics: list[OngoingTopicReassignment] = []
     for name in sorted(moving):
         if wanted is not None and name not in wanted:
             continue
-        parts = [
+        parts: list[OngoingPartitionReassignment] = [
             {
                 "partition_index": p,
                 "replicas": list(replicas),

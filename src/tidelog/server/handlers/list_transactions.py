@@ -4,7 +4,7 @@ state names, producer ids and (v1) a minimum running time of Ongoing transaction
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest
 
     from ...txn.service import TxnService
+    from ...wire.responses import ListTransactionsResponse
     from ..connection import RequestContext
 
 
@@ -23,7 +24,7 @@ class Deps:
     txn: TxnService
 
 
-def handle(deps: Deps, ctx: RequestContext, request: ListTransactionsRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
     txn = deps.txn
     duration = getattr(request, "duration_filter", -1)
     unknown, found = txn.coordinator.list(request.state_filters, request.producer_id_filters, duration)

@@ -4,7 +4,7 @@ ISR and offline replicas (a single node leads every partition); auto-creates top
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from kio.schema.errors import ErrorCode as E
 
@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from ...cluster.view import ClusterView
     from ...core.admin import TopicAdmin
     from ...core.topics import Topic, TopicRegistry
+    from ...wire.responses import (
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )
     from ..connection import RequestContext
 
 
@@ -35,14 +41,14 @@ ALL_CLUSTER_OPERATIONS = sum(1 << int(op) for op in CLUSTER_OPS)
 ALL_TOPIC_OPERATIONS = sum(1 << int(op) for op in TOPIC_OPS)
 
 
-def broker_entries(cluster: ClusterView, listener_name: str) -> list[dict[str, Any]]:
+def broker_entries(cluster: ClusterView, listener_name: str) -> list[MetadataResponseBroker]:
     """The live brokers as a client of `listener_name` reaches them (one, on a single node)."""
     return cluster.brokers(listener_name)
 
 
-def topic_entry(deps: Deps, topic: Topic) -> dict[str, Any]:
+def topic_entry(deps: Deps, topic: Topic) -> MetadataResponseTopic:
     view = deps.cluster
-    parts = []
+    parts: list[MetadataResponsePartition] = []
     for p in range(topic.partitions):
         pv = view.partition(topic.name, p)
         parts.append(
@@ -66,12 +72,12 @@ def topic_entry(deps: Deps, topic: Topic) -> dict[str, Any]:
     }
 
 
-def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     registry = deps.registry
     version = ctx.api_version
     requested = request.topics
     allow_auto = getattr(request, "allow_auto_topic_creation", True)
-    topics = []
+    topics: list[MetadataResponseTopic] = []
     refused = False
     if requested is None or (version == 0 and not requested):
         topics = [topic_entry(deps, t) for t in sorted(registry.topics.values(), key=lambda t: t.name)]
@@ -117,7 +123,7 @@ def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Any:
         for entry in topics:
             if entry.get("name") is not None:
                 entry["topic_authorized_operations"] = ALL_TOPIC_OPERATIONS
-    response = {
+    response: MetadataResponse = {
         "throttle_time": 0,
         "brokers": broker_entries(deps.cluster, ctx.connection.listener_name),
         "cluster_id": registry.cluster_id,

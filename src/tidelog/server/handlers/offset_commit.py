@@ -6,7 +6,7 @@ record's expire timestamp), v6+ the leader epoch, v7+ group_instance_id."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...groups.records import OffsetValue
 from ...log.clock import wall_clock_ms
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kio.schema.offset_commit.v8.request import OffsetCommitRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import OffsetCommitResponse
     from ..connection import RequestContext
 
 
@@ -27,7 +28,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: OffsetCommitRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     coordinator = deps.groups
     version = ctx.api_version
     now = wall_clock_ms()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import OffsetDeleteResponse
     from ..connection import RequestContext
 
 
@@ -22,7 +23,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     coordinator = deps.groups
     tps: list[tuple[str, int]] = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     err, results = await coordinator.delete_offsets(request.group_id, tps)

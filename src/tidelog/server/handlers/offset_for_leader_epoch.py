@@ -9,7 +9,7 @@ cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEA
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from ...cluster.view import ClusterView
     from ...core.partitions import Partitions
+    from ...wire.responses import EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult
     from ..connection import RequestContext
 
 
@@ -32,12 +33,12 @@ class Deps:
     cluster: ClusterView
 
 
-def handle(deps: Deps, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     partitions = deps.partitions
     cluster = deps.cluster
-    topics = []
+    topics: list[OffsetForLeaderTopicResult] = []
     for t in request.topics:
-        parts = []
+        parts: list[EpochEndOffset] = []
         for p in t.partitions:
             code, _leader = cluster.leader_check(t.topic, p.partition, getattr(p, "current_leader_epoch", -1))
             if code == E.not_leader_or_follower.value and not cluster.replicated(t.topic, p.partition):

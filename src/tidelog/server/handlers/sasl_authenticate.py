@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -13,6 +13,7 @@ from ..router import control_route
 if TYPE_CHECKING:
     from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 
+    from ...wire.responses import SaslAuthenticateResponse
     from ..connection import RequestContext
 
 
@@ -21,7 +22,7 @@ class Deps:
     """None: the connection's SASL session (`ctx.connection.security`) does the work."""
 
 
-def handle(deps: Deps, ctx: RequestContext, request: SaslAuthenticateRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
     session = ctx.connection.security
     if session is None or not session.sasl:
         return {"error_code": E.illegal_sasl_state, "error_message": "not a SASL listener", "auth_bytes": b""}

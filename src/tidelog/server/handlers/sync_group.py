@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kio.schema.sync_group.v5.request import SyncGroupRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import SyncGroupResponse
     from ..connection import RequestContext
 
 
@@ -22,7 +23,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: SyncGroupRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     coordinator = deps.groups
     result = await coordinator.sync(
         group_id=request.group_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest
 
     from ...txn.service import TxnService
+    from ...wire.responses import TxnOffsetCommitResponse
     from ..connection import RequestContext
 
 
@@ -34,7 +35,7 @@ class Deps:
     txn: TxnService
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     txn = deps.txn
     groups = txn.groups
     v = ctx.api_version

@@ -12,7 +12,7 @@ coordinator). A single node and a cluster are served by the same code: the clust
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -22,7 +22,7 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
+    from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, WriteTxnMarkersRequest
 
     from ...cluster.view import ClusterView
     from ...core.partitions import Partitions
@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from ...log.log import PartitionLog
     from ...txn.producer_states import ProducerStates
     from ...txn.service import TxnService
+    from ...wire.responses import (
+        WritableTxnMarkerPartitionResult,
+        WritableTxnMarkerResult,
+        WritableTxnMarkerTopicResult,
+        WriteTxnMarkersResponse,
+    )
     from ..connection import RequestContext
 
 
@@ -44,16 +50,16 @@ class Deps:
     producers: ProducerStates
 
 
-async def handle(deps: Deps, ctx: RequestContext, request: WriteTxnMarkersRequest) -> Any:
+async def handle(deps: Deps, ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     txn = deps.txn
     cluster = deps.cluster
-    out = []
+    out: list[WritableTxnMarkerResult] = []
     for m in request.markers:
         commit = bool(m.transaction_result)
-        topics = []
+        topics: list[WritableTxnMarkerTopicResult] = []
         to_flush: list[PartitionLog] = []
         for t in m.topics:
-            parts = []
+            parts: list[WritableTxnMarkerPartitionResult] = []
             for p in t.partition_indexes:
                 topic = deps.registry.get(t.name)
                 if topic is None or not 0 <= p < topic.partitions:
@@ -75,7 +81,9 @@ async def handle(deps: Deps, ctx: RequestContext, request: WriteTxnMarkersReques
     return {"markers": out}
 
 
-async def _on_leader(deps: Deps, topic: str, p: int, m: Any, commit: bool, to_flush: list[PartitionLog]) -> int:
+async def _on_leader(
+    deps: Deps, topic: str, p: int, m: WritableTxnMarker, commit: bool, to_flush: list[PartitionLog]
+) -> int:
     """The marker appended under the partition owner's lease (the leader epoch now), answered
     once replicated under that same epoch: a leader deposed meanwhile answers
     NOT_LEADER_OR_FOLLOWER and the coordinator sends it again to the new leader. Without a lease

@@ -24,6 +24,7 @@ from .rules import apply
 from .sasl import PlainServer, SaslFailure, ScramServer
 
 if TYPE_CHECKING:
+    from ...wire.responses import SaslAuthenticateResponse, SaslHandshakeResponse
     from ..connection import KafkaConnection, RequestContext
     from ..router import Route
     from . import ListenerSecurity, Security
@@ -90,7 +91,7 @@ class Session:
         return authorizer.authorize(self.principal, self.host, resource_type, name, op)
 
     # ---- SASL -------------------------------------------------------------------------------
-    def handshake(self, version: int, mechanism: str) -> dict[str, Any]:
+    def handshake(self, version: int, mechanism: str) -> SaslHandshakeResponse:
         mechanisms = self.listener.mechanisms
         if not self.sasl or self.exchange is not None and not self.exchange.complete or self.raw:
             self._close_soon("unexpected SaslHandshake")
@@ -109,7 +110,7 @@ class Session:
         self.raw = version == 0
         return {"error_code": E.none, "mechanisms": mechanisms}
 
-    def authenticate(self, version: int, token: bytes) -> dict[str, Any]:
+    def authenticate(self, version: int, token: bytes) -> SaslAuthenticateResponse:
         if self.exchange is None or self.exchange.complete or self.raw:
             self._close_soon("SaslAuthenticate without a SaslHandshake")
             return {
