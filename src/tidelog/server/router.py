@@ -8,13 +8,22 @@ response (plain data or a typed response), an awaitable of one, or `NO_RESPONSE`
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 from ..wire import control
 
-NO_RESPONSE = object()
+
+class _NoResponse(enum.Enum):
+    """The type of `NO_RESPONSE`: one value, so that mypy can tell it from a response."""
+
+    NO_RESPONSE = 0
+
+
+NoResponse = Literal[_NoResponse.NO_RESPONSE]
+NO_RESPONSE: Final = _NoResponse.NO_RESPONSE
 
 
 @dataclass(slots=True)

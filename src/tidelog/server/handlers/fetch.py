@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -23,6 +23,7 @@ from ...wire import fetch as codec
 from ...wire import leader_hint
 from ..leader_hints import LeaderHints
 from ..router_hot import hot_route
+from ._answer import Answer
 
 if TYPE_CHECKING:
     import asyncio
@@ -46,17 +47,27 @@ class Deps:
 READ_COMMITTED = 1
 
 
-def read_all(deps: Deps, req: codec.FetchRequest, version: int, listener: str = "") -> tuple[Any, int, bool, list[Any]]:
+def read_all(
+    deps: Deps, req: codec.FetchRequest, version: int, listener: str = ""
+) -> tuple[codec.FetchResponse, int, bool, list[tuple[str, int]]]:
     partitions = deps.partitions
     registry = deps.registry
     remaining = req.max_bytes if version >= 3 else 0x7FFF_FFFF
     total = 0
     errors = False
-    keys = []
-    topics = []
+    keys: list[tuple[str, int]] = []
+    topics: list[codec.FetchResponseTopic] = []
     committed = version >= 4 and req.isolation_level == READ_COMMITTED
     cluster = deps.cluster
-    hints = LeaderHints(cluster, listener) if version >= 12 else None
+    hints: LeaderHints | None = None  # made for the first partition refused as not led here
+
+    def current_leader(name: str, partition: int) -> bytes | None:
+        nonlocal hints
+        if version < 12:
+            return None
+        hints = hints or LeaderHints(cluster, listener)
+        return hints.current_leader(name, partition)
+
     for t in req.topics:
         name: str | None = t.topic
         if version >= 13:
@@ -70,7 +81,7 @@ def read_all(deps: Deps, req: codec.FetchRequest, version: int, listener: str = 
                 tags = None
                 if name is not None and cluster.replicated(name, p.partition):
                     code = E.not_leader_or_follower.value  # another broker holds it
-                    hint = hints.current_leader(name, p.partition) if hints is not None else None
+                    hint = current_leader(name, p.partition)
                     tags = {leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None
                 parts.append(
                     codec.FetchResponsePartition(
@@ -86,8 +97,8 @@ def read_all(deps: Deps, req: codec.FetchRequest, version: int, listener: str = 
             code, leader = cluster.leader_check(name, p.partition, p.current_leader_epoch)
             if code or leader is None:
                 hint = (
-                    hints.current_leader(name, p.partition)
-                    if hints is not None and code in (E.not_leader_or_follower.value, E.fenced_leader_epoch.value)
+                    current_leader(name, p.partition)
+                    if code in (E.not_leader_or_follower.value, E.fenced_leader_epoch.value)
                     else None
                 )
                 parts.append(
@@ -161,7 +172,7 @@ def read_all(deps: Deps, req: codec.FetchRequest, version: int, listener: str = 
     )
 
 
-def handle(deps: Deps, ctx: RequestContext, req: codec.FetchRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, req: codec.FetchRequest) -> Answer[codec.FetchResponse]:
     version = ctx.api_version
     resp, total, errors, keys = read_all(deps, req, version, ctx.connection.listener_name)
     if total >= req.min_bytes or req.max_wait_ms <= 0 or errors or not keys:
@@ -170,8 +181,8 @@ def handle(deps: Deps, ctx: RequestContext, req: codec.FetchRequest) -> Any:
 
 
 async def _long_poll(
-    deps: Deps, req: codec.FetchRequest, version: int, keys: list[Any], deadline: float, listener: str
-) -> Any:
+    deps: Deps, req: codec.FetchRequest, version: int, keys: list[tuple[str, int]], deadline: float, listener: str
+) -> codec.FetchResponse:
     waiters = deps.partitions.waiters
     while True:
         remaining = deadline - time.monotonic()

@@ -9,7 +9,7 @@ each segment's largest record timestamp (never file times).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
@@ -34,7 +34,7 @@ class Deps:
 LATEST, EARLIEST, LAST_STABLE_OR_MAX_TS, EARLIEST_LOCAL = -1, -2, -3, -4
 
 
-def handle(deps: Deps, ctx: RequestContext, req: Any) -> Any:
+def handle(deps: Deps, ctx: RequestContext, req: codec.ListOffsetsRequest) -> codec.ListOffsetsResponse:
     partitions = deps.partitions
 
     def lookup(plog: PartitionLog, ts: int, version: int, committed: bool) -> tuple[int, int]:

@@ -14,9 +14,15 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
+    from kio.schema.offset_fetch.v7.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV7
     from kio.schema.offset_fetch.v8.request import OffsetFetchRequest
 
     from ...groups import GroupCoordinator
+    from ...wire.responses import (
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponseTopics,
+    )
     from ..connection import RequestContext
 
 
@@ -33,19 +39,23 @@ def _topics(topics: Sequence[Any] | None) -> list[tuple[str, list[int]]] | None:
     return [(t.name, list(t.partition_indexes)) for t in topics]
 
 
-def handle(deps: Deps, ctx: RequestContext, request: OffsetFetchRequest) -> Any:
+def handle(deps: Deps, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     coordinator = deps.groups
     version = ctx.api_version
     stable = bool(getattr(request, "require_stable", False))
     if version >= 8:
-        groups = []
+        groups: list[OffsetFetchResponseGroup] = []
         for g in request.groups:
             err, topics = coordinator.fetch_offsets(g.group_id, _topics(g.topics), stable)
-            groups.append({"group_id": g.group_id, "topics": topics, "error_code": err})
+            # the same fields, as v8's nested message (whose topic name is not required: v10 has ids)
+            topics8: list[OffsetFetchResponseTopics] = [
+                {"name": t["name"], "partitions": t["partitions"]} for t in topics
+            ]
+            groups.append({"group_id": g.group_id, "topics": topics8, "error_code": err})
         return {"throttle_time": 0, "groups": groups}
     # v0-7: one group, at the top level (fields the v8 class lacks)
     group_id: str = getattr(request, "group_id")
-    wanted: list[Any] | None = getattr(request, "topics")
+    wanted: Sequence[OffsetFetchRequestTopicV7] | None = getattr(request, "topics")
     err, topics = coordinator.fetch_offsets(group_id, _topics(wanted), stable)
     if err:
         # no group-level error code before v2: reported per partition. From v2 Kafka answers the

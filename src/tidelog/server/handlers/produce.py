@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,9 @@ from ...log.errors import LogError
 from ...wire import leader_hint
 from ...wire import produce as codec
 from ..leader_hints import LeaderHints
-from ..router import NO_RESPONSE
+from ..router import NO_RESPONSE, NoResponse
 from ..router_hot import hot_route
+from ._answer import Answer
 
 if TYPE_CHECKING:
     from ...cluster.partition import Lease
@@ -62,7 +64,7 @@ def partition_error(index: int, code: int, message: str | None = None) -> codec.
 
 def handle(
     deps: Deps, ctx: RequestContext, req: codec.ProduceRequest, refused: dict[tuple[str, int], int] | None = None
-) -> Any:
+) -> Answer[codec.ProduceResponse | NoResponse]:
     """`refused`: partitions whose transactional batch the remote coordinator did not vouch for
     (KIP-890, cluster/verify.py), answered with that error and not appended."""
     cluster = deps.cluster
@@ -81,11 +83,8 @@ def handle(
     results = []
     to_flush = []
     replicated: list[tuple[Lease, int, codec.ProduceResponsePartition]] = []
-    hints = (
-        LeaderHints(cluster, ctx.connection.listener_name)
-        if ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION
-        else None
-    )
+    hints: LeaderHints | None = None  # made for the first partition refused as not led here
+    hinted = ctx.api_version >= leader_hint.PRODUCE_FIRST_VERSION
     now_ms = int(time.time() * 1000)
     for t in req.topic_data:
         parts = []
@@ -104,11 +103,10 @@ def handle(
                 if not known:
                     code = E.unknown_topic_or_partition.value
                 err = partition_error(p.index, code)
-                hint = (
-                    hints.current_leader(t.name, p.index)
-                    if hints is not None and known and code == E.not_leader_or_follower.value
-                    else None
-                )
+                hint = None
+                if known and code == E.not_leader_or_follower.value and hinted:
+                    hints = hints or LeaderHints(cluster, ctx.connection.listener_name)
+                    hint = hints.current_leader(t.name, p.index)
                 if hint:
                     err.tagged_fields = {leader_hint.PRODUCE_CURRENT_LEADER_TAG: hint}
                 parts.append(err)
@@ -165,7 +163,7 @@ def handle(
 
 async def _verified_then(
     deps: Deps, ctx: RequestContext, req: codec.ProduceRequest, pending: list[tuple[str, int, tuple[int, int]]]
-) -> Any:
+) -> codec.ProduceResponse | NoResponse:
     """KIP-890 across brokers: the coordinator vouches for each first transactional batch first."""
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for topic, index, producer in pending:
@@ -176,7 +174,7 @@ async def _verified_then(
         answers = await deps.cluster.verify(req.transactional_id, pid, epoch, tps)
         refused.update({tp: code for tp, code in answers.items() if code})
     result = handle(deps, ctx, req, refused)
-    return await result if asyncio.iscoroutine(result) else result
+    return await result if isinstance(result, Awaitable) else result
 
 
 async def _replicated_then(
