@@ -75,6 +75,11 @@ class Partition:
     def isr(self) -> tuple[int, ...]:
         return self.state.isr if self.state is not None else ()
 
+    @property
+    def replicated(self) -> bool:
+        """Always: a Partition is this broker's replica of a replicated partition."""
+        return True
+
     def latest_available(self) -> bool:
         """KIP-207: the high watermark has reached the log end this broker started leading
         at; until then a new leader's latest offset is not known (OFFSET_NOT_AVAILABLE)."""

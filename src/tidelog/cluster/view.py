@@ -60,6 +60,8 @@ class Leader(Protocol):
     @property
     def draining(self) -> bool: ...  # controlled shutdown: reads served, no more appends
     def latest_available(self) -> bool: ...  # KIP-207: the HW has reached this epoch's start
+    @property
+    def replicated(self) -> bool: ...  # followers fetch it (a replica's fetch reads to the log end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class LocalLeader:
 
     leader_epoch: int = 0
     draining: bool = False
+    replicated: bool = False
 
     def latest_available(self) -> bool:
         return True

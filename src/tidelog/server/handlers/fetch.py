@@ -112,7 +112,7 @@ def read_all(
                 errors = True
                 continue
             # a replica's fetch (Kafka's replica_id): only of a replicated partition, read to the log end
-            follower = req.replica_id if req.replica_id >= 0 and cluster.replicated(name, p.partition) else -1
+            follower = req.replica_id if req.replica_id >= 0 and leader.replicated else -1
             keys.append((name, p.partition))
             hw = plog.high_watermark
             lso = plog.last_stable_offset
