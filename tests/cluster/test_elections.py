@@ -82,6 +82,31 @@ def test_elect_leaders_cli(cluster):
     assert all(p["leader"] == p["replicas"][0] for p in describe(c, topic))
 
 
+def test_kafka_topics_describe_shows_the_cluster_s_leaders(cluster):
+    """Kafka's TopicCommand --describe (its Admin asks DescribeTopicPartitions) lists each
+    partition's leader, replicas and ISR as Metadata does, wherever leadership is."""
+    from kafka_process import classpath
+
+    c = cluster
+    topic = create_topic(c, partitions=3)
+    moved_away(c, topic)  # partitions led by a broker that is not the preferred one
+    want = describe(c, topic)
+    out = subprocess.run(
+        ["java", "-Xmx256m", "-cp", classpath(), "org.apache.kafka.tools.TopicCommand"]
+        + ["--bootstrap-server", c.bootstrap, "--describe", "--topic", topic],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    for p in want:
+        ids = lambda nodes: ",".join(str(n) for n in nodes)
+        line = (
+            f"Partition: {p['partition']}\tLeader: {p['leader']}\tReplicas: {ids(p['replicas'])}\tIsr: {ids(p['isr'])}"
+        )
+        assert line in out.stdout, out.stdout
+
+
 def test_an_acks_0_producer_follows_a_leader_that_moved_while_its_broker_lives(cluster):
     """acks=0 gets no answer, so a broker that no longer leads the partition closes the
     connection (as Kafka): librdkafka then refreshes its metadata and writes to the new leader,

@@ -6,8 +6,10 @@ partitions are returned; when more remain, NextCursor names the topic and partit
 next, and a request's Cursor resumes there (a cursor naming a topic outside the named ones is an
 INVALID_REQUEST, as Kafka). A named topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION,
 one the principal may not Describe TOPIC_AUTHORIZATION_FAILED; each topic carries its authorized
-operations (all of them without an authorizer). This node leads every partition with epoch 0;
-eligible-leader fields (ELR) are empty, as Kafka 4.1 answers for a healthy partition.
+operations (all of them without an authorizer). Each partition's leader, leader epoch, replicas,
+ISR and offline replicas are the cluster view's, as Metadata answers them (a single node leads
+every partition at epoch 0); a partition without a live leader is LEADER_NOT_AVAILABLE. The
+eligible-leader fields (ELR) are empty, as Kafka answers while ELR is not enabled.
 """
 
 from __future__ import annotations
@@ -28,9 +30,15 @@ from ..security.rules import TOPIC_OPS, authorized_operations
 if TYPE_CHECKING:
     from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
 
+    from ...cluster.view import ClusterView
     from ...core.config import BrokerConfig
     from ...core.topics import TopicRegistry
-    from ...wire.responses import Cursor, DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseTopic
+    from ...wire.responses import (
+        Cursor,
+        DescribeTopicPartitionsResponse,
+        DescribeTopicPartitionsResponsePartition,
+        DescribeTopicPartitionsResponseTopic,
+    )
     from ..connection import RequestContext
 
 
@@ -40,7 +48,7 @@ class Deps:
 
     registry: TopicRegistry
     config: BrokerConfig
-    node_id: int
+    cluster: ClusterView
 
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -84,7 +92,6 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequ
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
     limit = max(0, min(request.response_partition_limit, broker_limit))
-    node = deps.node_id
     topics: list[DescribeTopicPartitionsResponseTopic] = []
     next_cursor: Cursor | None = None
     for name in names:
@@ -114,20 +121,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequ
                 "name": name,
                 "topic_id": topic.topic_id,
                 "is_internal": topic.internal,
-                "partitions": [
-                    {
-                        "error_code": 0,
-                        "partition_index": p,
-                        "leader_id": node,
-                        "leader_epoch": 0,
-                        "replica_nodes": [node],
-                        "isr_nodes": [node],
-                        "eligible_leader_replicas": [],
-                        "last_known_elr": [],
-                        "offline_replicas": [],
-                    }
-                    for p in range(start, end)
-                ],
+                "partitions": [_partition(deps.cluster, name, p) for p in range(start, end)],
                 "topic_authorized_operations": operations(name),
             }
         )
@@ -135,6 +129,21 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeTopicPartitionsRequ
             next_cursor = {"topic_name": name, "partition_index": end}
             break
     return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}
+
+
+def _partition(cluster: ClusterView, topic: str, p: int) -> DescribeTopicPartitionsResponsePartition:
+    pv = cluster.partition(topic, p)
+    return {
+        "error_code": 0 if pv.leader >= 0 else E.leader_not_available.value,
+        "partition_index": p,
+        "leader_id": pv.leader,
+        "leader_epoch": pv.leader_epoch,
+        "replica_nodes": list(pv.replicas),
+        "isr_nodes": list(pv.isr),
+        "eligible_leader_replicas": [],
+        "last_known_elr": [],
+        "offline_replicas": list(pv.offline),
+    }
 
 
 ROUTE = control_route(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle)
