@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tidelog.server.security.acls import AclBinding, AclFilter, AclStore, Permission
-from tidelog.server.security.acls import Operation as Op
-from tidelog.server.security.acls import PatternType as P
-from tidelog.server.security.acls import ResourceType as R
+from tidelog.core.acls import AclBinding, AclFilter, AclStore, Permission
+from tidelog.core.acls import Operation as Op
+from tidelog.core.acls import PatternType as P
+from tidelog.core.acls import ResourceType as R
 from tidelog.server.security.authorizer import Authorizer, parse_super_users
 
 ALLOW, DENY = Permission.ALLOW, Permission.DENY

@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from tidelog.core.acls import AclBinding, Permission
+from tidelog.core.acls import Operation as Op
+from tidelog.core.acls import PatternType as P
+from tidelog.core.acls import ResourceType as R
 from tidelog.core.config import load_config
 from tidelog.server.broker import Broker
 from tidelog.server.router import NO_RESPONSE
-from tidelog.server.security.acls import AclBinding, Permission
-from tidelog.server.security.acls import Operation as Op
-from tidelog.server.security.acls import PatternType as P
-from tidelog.server.security.acls import ResourceType as R
 from tidelog.server.security.rules import RULES, Partial, Reply
 from tidelog.server.security.session import Session
 from tidelog.wire import control

@@ -9,8 +9,8 @@ import hmac
 
 import pytest
 
+from tidelog.core.scram import CredentialStore, ScramCredential
 from tidelog.server.security.sasl import PlainServer, SaslFailure, ScramServer
-from tidelog.server.security.scram import CredentialStore, ScramCredential
 
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
 RFC_SERVER_NONCE = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"

@@ -72,15 +72,15 @@ def test_secret_files_are_private(tmp_path):
     import os
     import stat
 
-    from tidelog.server.security.acls import AclStore
-    from tidelog.server.security.scram import CredentialStore
+    from tidelog.core.acls import AclStore
+    from tidelog.core.scram import CredentialStore
 
     d = tmp_path / "sec"
     d.mkdir()
     (d / "tidelog-acls.json").write_text("[]")
     os.chmod(d / "tidelog-acls.json", 0o644)
     creds = CredentialStore(d)
-    from tidelog.server.security.scram import ScramCredential
+    from tidelog.core.scram import ScramCredential
 
     creds.put("alice", "SCRAM-SHA-256", ScramCredential.from_password("SCRAM-SHA-256", "secret"))
     creds.save()

@@ -208,7 +208,7 @@ def cmd_users(args) -> int:
 
 
 def _users_offline(args) -> int:
-    from ..server.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, CredentialStore, ScramCredential
+    from ..core.scram import MAX_ITERATIONS, MIN_ITERATIONS, CredentialStore, ScramCredential
 
     store = CredentialStore(args.data_dir)
     if args.users_command == "add":

@@ -34,9 +34,11 @@ from kio.schema.errors import ErrorCode as E
 from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
+from .partition import Lease
 from .ports import Coordinator
 
 if TYPE_CHECKING:
+    from ..core.admin import Created
     from ..core.config import BrokerConfig
     from .metadata import MetadataCache
     from .replica import ReplicaManager
@@ -56,7 +58,7 @@ class CoordinatorWrites:
         self.lease_valid = lease_valid
         self.timeout_s = timeout_s
 
-    def check(self, topic: str, partition: int) -> Any:
+    def check(self, topic: str, partition: int) -> Lease:
         """The lease to append under; LogError NOT_COORDINATOR off the leader,
         COORDINATOR_NOT_AVAILABLE with too few replicas in sync."""
         code, lease = self.replicas.leader_for_append(topic, partition, -1)
@@ -68,7 +70,8 @@ class CoordinatorWrites:
             raise LogError(NOT_COORDINATOR, f"{topic}-{partition} is not led by this broker")
         return lease
 
-    async def replicated(self, lease: Any, offset: int) -> None:
+    async def replicated(self, lease: object, offset: int) -> None:
+        assert isinstance(lease, Lease), lease  # the token `check` answered
         code = await self.replicas.wait_replicated(lease, offset, self.timeout_s)
         if code and not lease.partition.leads_at(lease.epoch):
             raise LogError(
@@ -91,7 +94,7 @@ class CoordinatorPlacement:
         groups: Coordinator,
         txn: Coordinator,
         lease_valid: Callable[[], bool],
-        create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[tuple[int, Any, Any]]],
+        create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[Created]],
     ) -> None:
         self.config = config
         self.cache = cache

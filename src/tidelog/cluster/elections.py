@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
-from .model import BrokerInfo, PartitionState, intact, leader_alive, make_state
+from .model import BrokerInfo, PartitionState, TopicAssignment, intact, leader_alive, make_state
 from .store import Compare, Op, OutcomeUnknown, Store
 
 if TYPE_CHECKING:
@@ -96,7 +96,10 @@ def choose(
 
 
 def imbalanced(
-    assignments: dict[str, Any], states: dict[tuple[str, int], PartitionState], live: set[int], percentage: int
+    assignments: Mapping[str, TopicAssignment],
+    states: dict[tuple[str, int], PartitionState],
+    live: set[int],
+    percentage: int,
 ) -> list[tuple[str, int]]:
     """The partitions to move back to their preferred leader: those of imbalanced brokers whose
     preferred replica is live and in sync but not leading."""

@@ -7,7 +7,7 @@ the real objects, and mypy checks that they fit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..log.log import PartitionLog
@@ -71,25 +71,3 @@ class LocalTransactions(Protocol):
     def verify_partition(self, producer_id: int, epoch: int, tp: TopicPartition) -> int: ...
 
     def open_here(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool: ...
-
-
-class AclBindings(Protocol):
-    """The broker's ACL store (server/security/acls.py)."""
-
-    @property
-    def bindings(self) -> set[Any]: ...
-
-    def binding(self, fields: dict[str, Any]) -> Any: ...
-
-    def replace(self, bindings: list[Any]) -> None: ...
-
-
-class Credentials(Protocol):
-    """The broker's SCRAM credential store (server/security/scram.py)."""
-
-    @property
-    def users(self) -> dict[str, dict[str, Any]]: ...
-
-    def credential(self, fields: dict[str, Any]) -> Any: ...
-
-    def replace(self, users: dict[str, dict[str, Any]]) -> None: ...

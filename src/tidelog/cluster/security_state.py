@@ -20,13 +20,14 @@ import hashlib
 import json
 import logging
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from .ports import AclBindings, Credentials
 from .store import Compare, Op, Store
 
 if TYPE_CHECKING:
+    from ..core.acls import AclBinding, AclStore
+    from ..core.scram import CredentialStore, ScramCredential
     from .metadata import MetadataCache
 
 log = logging.getLogger("tidelog.cluster")
@@ -34,7 +35,7 @@ log = logging.getLogger("tidelog.cluster")
 APPLIED_WAIT_S = 5.0
 
 
-def acl_key(prefix: str, b: Any) -> str:
+def acl_key(prefix: str, b: AclBinding) -> str:
     doc = json.dumps(asdict(b), sort_keys=True).encode()
     return f"{prefix}acls/{hashlib.sha256(doc).hexdigest()}"
 
@@ -45,7 +46,7 @@ def scram_key(prefix: str, user: str, mechanism: str) -> str:
 
 class SharedSecurity:
     def __init__(
-        self, store: Store, prefix: str, cache: MetadataCache, acls: AclBindings, credentials: Credentials
+        self, store: Store, prefix: str, cache: MetadataCache, acls: AclStore, credentials: CredentialStore
     ) -> None:
         self.store = store
         self.prefix = prefix  # <root>security/
@@ -54,14 +55,14 @@ class SharedSecurity:
         self.credentials = credentials
 
     # ---- writes (the handlers) -------------------------------------------------------------------
-    async def add_acls(self, bindings: list[Any]) -> None:
+    async def add_acls(self, bindings: list[AclBinding]) -> None:
         ops = [Op.put(acl_key(self.prefix, b), json.dumps(asdict(b)).encode()) for b in bindings]
         await self._write(ops)
 
-    async def remove_acls(self, bindings: list[Any]) -> None:
+    async def remove_acls(self, bindings: list[AclBinding]) -> None:
         await self._write([Op.delete(acl_key(self.prefix, b)) for b in bindings])
 
-    async def put_credential(self, user: str, mechanism: str, credential: Any) -> None:
+    async def put_credential(self, user: str, mechanism: str, credential: ScramCredential) -> None:
         await self._write([Op.put(scram_key(self.prefix, user, mechanism), json.dumps(credential.to_json()).encode())])
 
     async def delete_credential(self, user: str, mechanism: str) -> None:
@@ -76,8 +77,8 @@ class SharedSecurity:
     # ---- the copy on this broker -----------------------------------------------------------------
     def apply(self) -> None:
         """Rebuild the local bindings and credentials from the cluster state."""
-        acls: list[Any] = []
-        users: dict[str, dict[str, Any]] = {}
+        acls: list[AclBinding] = []
+        users: dict[str, dict[str, ScramCredential]] = {}
         acl_store, credentials = self.acls, self.credentials
         for key, value in self.cache.security.items():
             rest = key[len(self.prefix) :]

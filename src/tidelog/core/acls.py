@@ -18,7 +18,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from ...core.private_files import narrow_mode, write_private_json
+from .private_files import narrow_mode, write_private_json
 
 FILE_NAME = "tidelog-acls.json"
 WILDCARD = "*"

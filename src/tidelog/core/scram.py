@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.private_files import narrow_mode, write_private_json
+from .private_files import narrow_mode, write_private_json
 
 FILE_NAME = "tidelog-scram.json"
 # Kafka's wire numbering of the mechanisms in Describe/AlterUserScramCredentials.

@@ -13,6 +13,7 @@ import hmac
 
 import pytest
 
+from tidelog.core.acls import AclFilter
 from tidelog.server.handlers import (
     alter_user_scram_credentials,
     create_acls,
@@ -22,7 +23,6 @@ from tidelog.server.handlers import (
     sasl_authenticate,
     sasl_handshake,
 )
-from tidelog.server.security.acls import AclFilter
 
 from .kit import (
     DUPLICATE_RESOURCE,

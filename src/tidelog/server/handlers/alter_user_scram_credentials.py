@@ -1,7 +1,7 @@
 """AlterUserScramCredentials (key 51, v0): upsert (salted password) or delete SCRAM credentials.
 
 The client sends salt, iterations and SaltedPassword = Hi(password, salt, iterations); the broker
-keeps StoredKey and ServerKey derived from it (security.scram), persisted in the data directory.
+keeps StoredKey and ServerKey derived from it (core/scram.py), persisted in the data directory.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...core.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ..security.scram import BY_NUMBER, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
 from ._answer import Answer, answered_after
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
+from ...core.acls import AclBinding
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ..security.acls import AclBinding
 from ._answer import Answer, answered_after
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...core.acls import AclFilter
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ..security.acls import AclFilter
 
 if TYPE_CHECKING:
     from kio.schema.describe_acls.v3.request import DescribeAclsRequest

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
+from ...core.acls import Operation as Op
+from ...core.acls import ResourceType as R
 from ...core.topics import topic_name_error
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ..security.acls import Operation as Op
-from ..security.acls import ResourceType as R
 from ..security.rules import TOPIC_OPS, authorized_operations
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
+from ...core.scram import MECHANISMS
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ..security.scram import MECHANISMS
 
 if TYPE_CHECKING:
     from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest

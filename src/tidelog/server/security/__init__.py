@@ -17,10 +17,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ...core.acls import AclStore
+from ...core.scram import CredentialStore
 from ...core.security_settings import enabled_mechanisms, listener_protocol, lookup, plain_users
-from .acls import AclStore
 from .authorizer import Authorizer, parse_super_users
-from .scram import CredentialStore
 
 if TYPE_CHECKING:
     import ssl

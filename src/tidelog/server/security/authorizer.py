@@ -11,8 +11,8 @@ Kafka's rules, in order:
 
 from __future__ import annotations
 
-from .acls import CLUSTER_NAME, AclStore, Permission, ResourceType
-from .acls import Operation as Op
+from ...core.acls import CLUSTER_NAME, AclStore, Permission, ResourceType
+from ...core.acls import Operation as Op
 
 _IMPLIES = {
     Op.DESCRIBE: (Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER, Op.ALL),

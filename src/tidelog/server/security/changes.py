@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ...cluster.security_state import SharedSecurity
+    from ...core.acls import AclBinding, AclFilter
+    from ...core.scram import ScramCredential
     from . import Security
-    from .acls import AclBinding, AclFilter
-    from .scram import ScramCredential
 
 
 async def _done() -> None:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode as E
 
-from .acls import CLUSTER_NAME
-from .acls import Operation as Op
-from .acls import ResourceType as R
+from ...core.acls import CLUSTER_NAME
+from ...core.acls import Operation as Op
+from ...core.acls import ResourceType as R
 
 if TYPE_CHECKING:
     from ..connection import RequestContext

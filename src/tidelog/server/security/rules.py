@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode as E
 
+from ...core.acls import Operation as Op
+from ...core.acls import ResourceType as R
 from ..router import NO_RESPONSE
 from . import rules_coord  # registers the group, transaction and cluster rules
-from .acls import Operation as Op
-from .acls import ResourceType as R
 from .rule_kit import (
     CLUSTER_DENIED,
     CLUSTER_OPS,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kio.schema.errors import ErrorCode as E
 
-from .acls import Operation as Op
-from .acls import ResourceType as R
+from ...core.acls import Operation as Op
+from ...core.acls import ResourceType as R
 from .rule_kit import (
     CLUSTER_DENIED,
     GROUP_DENIED,

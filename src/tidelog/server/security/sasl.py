@@ -18,7 +18,7 @@ import hmac
 import os
 from collections.abc import Callable
 
-from .scram import CredentialStore, digest_name, hmac_
+from ...core.scram import CredentialStore, digest_name, hmac_
 
 
 class SaslFailure(Exception):
