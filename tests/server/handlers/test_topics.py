@@ -401,6 +401,15 @@ async def test_metadata_by_topic_id(broker):
     assert [(t["name"], t["error_code"]) for t in v11["topics"]] == [("", INVALID_REQUEST)]
 
 
+async def test_metadata_by_topic_id_with_an_empty_name(broker):
+    """Kafka's Java client asks for the topics of a KIP-848 assignment by id with the name "" (not
+    null): the id is what is looked up, as KafkaApis does."""
+    t_id = broker.registry.get("t").topic_id
+    resp = await call(metadata, broker, 12, {"topics": [{"name": "", "topic_id": t_id}]})
+    (found,) = resp["topics"]
+    assert (found["error_code"], found["name"], found["topic_id"], len(found["partitions"])) == (0, "t", t_id, 2)
+
+
 async def test_metadata_unknown_and_invalid_topics(broker):
     resp = await call(
         metadata, broker, 12, {"topics": [{"name": "nope"}, {"name": "bad name!"}], "allow_auto_topic_creation": False}

@@ -94,7 +94,9 @@ def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Metadat
             name = getattr(item, "name", None)
             topic_id = getattr(item, "topic_id", None)
             topic = None
-            if name is None and topic_id is not None:
+            if topic_id is not None:
+                # by id, whatever the name says: Kafka's Java client sends "" with an id (KafkaApis
+                # looks a request's topics up by id as soon as one is given)
                 topic = registry.by_id.get(topic_id)
                 if topic is None:
                     topics.append(
