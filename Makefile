@@ -72,14 +72,15 @@ test: $(STAMP) kcat java etcd kafka-jars check
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The fast tier, before every commit: no JVM, no Spark, no process started (brokers, etcd,
-# clusters); the scripted cluster simulations and 20 random seeds included. Under 3 minutes.
+# clusters; tests marked interop are left to `make test`); the scripted cluster simulations and 20
+# random seeds included. Under 3 minutes.
 FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/server/test_handlers_unit.py tests/server/handlers \
 	tests/groups tests/server/test_router_schemas.py \
 	tests/server/test_socket_buffers.py tests/security/test_authorizer.py tests/security/test_sasl_mechanisms.py \
 	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py \
 	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/sim
 test-fast: $(STAMP) check
-	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q $(FAST_TESTS) $(PYTEST_ARGS)
+	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q -m "not interop" $(FAST_TESTS) $(PYTEST_ARGS)
 
 # The deterministic simulation of the cluster (tests/sim/run.py): SEEDS seeds from 0 (or a range
 # a:b, b excluded, to split a long run), on every core, a progress line every 100 seeds.

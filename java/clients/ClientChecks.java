@@ -2,7 +2,7 @@
 // check and prints one JSON line with what it saw; tests/kafka_ref/test_java_client.py asserts on
 // it. Compiled by that test with javac against Kafka's classpath (java/kafka/pom.xml).
 //
-//   java ClientChecks <bootstrap> idempotent|eos|groups|admin <topic prefix>
+//   java ClientChecks <bootstrap> idempotent|eos|groups|consumer-protocol|admin <topic prefix>
 //   java ClientChecks <bootstrap> acls <topic prefix> <admin.properties> <user.properties>
 //     (a SASL_SSL broker with an authorizer: the admin grants, lists and deletes ACLs; the user's
 //      writes follow them)
@@ -29,6 +29,7 @@ public class ClientChecks {
             case "idempotent" -> idempotent(prefix);
             case "eos" -> eos(prefix);
             case "groups" -> groups(prefix);
+            case "consumer-protocol" -> consumerProtocol(prefix);
             case "admin" -> admin(prefix);
             case "acls" -> acls(prefix, load(args[3]), load(args[4]));
             default -> throw new IllegalArgumentException(args[1]);
@@ -291,6 +292,93 @@ public class ClientChecks {
             System.out.printf("{\"records\": %d, \"seen\": %d, \"first\": %d, \"second\": %d, \"overlap\": %d, \"committed_total\": %d}%n",
                 n, seen.size(), firstAssigned.size(), secondAssigned.size(), overlap.size(), total);
         }
+    }
+
+    /** Poll every consumer in turn (a heartbeat happens inside poll) until `done`, at most 60 s. */
+    static void pollUntil(List<KafkaConsumer<String, String>> consumers, Set<String> seen,
+                          java.util.function.BooleanSupplier done) {
+        long deadline = System.currentTimeMillis() + 60000;
+        while (!done.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) throw new IllegalStateException("timed out");
+            for (KafkaConsumer<String, String> k : consumers) k.poll(Duration.ofMillis(50)).forEach(r -> seen.add(r.value()));
+        }
+    }
+
+    /** Has `k` read each of its partitions to `end` (the partitions moved to it are read again from
+     *  the start: nothing was committed for them)? */
+    static boolean atEnd(KafkaConsumer<String, String> k, long end) {
+        return k.assignment().stream().allMatch(tp -> k.position(tp) >= end);
+    }
+
+    static Set<Integer> parts(KafkaConsumer<String, String> k) {
+        Set<Integer> out = new TreeSet<>();
+        k.assignment().forEach(tp -> out.add(tp.partition()));
+        return out;
+    }
+
+    /** KIP-848 (group.protocol=consumer): static members share a topic, partitions move without being
+     *  owned twice, a static member comes back to its partitions, a regex follows new topics. */
+    static void consumerProtocol(String prefix) throws Exception {
+        String topic = prefix + "-cp", group = prefix + "-cg";
+        int n = 600;
+        try (Admin a = admin()) { create(a, topic, 6); create(a, prefix + "-rx-1", 1); }
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps())) {
+            for (int i = 0; i < n; i++) producer.send(new ProducerRecord<>(topic, i % 6, "k" + i, "v" + i));
+            producer.flush();
+        }
+        Properties c = consumerProps(group);
+        c.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        Properties c1 = (Properties) c.clone();
+        c1.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "s-1");
+        Properties c2 = (Properties) c.clone();
+        c2.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "s-2");
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        Map<String, Object> r = new LinkedHashMap<>();
+        List<Integer> overlaps = new ArrayList<>();
+        Set<Integer> second;
+        try (KafkaConsumer<String, String> a = new KafkaConsumer<>(c1)) {
+            a.subscribe(List.of(topic));
+            pollUntil(List.of(a), seen, () -> parts(a).size() == 6);
+            try (KafkaConsumer<String, String> b = new KafkaConsumer<>(c2)) {
+                b.subscribe(List.of(topic));
+                pollUntil(List.of(a, b), seen, () -> {
+                    Set<Integer> both = new HashSet<>(parts(a));
+                    both.retainAll(parts(b));
+                    overlaps.add(both.size());
+                    return parts(a).size() == 3 && parts(b).size() == 3 && seen.size() == n
+                        && atEnd(a, n / 6) && atEnd(b, n / 6);
+                });
+                a.commitSync();
+                b.commitSync();
+                second = parts(b);
+            }  // b leaves for now (a static member): its partitions wait for it
+            r.put("first_after_leave", parts(a).size());
+            try (KafkaConsumer<String, String> back = new KafkaConsumer<>(c2)) {
+                back.subscribe(List.of(topic));
+                pollUntil(List.of(a, back), seen, () -> parts(back).equals(second));
+                r.put("back_same", parts(back).equals(second));
+            }
+        }
+        Properties rx = consumerProps(prefix + "-rxg");
+        rx.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        try (KafkaConsumer<String, String> k = new KafkaConsumer<>(rx)) {
+            k.subscribe(new SubscriptionPattern(prefix + "-rx-.*"));  // resolved by the broker (RE2J syntax)
+            pollUntil(List.of(k), seen, () -> k.assignment().size() == 1);
+            try (Admin a = admin()) { create(a, prefix + "-rx-2", 2); }
+            pollUntil(List.of(k), seen, () -> k.assignment().size() == 3);
+            r.put("regex_partitions", k.assignment().size());
+        }
+        try (Admin adm = admin()) {
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                adm.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+            r.put("committed_total", committed.values().stream().mapToLong(OffsetAndMetadata::offset).sum());
+            ConsumerGroupDescription d = adm.describeConsumerGroups(List.of(group)).all().get(30, TimeUnit.SECONDS).get(group);
+            r.put("type", d.type().toString());
+        }
+        r.put("records", n);
+        r.put("seen", seen.size());
+        r.put("max_overlap", overlaps.stream().mapToInt(Integer::intValue).max().orElse(0));
+        System.out.println(json(r));
     }
 
     static void admin(String prefix) throws Exception {

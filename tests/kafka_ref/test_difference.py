@@ -291,6 +291,34 @@ def _list_offsets(v):
     ]
 
 
+def _consumer_heartbeats(v: int) -> list[dict]:
+    """KIP-848: refused requests, a heartbeat to no group, then a member joining a group of its own
+    (its assignment names topic ids, which differ per broker and are not compared)."""
+
+    def hb(group: str, member: str, epoch: int, **kw) -> dict:
+        return {
+            "group_id": group,
+            "member_id": member,
+            "member_epoch": epoch,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout": kw.get("rebalance", 30_000),
+            "subscribed_topic_names": kw.get("topics", [TOPIC]),
+            "subscribed_topic_regex": None,
+            "server_assignor": kw.get("assignor"),
+            "topic_partitions": kw.get("owned", []),
+        }
+
+    member = str(uuid.UUID(int=v + 1)) if v >= 1 else ""
+    return [
+        hb(f"diff-cg-{v}", member or "m", 0, rebalance=-1),  # INVALID_REQUEST: no rebalance timeout
+        hb(f"diff-cg-{v}", member or "m", 0, owned=None),  # INVALID_REQUEST: owned partitions missing
+        hb(f"diff-cg-{v}", member or "m", 0, assignor="no-such-assignor"),  # UNSUPPORTED_ASSIGNOR
+        hb("no-such-group", "m", 3, owned=None, topics=None),  # GROUP_ID_NOT_FOUND
+        hb(f"diff-cg-{v}", member, 0),  # joins: epoch 1, both partitions
+    ]
+
+
 CASES = {
     # name: (api_key, request builder: version -> request dicts, or (version, client) -> request
     # dicts when a request carries that broker's own ids)
@@ -423,6 +451,11 @@ CASES = {
     ),
     "FindCoordinator": (10, lambda v: [{"key": "g1", "key_type": 0, "coordinator_keys": ["g1"]}]),
     "DescribeGroups unknown": (15, lambda v: [{"groups": ["no-such-group"], "include_authorized_operations": False}]),
+    "ConsumerGroupHeartbeat": (68, lambda v: _consumer_heartbeats(v)),
+    "ConsumerGroupDescribe unknown": (
+        69,
+        lambda v: [{"group_ids": ["no-such-group"], "include_authorized_operations": False}],
+    ),
     "OffsetFetch unknown group": (
         9,
         lambda v: [

@@ -1,6 +1,7 @@
 """Kafka's own Java client (kafka-clients 4.1.1) against tidelog: an idempotent producer, a
 transactional consume-transform-produce copy with aborts and read_committed readers, a consumer
-group with cooperative-sticky rebalancing and static members, and the AdminClient (topics,
+group with cooperative-sticky rebalancing and static members, a consumer group of Kafka 4's
+consumer protocol (KIP-848: static members, a regex subscription), and the AdminClient (topics,
 configs, list offsets by time and max timestamp, group offsets, delete records, describe
 producers and transactions).
 
@@ -29,6 +30,7 @@ BROKER_OVERRIDES = {
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "500",
 }
 
 
@@ -91,6 +93,15 @@ def test_cooperative_sticky_static_group(module_broker, java_checks):
     assert r["seen"] == r["records"] == 400
     assert r["first"] >= 1 and r["second"] >= 1 and r["first"] + r["second"] == 4 and r["overlap"] == 0
     assert r["committed_total"] == 400
+
+
+def test_consumer_protocol_group(module_broker, java_checks):
+    """KIP-848 with KafkaConsumer's group.protocol=consumer."""
+    r = java_checks(module_broker.bootstrap, "consumer-protocol")
+    assert r["seen"] >= r["records"] == 600 and r["committed_total"] == 600
+    assert r["max_overlap"] == 0  # no partition owned by both members at once
+    assert r["first_after_leave"] == 3 and r["back_same"] is True  # the static member's partitions waited
+    assert r["regex_partitions"] == 3 and r["type"] == "Consumer"
 
 
 def test_admin_client(module_broker, java_checks):

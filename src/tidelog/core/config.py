@@ -59,6 +59,22 @@ def _choice(*options: str) -> Callable[[str], str]:
     return parse
 
 
+# Kafka's class names of its server-side assignors, and the short names tidelog (and Kafka) know them by
+ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def _assignors(s: str) -> list[str]:
+    """group.consumer.assignors: a list of `uniform`, `range` (or Kafka's class names of them)."""
+    names = [ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in s.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ("uniform", "range")]
+    if unknown or not names:
+        raise ValueError(f"unknown server assignor {', '.join(unknown) or '(none)'}: uniform and range are served")
+    return names
+
+
 def _str(s: str) -> str:
     return s.strip()
 
@@ -145,6 +161,12 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "group.initial.rebalance.delay.ms": (_int(0), "3000"),
     "group.min.session.timeout.ms": (_int(0), "6000"),
     "group.max.session.timeout.ms": (_int(0), "1800000"),
+    # the consumer protocol (KIP-848, Kafka 4)
+    "group.consumer.session.timeout.ms": (_int(1), "45000"),
+    "group.consumer.heartbeat.interval.ms": (_int(1), "5000"),
+    "group.consumer.max.size": (_int(1), str(2**31 - 1)),
+    "group.consumer.assignors": (_assignors, "uniform,range"),
+    "group.consumer.migration.policy": (_choice("disabled", "upgrade", "downgrade", "bidirectional"), "disabled"),
     "offsets.topic.num.partitions": (_int(1), "50"),
     "offsets.topic.segment.bytes": (_int(1), str(100 * 1024 * 1024)),
     "offsets.retention.minutes": (_int(1), "10080"),

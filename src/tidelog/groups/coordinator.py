@@ -1,7 +1,9 @@
-"""The group coordinator (classic protocol): owns the groups and the offset store, loads them from
-`__consumer_offsets` on start, and answers listing, describing and deleting groups. The protocol
-itself lives beside it: `membership` (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, rebalances,
-session expiry) and `offsets` (OffsetCommit/OffsetFetch/OffsetDelete, TxnOffsetCommit, retention).
+"""The group coordinator: owns the groups and the offset store, loads them from
+`__consumer_offsets` on start, and answers listing, describing and deleting groups. The protocols
+live beside it: `membership` (the classic protocol: JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
+rebalances, session expiry), `consumer_protocol` (Kafka 4's consumer protocol, KIP-848:
+ConsumerGroupHeartbeat, ConsumerGroupDescribe) and `offsets` (OffsetCommit/OffsetFetch/OffsetDelete,
+TxnOffsetCommit, retention). A group id names a classic group or a consumer group, never both.
 
 A single node coordinates every group. In a cluster (`start_clustered`) the coordinator of group
 G is the leader of `__consumer_offsets` partition `partition_for(G)`, as in Kafka: the cluster node
@@ -22,10 +24,12 @@ from kio.schema.errors import ErrorCode as E
 
 from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
+from .consumer_persist import Record
+from .consumer_protocol import ConsumerGroups
 from .group import Group, Member
-from .membership import Membership
+from .membership import Membership, join_error
 from .offsets import GroupOffsets
-from .records import OffsetValue
+from .records import GroupKey, OffsetValue
 from .state import Event
 from .state import GroupState as S
 from .store import GroupLog, OffsetStore
@@ -68,6 +72,7 @@ class GroupCoordinator:
         self.loading: set[int] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
+        self.consumer = ConsumerGroups(self)
         self.offsets = GroupOffsets(self)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -84,7 +89,9 @@ class GroupCoordinator:
         self.store = OffsetStore(self._group_log, self.num_partitions)
         self.store.load()
         self._restore()
+        self.consumer.restore()
         self.admin.listeners.append(self.offsets.topic_event)
+        self.admin.listeners.append(self.consumer.topic_event)
         self.loaded = True
         self.offsets.schedule_expiry()
 
@@ -94,6 +101,7 @@ class GroupCoordinator:
         self.store = OffsetStore(self._group_log, num_partitions)
         self.owned = {}
         self.admin.listeners.append(self.offsets.topic_event)
+        self.admin.listeners.append(self.consumer.topic_event)
         self.loaded = True
         self.offsets.schedule_expiry()
 
@@ -123,7 +131,7 @@ class GroupCoordinator:
         assert self.store is not None and self.owned is not None
         self.loading.discard(partition)
         n = self.store.load_partition(partition)
-        restored = self._restore(partition)
+        restored = self._restore(partition) + self.consumer.restore(partition)
         self.owned[partition] = leader_epoch
         log.info(
             "%s-%d: coordinating its groups (epoch %d): %d records, %d groups",
@@ -141,6 +149,7 @@ class GroupCoordinator:
         mine = self.store.partition_for
         for group_id in [g for g in self.groups if mine(g) == partition]:
             self.membership.shutdown(self.groups.pop(group_id), E.not_coordinator)
+        self.consumer.unload(partition)
         self.store.forget_partition(partition)
         log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, partition)
 
@@ -165,6 +174,7 @@ class GroupCoordinator:
         self.offsets.cancel_expiry()
         for group in self.groups.values():
             self.membership.shutdown(group)
+        self.consumer.stop()
         for t in self._tasks:
             t.cancel()
 
@@ -205,12 +215,22 @@ class GroupCoordinator:
                 group.transition(Event.LOADED_ACTIVE)
             self.groups[group_id] = group
         for group_id in self.store.offsets:
-            if partition is None or mine(group_id) == partition:
+            if (partition is None or mine(group_id) == partition) and group_id not in self.store.consumer:
                 self.groups.setdefault(group_id, Group(group_id))
         if partition is None:
             active = sum(1 for g in self.groups.values() if g.members)
             log.info("restored %d groups (%d with members)", len(self.groups), active)
         return restored
+
+    def forget_classic(self, group_id: str, records: list[Record]) -> None:
+        """An empty classic group gives its id to a consumer group: its metadata record is deleted
+        with the consumer group's first records (its committed offsets stay, the group's own)."""
+        g = self.groups.pop(group_id, None)
+        if g is not None:
+            self.membership.cancel_rebalance_timer(g)
+        assert self.store is not None
+        if group_id in self.store.groups:
+            records.append((GroupKey(group_id), None))
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -236,6 +256,15 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
     ) -> JoinGroupResponse:
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None and not self.status(group_id):
+            if consumer.members:
+                # online migration of a group with members is not done (Kafka's policy "disabled")
+                return join_error(E.inconsistent_group_protocol, member_id)
+            try:  # an empty consumer group becomes a classic group, as in Kafka
+                await self.consumer.drop(consumer)
+            except LogError as e:
+                return join_error(E(e.error_code), member_id)
         return await self.membership.join(
             group_id,
             member_id,
@@ -276,13 +305,18 @@ class GroupCoordinator:
         member_id: str,
         instance_id: str | None,
         offsets: dict[tuple[str, int], OffsetValue],
+        version: int = 8,
     ) -> dict[tuple[str, int], int]:
-        return await self.offsets.commit(group_id, generation, member_id, instance_id, offsets)
+        return await self.offsets.commit(group_id, generation, member_id, instance_id, offsets, version)
 
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+        self,
+        group_id: str,
+        topics: list[tuple[str, list[int]]] | None,
+        require_stable: bool = False,
+        member: tuple[str | None, int] | None = None,
     ) -> tuple[int, list[OffsetFetchResponseTopic]]:
-        return self.offsets.fetch(group_id, topics, require_stable)
+        return self.offsets.fetch(group_id, topics, require_stable, member)
 
     async def delete_offsets(self, group_id: str, tps: list[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
         return await self.offsets.delete(group_id, tps)
@@ -296,10 +330,12 @@ class GroupCoordinator:
             return E.coordinator_load_in_progress.value, []
         wanted = {s.lower() for s in states}
         kinds = {t.lower() for t in types}
-        if kinds and "classic" not in kinds:
-            return NONE, []
         out: list[ListedGroup] = []
+        if not kinds or "consumer" in kinds:
+            out.extend(self.consumer.listed(wanted))
         for g in sorted(self.groups.values(), key=lambda g: g.group_id):
+            if kinds and "classic" not in kinds:
+                break
             if g.is_(S.DEAD) or (wanted and g.state.value.lower() not in wanted):
                 continue
             out.append(
@@ -310,9 +346,9 @@ class GroupCoordinator:
                     "group_type": "classic",
                 }
             )
-        return NONE, out
+        return NONE, sorted(out, key=lambda g: g["group_id"])
 
-    def describe(self, group_id: str) -> DescribedGroup:
+    def describe(self, group_id: str, version: int = 6) -> DescribedGroup:
         base: DescribedGroup = {
             "error_code": NONE,
             "group_id": group_id,
@@ -325,7 +361,10 @@ class GroupCoordinator:
             return {**base, "error_code": code}
         g = self.groups.get(group_id)
         if g is None:
-            return base
+            if version < 6:
+                return base
+            what = "is not a classic group" if group_id in self.consumer.groups else "not found"
+            return {**base, "error_code": E.group_id_not_found, "error_message": f"Group {group_id} {what}."}
         stable = g.is_(S.STABLE)
         return {
             **base,
@@ -350,6 +389,14 @@ class GroupCoordinator:
             return code
         if not group_id:
             return E.invalid_group_id.value
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None:
+            if consumer.members:
+                return E.non_empty_group.value
+            await self.consumer.drop(consumer)
+            assert self.store is not None
+            await self.store.delete_group(group_id)
+            return NONE
         g = self.groups.get(group_id)
         if g is None or g.is_(S.DEAD):
             return E.group_id_not_found.value

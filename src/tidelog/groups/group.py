@@ -82,6 +82,10 @@ class Group:
     def is_(self, *states: GroupState) -> bool:
         return self.state in states
 
+    def is_empty_classic(self) -> bool:
+        """Empty (no members; offsets only, or all members gone): a consumer group may take its id."""
+        return self.state is GroupState.EMPTY and not self.members
+
     # ---- membership -----------------------------------------------------------------------
     def add(self, member: Member) -> None:
         if not self.members:

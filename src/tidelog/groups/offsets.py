@@ -3,8 +3,10 @@ completion at the transaction marker, retention expiry (`offsets.retention.minut
 when a topic is deleted.
 
 Who may commit is checked against the group's membership (generation, member id, static
-instance); what is committed goes through the coordinator's `OffsetStore`, which writes it to
-`__consumer_offsets` before it becomes visible.
+instance); for a consumer group (KIP-848) against the member's epoch, and a commit with an older
+epoch only for partitions assigned to the member at or before it (KIP-1251). What is committed goes
+through the coordinator's `OffsetStore`, which writes it to `__consumer_offsets` before it becomes
+visible.
 
 For the transaction coordinator (the whole API it needs):
 
@@ -25,11 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
 from ..log.clock import wall_clock_ms
+from .consumer_views import commit_error, fetch_error
 from .group import Group
 from .records import OffsetValue
 from .state import GroupState as S
@@ -112,6 +116,37 @@ class GroupOffsets:
         self.coord.membership.touch(group.members[member_id], group)
         return NONE
 
+    def _consumer_check(
+        self, group_id: str, member_id: str, instance_id: str | None, epoch: int, version: int, txn: bool
+    ) -> tuple[int, Callable[[TopicPartition], int] | None] | None:
+        """A consumer group's commit check: (error, per-partition check); None: not a consumer group."""
+        group = self.coord.consumer.groups.get(group_id)
+        if group is None:
+            return None
+        if code := self.coord.status(group_id):
+            return code, None
+        err, check = commit_error(group, member_id, instance_id, epoch, version, txn)
+        if check is None:
+            return err, None
+        registry = self.coord.registry
+
+        def by_name(tp: TopicPartition) -> int:
+            topic = registry.get(tp[0])
+            return check(topic.topic_id if topic is not None else None, tp[1])
+
+        return err, by_name
+
+    def _checked(
+        self, offsets: dict[TopicPartition, OffsetValue], check: Callable[[TopicPartition], int] | None
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetValue]]:
+        results, accepted = self._validate(offsets)
+        if check is not None:
+            for tp in list(accepted):
+                if code := check(tp):
+                    results[tp] = code
+                    del accepted[tp]
+        return results, accepted
+
     async def commit(
         self,
         group_id: str,
@@ -119,11 +154,17 @@ class GroupOffsets:
         member_id: str,
         instance_id: str | None,
         offsets: dict[TopicPartition, OffsetValue],
+        version: int = 8,
     ) -> dict[TopicPartition, int]:
-        err = self._committer_error(group_id, generation, member_id, instance_id)
+        check = None
+        consumer = self._consumer_check(group_id, member_id, instance_id, generation, version, txn=False)
+        if consumer is not None:
+            err, check = consumer
+        else:
+            err = self._committer_error(group_id, generation, member_id, instance_id)
         if err:
             return {tp: err for tp in offsets}
-        results, accepted = self._validate(offsets)
+        results, accepted = self._checked(offsets, check)
         try:
             await self.store.commit(group_id, accepted)
         except Exception as e:  # noqa: BLE001 - any failed write is answered, with the guard's code if any
@@ -159,10 +200,15 @@ class GroupOffsets:
         instance_id: str | None,
         offsets: dict[TopicPartition, OffsetValue],
     ) -> dict[TopicPartition, int]:
-        err = self._txn_committer_error(group_id, generation, member_id, instance_id)
+        check = None
+        consumer = self._consumer_check(group_id, member_id, instance_id, generation, 5, txn=True)
+        if consumer is not None:
+            err, check = consumer
+        else:
+            err = self._txn_committer_error(group_id, generation, member_id, instance_id)
         if err:
             return {tp: err for tp in offsets}
-        results, accepted = self._validate(offsets)
+        results, accepted = self._checked(offsets, check)
         if accepted:
             try:
                 await self.store.stage(producer_id, producer_epoch, group_id, accepted)
@@ -177,11 +223,20 @@ class GroupOffsets:
 
     # ---- fetch and delete --------------------------------------------------------------------
     def fetch(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+        self,
+        group_id: str,
+        topics: list[tuple[str, list[int]]] | None,
+        require_stable: bool = False,
+        member: tuple[str | None, int] | None = None,
     ) -> tuple[int, list[OffsetFetchResponseTopic]]:
-        """(group error, topics) for OffsetFetch; `topics` None means every committed partition."""
+        """(group error, topics) for OffsetFetch; `topics` None means every committed partition.
+        `member`: (member id, member epoch) of OffsetFetch v9+, checked for a consumer group."""
         if code := self.coord.status(group_id):
             return code, []
+        consumer = self.coord.consumer.groups.get(group_id)
+        if consumer is not None and member is not None:
+            if code := fetch_error(consumer, member[0], member[1]):
+                return code, []
         committed = self.store.committed(group_id)
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -212,11 +267,14 @@ class GroupOffsets:
         """OffsetDelete: (group error, per-partition errors)."""
         if code := self.coord.status(group_id):
             return code, {}
+        consumer = self.coord.consumer.groups.get(group_id)
         group = self.groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
-            return E.group_id_not_found.value, {}
         subscribed: set[str] | None = set()
-        if not group.is_(S.EMPTY):
+        if consumer is not None:
+            subscribed = consumer.subscribed_topic_names()
+        elif group is None or group.is_(S.DEAD):
+            return E.group_id_not_found.value, {}
+        elif not group.is_(S.EMPTY):
             subscribed = group.subscribed_topics()
             if subscribed is None:
                 return E.non_empty_group.value, {}
@@ -283,7 +341,30 @@ class GroupOffsets:
                 log.info("group %s: %d committed offsets expired", group_id, len(doomed))
             if g.is_(S.EMPTY) and not self.store.committed(group_id) and self.groups.get(group_id) is g:
                 await self.coord.drop_group(g)
+        for group_id, cg in list(self.coord.consumer.groups.items()):
+            # a consumer group's offsets expire `retention` after their commit, all of them when the
+            # group is empty, else those of topics no member subscribes to (Kafka's rule)
+            subscribed = cg.subscribed_topic_names() if cg.members else set()
+            doomed = [
+                tp
+                for tp, v in self.store.committed(group_id).items()
+                if tp[0] not in subscribed
+                and (
+                    now >= v.expire_timestamp
+                    if v.expire_timestamp >= 0
+                    else v.commit_timestamp + self.retention_ms <= now
+                )
+            ]
+            if doomed:
+                await self.store.delete_offsets(group_id, doomed)
+                removed += len(doomed)
+                log.info("group %s: %d committed offsets expired", group_id, len(doomed))
         return removed
+
+    def _expired(self, v: OffsetValue, now: int) -> bool:
+        if v.expire_timestamp >= 0:
+            return now >= v.expire_timestamp
+        return bool(v.commit_timestamp + self.retention_ms <= now)
 
     def topic_event(self, event: str, topic: Topic) -> None:
         if event != "deleted" or self.coord.store is None:

@@ -11,6 +11,9 @@ the storage engine:
 
 `load()` replays every partition: later records win, a null value deletes, so a restarted broker
 sees exactly the state it had (compaction only ever removes records that a later one shadows).
+The records of consumer groups (KIP-848: key versions 3-16, `consumer_records`) are kept decoded,
+latest per key, in `consumer`, from which `consumer_protocol` rebuilds the groups; they are
+written with `write_consumer`.
 
 Transactional offsets (TxnOffsetCommit) are staged per producer id with `stage()`: they
 are written as transactional records, kept in `pending`, and become visible offsets only when
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..log.log import AppendInfo, PartitionLog
+from . import consumer_records as CR
 from . import records as R
 from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
 
@@ -98,6 +102,8 @@ class OffsetStore:
         self.num_partitions = num_partitions
         self.offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
         self.groups: dict[str, GroupValue] = {}
+        # consumer groups (KIP-848): group -> record key -> its latest value
+        self.consumer: dict[str, dict[CR.ConsumerGroupRecordKey, CR.ConsumerGroupRecordValue]] = {}
         # producer id -> group -> partition -> offset, not yet visible
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
 
@@ -139,6 +145,8 @@ class OffsetStore:
             del self.offsets[group]
         for group in [g for g in self.groups if mine(g) == partition]:
             del self.groups[group]
+        for group in [g for g in self.consumer if mine(g) == partition]:
+            del self.consumer[group]
         for pid, staged in list(self.pending.items()):
             for group in [g for g in staged if mine(g) == partition]:
                 del staged[group]
@@ -159,6 +167,21 @@ class OffsetStore:
                     self.offsets.setdefault(group, {}).update(offs)
             return
         if entry.key is None:
+            return
+        kind = int.from_bytes(entry.key[:2], "big", signed=True) if len(entry.key) >= 2 else -1
+        if kind >= CR.CONSUMER_GROUP_METADATA:
+            if kind not in CR.RECORD_TYPES:
+                return  # a share or streams group's record (Kafka's): groups tidelog does not serve
+            ckey = CR.decode_key(entry.key)
+            if isinstance(ckey, CR.ConsumerGroupPartitionMetadataKey):
+                return  # Kafka < 4.1's subscription metadata: replaced by the group's metadata hash
+            view = self.consumer.setdefault(ckey.group, {})
+            if entry.value is None:
+                view.pop(ckey, None)
+                if not view:
+                    del self.consumer[ckey.group]
+            else:
+                view[ckey] = CR.decode_value(ckey, entry.value)
             return
         key = R.decode_key(entry.key)
         if isinstance(key, OffsetKey):
@@ -224,6 +247,36 @@ class OffsetStore:
         await _maybe_await(self.backend.append(self.partition_for(group), recs))
         self.offsets.pop(group, None)
         self.groups.pop(group, None)
+
+    async def write_consumer(
+        self,
+        group: str,
+        records: Sequence[tuple[CR.ConsumerGroupRecordKey | GroupKey, CR.ConsumerGroupRecordValue | None]],
+    ) -> None:
+        """Write a consumer group's records (`consumer_records` keys and values; None deletes; a
+        classic `GroupKey` with None deletes the classic group's metadata) in one append, then keep
+        them in the view. Raises the write's error (NOT_COORDINATOR...): the view is not changed."""
+        if not records:
+            return
+        encoded: list[tuple[bytes, bytes | None]] = []
+        for key, value in records:
+            if isinstance(key, GroupKey):
+                assert value is None, "only a classic group's tombstone goes with a consumer group's records"
+                encoded.append((R.encode_group_key(key), None))
+            else:
+                encoded.append((CR.encode_key(key), None if value is None else CR.encode_value(value)))
+        await _maybe_await(self.backend.append(self.partition_for(group), encoded))
+        for key, value in records:
+            if isinstance(key, GroupKey):
+                self.groups.pop(key.group, None)
+                continue
+            view = self.consumer.setdefault(group, {})
+            if value is None:
+                view.pop(key, None)
+            else:
+                view[key] = value
+        if not self.consumer.get(group, True):
+            del self.consumer[group]
 
     # ---- transactional offsets (TxnOffsetCommit) -------------------------------------------
     async def stage(

@@ -122,17 +122,41 @@ def _walk(cls: type, key: str, version: int, messages: dict[str, _Message]) -> N
 
 
 def _names(messages: dict[str, _Message], top: str) -> dict[str, str]:
-    """A Python name for each message: the top one as kio names it, nested ones by kio's name,
-    qualified with the top message's name where two differ in shape."""
+    """A Python name for each message: the top one as kio names it, nested ones by kio's name. In one
+    API, messages of one kio name and one shape share their TypedDict (ConsumerGroupDescribe's
+    `assignment` and `target_assignment`); of one name and two shapes, each is named by its path."""
     names = {}
     for key, msg in messages.items():
         names[key] = top if key == top.split(".")[0] else msg.kio_name
+    by_name: dict[str, list[str]] = {}
+    for key, name in names.items():
+        by_name.setdefault(name, []).append(key)
+    for keys in by_name.values():
+        if len({_shape(messages[k], messages) for k in keys}) > 1:
+            for k in keys:
+                names[k] = top.removesuffix("Response") + "".join(p.title().replace("_", "") for p in k.split(".")[1:])
     return names
+
+
+def _shape(msg: _Message, messages: dict[str, _Message]) -> tuple[object, ...]:
+    return tuple(
+        (
+            f.name,
+            f.scalar or (messages[f.nested].kio_name if f.nested else ""),
+            f.array,
+            f.nullable,
+        )
+        for f in msg.fields.values()
+    )
 
 
 def _render(messages: dict[str, _Message], names: dict[str, str]) -> Iterable[str]:
     # nested messages first, so each name is defined before use (readers like that order too)
+    done: set[str] = set()
     for key in sorted(messages, key=lambda k: (-k.count("."), k)):
+        if names[key] in done:
+            continue  # another path of the same name and shape
+        done.add(names[key])
         msg = messages[key]
         all_versions = messages[key].versions
         yield ""
@@ -184,7 +208,7 @@ def generate(api_keys: Iterable[int]) -> str:
         "from kio.schema.errors import ErrorCode",
     ]
     first = True
-    taken: dict[str, str] = {}
+    taken: dict[str, int] = {}
     for api_key in sorted(api_keys):
         versions = _versions(api_key)
         messages: dict[str, _Message] = {}
@@ -196,10 +220,10 @@ def generate(api_keys: Iterable[int]) -> str:
             _walk(cls, top, v, messages)
         names = _names(messages, top)
         for key, name in list(names.items()):  # two APIs' nested messages of one name: qualify
-            if taken.get(name, key) != key or list(names.values()).count(name) > 1:
+            if taken.get(name, api_key) != api_key:
                 name = top.removesuffix("Response") + name
                 names[key] = name
-            taken[name] = key
+            taken[name] = api_key
         lines.extend([""] if first else ["", ""])
         first = False
         lines.append(f"# ---- {ApiKey(api_key).name} (key {api_key}) " + "-" * max(0, 80 - len(ApiKey(api_key).name)))
@@ -254,6 +278,8 @@ APIS = (
     ApiKey.DESCRIBE_TRANSACTIONS,
     ApiKey.LIST_TRANSACTIONS,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ApiKey.CONSUMER_GROUP_DESCRIBE,
 )
 
 

@@ -463,25 +463,11 @@ class AddPartitionsToTxnPartitionResult(TypedDict, total=False):
     partition_error_code: Required[ErrorCode | int]
 
 
-class AddPartitionsToTxnAddPartitionsToTxnPartitionResult(TypedDict, total=False):
-    """`AddPartitionsToTxnResponse.results_by_topic_v3_and_below.results_by_partition` (versions 0-3)."""
-
-    partition_index: Required[int]
-    partition_error_code: Required[ErrorCode | int]
-
-
 class AddPartitionsToTxnTopicResult(TypedDict, total=False):
     """`AddPartitionsToTxnResponse.results_by_transaction.topic_results` (versions 4-5)."""
 
     name: Required[str]
     results_by_partition: Required[Sequence[AddPartitionsToTxnPartitionResult]]
-
-
-class AddPartitionsToTxnAddPartitionsToTxnTopicResult(TypedDict, total=False):
-    """`AddPartitionsToTxnResponse.results_by_topic_v3_and_below` (versions 0-3)."""
-
-    name: Required[str]
-    results_by_partition: Required[Sequence[AddPartitionsToTxnAddPartitionsToTxnPartitionResult]]
 
 
 class AddPartitionsToTxnResult(TypedDict, total=False):
@@ -495,7 +481,7 @@ class AddPartitionsToTxnResponse(TypedDict, total=False):
     """`AddPartitionsToTxnResponse` (versions 0-5)."""
 
     throttle_time: Required[datetime.timedelta | int]
-    results_by_topic_v3_and_below: Sequence[AddPartitionsToTxnAddPartitionsToTxnTopicResult]  # v0-3
+    results_by_topic_v3_and_below: Sequence[AddPartitionsToTxnTopicResult]  # v0-3
     error_code: ErrorCode | int  # v4-5
     results_by_transaction: Sequence[AddPartitionsToTxnResult]  # v4-5
 
@@ -1108,6 +1094,88 @@ class ListTransactionsResponse(TypedDict, total=False):
     error_code: Required[ErrorCode | int]
     unknown_state_filters: Sequence[str]
     transaction_states: Required[Sequence[ListTransactionsTransactionState]]
+
+
+# ---- CONSUMER_GROUP_HEARTBEAT (key 68) --------------------------------------------------------
+
+
+class TopicPartitions(TypedDict, total=False):
+    """`ConsumerGroupHeartbeatResponse.assignment.topic_partitions` (versions 0-1)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Sequence[int]
+
+
+class Assignment(TypedDict, total=False):
+    """`ConsumerGroupHeartbeatResponse.assignment` (versions 0-1)."""
+
+    topic_partitions: Required[Sequence[TopicPartitions]]
+
+
+class ConsumerGroupHeartbeatResponse(TypedDict, total=False):
+    """`ConsumerGroupHeartbeatResponse` (versions 0-1)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    member_id: str | None
+    member_epoch: Required[int]
+    heartbeat_interval: Required[datetime.timedelta | int]
+    assignment: Assignment | None
+
+
+# ---- CONSUMER_GROUP_DESCRIBE (key 69) ---------------------------------------------------------
+
+
+class ConsumerGroupDescribeTopicPartitions(TypedDict, total=False):
+    """`ConsumerGroupDescribeResponse.groups.members.assignment.topic_partitions` (versions 0-1)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    topic_name: Required[str]
+    partitions: Sequence[int]
+
+
+class ConsumerGroupDescribeAssignment(TypedDict, total=False):
+    """`ConsumerGroupDescribeResponse.groups.members.assignment` (versions 0-1)."""
+
+    topic_partitions: Required[Sequence[ConsumerGroupDescribeTopicPartitions]]
+
+
+class Member(TypedDict, total=False):
+    """`ConsumerGroupDescribeResponse.groups.members` (versions 0-1)."""
+
+    member_id: Required[str]
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: Required[int]
+    client_id: Required[str]
+    client_host: Required[str]
+    subscribed_topic_names: Sequence[str]
+    subscribed_topic_regex: str | None
+    assignment: Required[ConsumerGroupDescribeAssignment]
+    target_assignment: Required[ConsumerGroupDescribeAssignment]
+    member_type: int  # v1
+
+
+class ConsumerGroupDescribeDescribedGroup(TypedDict, total=False):
+    """`ConsumerGroupDescribeResponse.groups` (versions 0-1)."""
+
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    group_id: Required[str]
+    group_state: Required[str]
+    group_epoch: Required[int]
+    assignment_epoch: Required[int]
+    assignor_name: Required[str]
+    members: Required[Sequence[Member]]
+    authorized_operations: int
+
+
+class ConsumerGroupDescribeResponse(TypedDict, total=False):
+    """`ConsumerGroupDescribeResponse` (versions 0-1)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    groups: Required[Sequence[ConsumerGroupDescribeDescribedGroup]]
 
 
 # ---- DESCRIBE_TOPIC_PARTITIONS (key 75) -------------------------------------------------------

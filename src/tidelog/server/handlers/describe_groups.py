@@ -1,4 +1,5 @@
-"""DescribeGroups (key 15, v0-5): state, protocol and members; an unknown group is reported Dead."""
+"""DescribeGroups (key 15, v0-6): state, protocol and members of a classic group; an unknown group (or
+a consumer group) is reported Dead, with GROUP_ID_NOT_FOUND from v6."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ ALL_GROUP_OPERATIONS = sum(1 << int(op) for op in GROUP_OPS)
 
 def handle(deps: Deps, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coordinator = deps.groups
-    groups = [coordinator.describe(g) for g in request.groups]
+    groups = [coordinator.describe(g, ctx.api_version) for g in request.groups]
     if getattr(request, "include_authorized_operations", False):
         # v3+: every group operation on each group described without error, as Kafka answers
         # without an authorizer (the authorizer's rule replaces them with the principal's own)
@@ -39,4 +40,4 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeGroupsRequest) -> D
     return {"throttle_time": 0, "groups": groups}
 
 
-ROUTE = control_route(ApiKey.DESCRIBE_GROUPS, 0, 5, handle)
+ROUTE = control_route(ApiKey.DESCRIBE_GROUPS, 0, 6, handle)

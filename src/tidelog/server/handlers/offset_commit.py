@@ -1,7 +1,8 @@
-"""OffsetCommit (key 8, v0-8): store committed offsets in __consumer_offsets.
+"""OffsetCommit (key 8, v0-9): store committed offsets in __consumer_offsets.
 
 v1 carries a per-partition commit timestamp, v2-4 a request-level retention time (kept as the
-record's expire timestamp), v6+ the leader epoch, v7+ group_instance_id."""
+record's expire timestamp), v6+ the leader epoch, v7+ group_instance_id; v9 is the version a member
+of a consumer group (KIP-848) must use: its generation field is the member epoch."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ async def handle(deps: Deps, ctx: RequestContext, request: OffsetCommitRequest) 
         getattr(request, "member_id", ""),
         getattr(request, "group_instance_id", None),
         offsets,
+        version,
     )
     return {
         "throttle_time": 0,
@@ -69,4 +71,4 @@ async def handle(deps: Deps, ctx: RequestContext, request: OffsetCommitRequest) 
     }
 
 
-ROUTE = control_route(ApiKey.OFFSET_COMMIT, 0, 8, handle)
+ROUTE = control_route(ApiKey.OFFSET_COMMIT, 0, 9, handle)

@@ -1,4 +1,5 @@
-"""OffsetFetch (key 9, v0-8): committed offsets of a group (v8: of several groups at once).
+"""OffsetFetch (key 9, v0-9): committed offsets of a group (v8: of several groups at once; v9: with
+the member id and epoch a consumer group's member (KIP-848) is checked by: STALE_MEMBER_EPOCH).
 
 Null topics (v2+) means every partition the group has committed; a partition with no commit
 answers offset -1. v7+ require_stable turns partitions with pending transactional offsets into
@@ -46,7 +47,8 @@ def handle(deps: Deps, ctx: RequestContext, request: OffsetFetchRequest) -> Offs
     if version >= 8:
         groups: list[OffsetFetchResponseGroup] = []
         for g in request.groups:
-            err, topics = coordinator.fetch_offsets(g.group_id, _topics(g.topics), stable)
+            member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1)) if version >= 9 else None
+            err, topics = coordinator.fetch_offsets(g.group_id, _topics(g.topics), stable, member)
             # the same fields, as v8's nested message (whose topic name is not required: v10 has ids)
             topics8: list[OffsetFetchResponseTopics] = [
                 {"name": t["name"], "partitions": t["partitions"]} for t in topics
@@ -76,4 +78,4 @@ def handle(deps: Deps, ctx: RequestContext, request: OffsetFetchRequest) -> Offs
     return {"throttle_time": 0, "topics": topics, "error_code": err}
 
 
-ROUTE = control_route(ApiKey.OFFSET_FETCH, 0, 8, handle)
+ROUTE = control_route(ApiKey.OFFSET_FETCH, 0, 9, handle)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         ScramCredentialDeletion,
         ScramCredentialUpsertion,
     )
+    from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
     from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
     from kio.schema.create_acls.v3.request import CreateAclsRequest
     from kio.schema.delete_acls.v3.request import DeleteAclsRequest
@@ -595,19 +596,76 @@ rule(48)(
 
 @rule(68)
 def consumer_group_heartbeat(session: Session, ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Verdict:
-    if _group(session, req.group_id, Op.READ):
+    """Read on the group; Describe on every topic named in the subscription (Kafka's KafkaApis).
+    Topics a regex matches are filtered by the coordinator with the same Describe check."""
+    code, message = None, "Authorization failed."
+    if not _group(session, req.group_id, Op.READ):
+        code = GROUP_DENIED
+    elif req.subscribed_topic_names and not all(
+        session.allowed(R.TOPIC, t, Op.DESCRIBE) for t in set(req.subscribed_topic_names)
+    ):
+        code = TOPIC_DENIED
+    if code is None:
         return None
     return Reply(
         {
             "throttle_time": 0,
-            "error_code": GROUP_DENIED,
-            "error_message": "Authorization failed.",
+            "error_code": code,
+            "error_message": message,
             "member_id": None,
             "member_epoch": -1,
             "heartbeat_interval": 0,
             "assignment": None,
         }
     )
+
+
+@rule(69)
+def consumer_group_describe(session: Session, ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Verdict:
+    """Describe on each group (GROUP_AUTHORIZATION_FAILED for the others); a group whose members
+    use a topic the principal may not Describe is TOPIC_AUTHORIZATION_FAILED, as Kafka answers;
+    authorized operations are the principal's own."""
+    with_ops = bool(req.include_authorized_operations)
+
+    def checked(resp: Any) -> dict[str, Any]:
+        d = plain(resp)
+        for g in d.get("groups") or ():
+            if g.get("error_code") not in (0, E.none):
+                continue
+            topics = {
+                tp["topic_name"]
+                for m in g.get("members") or ()
+                for a in (m.get("assignment"), m.get("target_assignment"))
+                for tp in (a or {}).get("topic_partitions") or ()
+            }
+            if not all(session.allowed(R.TOPIC, t, Op.DESCRIBE) for t in topics):
+                g.update(
+                    error_code=TOPIC_DENIED,
+                    error_message="The described group uses topics that the client is not authorized to describe.",
+                    members=[],
+                )
+            elif with_ops:
+                g["authorized_operations"] = authorized_operations(session, R.GROUP, g["group_id"], GROUP_OPS)
+        return d
+
+    ok, denied = split(req.group_ids, lambda g: _group(session, g, Op.DESCRIBE))
+    refused = [
+        {
+            "error_code": GROUP_DENIED,
+            "error_message": "Authorization failed.",
+            "group_id": g,
+            "group_state": "",
+            "group_epoch": 0,
+            "assignment_epoch": 0,
+            "assignor_name": "",
+            "members": [],
+        }
+        for g in denied
+    ]
+    if not ok:
+        return Reply({"throttle_time": 0, "groups": refused})
+    add_refused = extend("groups", refused)
+    return Partial(dataclasses.replace(req, group_ids=tuple(ok)), lambda r: add_refused(checked(r)))
 
 
 @rule(71, 72)  # GetTelemetrySubscriptions, PushTelemetry: any authenticated client
