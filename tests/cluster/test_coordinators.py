@@ -9,6 +9,8 @@ coordinator of a transactional id the leader of its `__transaction_state` partit
 - A mixed consumer group (confluent-kafka, kafka-python, aiokafka, each in its own process) keeps
   consuming every record exactly once while its coordinator's broker is killed and returns, and
   then stopped with SIGTERM (controlled shutdown); committed offsets never move back.
+- A consumer group of Kafka 4's protocol (KIP-848) carries on, the same members at the same
+  epochs, when its coordinator's broker is killed: the next one replays it.
 - Placement: FindCoordinator names the partition leader; the internal topics are replicated
   (replication factor 3, min ISR 2); a coordinator that lost the partition answers NOT_COORDINATOR.
 """
@@ -232,6 +234,85 @@ def test_mixed_group_consumes_exactly_once_while_its_coordinator_moves(cluster, 
     assert watch.samples > 5 and not watch.moved_back, watch.moved_back
     ends = collections.Counter(p for p, _, _ in produced)
     wait_for(lambda: committed(c, group) == dict(ends), 30, "committed offsets at the log ends")
+
+
+def consumer_group_state(c: Cluster, group: str) -> tuple[int, set[str]] | None:
+    """(group epoch, member ids) of a consumer group (KIP-848), from its coordinator; None while moving."""
+    try:
+        node = coordinator_of(c, group, key_type=0)
+        with KafkaClient(c.brokers[node].bootstrap) as client:
+            r = client.request(69, {"group_ids": [group], "include_authorized_operations": False}, version=1)
+    except Exception:  # noqa: BLE001 - a coordinator moving meanwhile: no sample
+        return None
+    (g,) = r.groups
+    if g.error_code.value:
+        return None
+    return g.group_epoch, {m.member_id for m in g.members}
+
+
+def test_a_consumer_protocol_group_carries_on_when_its_coordinator_is_killed(cluster):
+    """KIP-848: two librdkafka members (group.protocol=consumer) keep consuming while the broker
+    coordinating their group is killed; the next coordinator replays the group from
+    `__consumer_offsets` (the same members, the group epoch carried on, not started again) and
+    every record is read."""
+    from confluent_kafka import Consumer, Producer
+
+    c = cluster
+    topic, group = f"cp-{uuid.uuid4().hex[:6]}", f"cp-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, topic, partitions=6)
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True})
+
+    def produce(start: int, n: int) -> None:
+        for i in range(start, start + n):
+            producer.produce(topic, str(i).encode(), partition=i % 6)
+        assert producer.flush(60) == 0
+
+    seen: set[str] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def consume() -> None:
+        k = Consumer(
+            {
+                "bootstrap.servers": c.bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 200,
+            }
+        )
+        k.subscribe([topic])
+        while not stop.is_set():
+            m = k.poll(0.1)
+            if m is not None and not m.error():
+                with lock:
+                    seen.add(m.value().decode())
+        k.close()
+
+    threads = [threading.Thread(target=consume, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        produce(0, 300)
+        wait_for(lambda: len(seen) >= 300, 90, "the first records")
+        wait_for(lambda: (s := consumer_group_state(c, group)) is not None and len(s[1]) == 2, 60, "both members")
+        before = consumer_group_state(c, group)
+        assert before is not None
+        victim = coordinator_of(c, group, key_type=0)
+        c.brokers[victim].kill()
+        produce(300, 300)
+        wait_for(lambda: len(seen) >= 600, 120, "every record with the coordinator dead")
+        assert coordinator_of(c, group, key_type=0) != victim
+        after = consumer_group_state(c, group)
+        assert after is not None and after[1] == before[1] and after[0] >= before[0], (before, after)
+        c.brokers[victim].start()
+        produce(600, 300)
+        wait_for(lambda: len(seen) >= 900, 120, "every record after it returned")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert seen == {str(i) for i in range(900)}
 
 
 def test_internal_topics_are_replicated_and_coordinators_are_their_leaders(cluster):
