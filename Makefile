@@ -40,7 +40,7 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
-# Resolves Apache Kafka 4.1.1 (broker and tools) from Maven Central into ~/.m2 (java/kafka/pom.xml), and Spark's
+# Resolves Apache Kafka 4.3.1 (broker and tools) from Maven Central into ~/.m2 (java/kafka/pom.xml), and Spark's
 # Kafka source (java/spark-kafka/pom.xml);
 # installs Maven and a JDK (javac, for the Java client checks) when missing (Debian/Ubuntu).
 # The difference tests, the Java client and tool tests, and `make bench` use it.
@@ -89,7 +89,7 @@ SEEDS ?= 1000
 simulate: $(STAMP)
 	$(PY) tests/sim/run.py --seeds $(if $(findstring :,$(SEEDS)),$(SEEDS),0:$(SEEDS)) --jobs $$(nproc) --progress 100
 
-# tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
+# tidelog vs Apache Kafka 4.3.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
 # then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then its
 # recovery times after a leader's SIGKILL, SIGSTOP, SIGTERM and an etcd kill (bench/cluster_failover.py), then the
 # Spark export: decoders, pyarrow's write, the Parquet and Delta exports and the tidelog scan in rows/s at 1M and

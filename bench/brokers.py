@@ -171,7 +171,7 @@ class Tansu(Broker):
 
 
 class Kafka(Broker):
-    """Apache Kafka 4.1.1 (KRaft single node, tests/kafka_process.py), Kafka's default durability
+    """Apache Kafka 4.3.1 (KRaft single node, tests/kafka_process.py), Kafka's default durability
     (no fsync per batch), a 1 GiB heap."""
 
     name = "kafka"

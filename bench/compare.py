@@ -1,4 +1,4 @@
-"""tidelog vs Apache Kafka 4.1.1 vs tansu 0.6.0, side by side, with the shared `produce_consume.py`.
+"""tidelog vs Apache Kafka 4.3.1 vs tansu 0.6.0, side by side, with the shared `produce_consume.py`.
 
     .venv/bin/python bench/compare.py                  # 4 cases x 5 runs each, alternating, + paced latency
     .venv/bin/python bench/compare.py --quick          # 1/5 of the messages, 2 runs each

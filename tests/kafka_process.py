@@ -1,6 +1,6 @@
 """Apache Kafka itself, as a KRaft single node on loopback: the reference tidelog is compared with.
 
-The broker and its tools come from Maven Central through `java/kafka/pom.xml` (Kafka 4.1.1, pinned
+The broker and its tools come from Maven Central through `java/kafka/pom.xml` (Kafka 4.3.1, pinned
 there); `classpath()` resolves them once into ~/.m2 and caches the classpath in
 `java/kafka/target/classpath.txt` (seconds on the second run). `KafkaProcess(data_dir).start()`
 formats a fresh KRaft log directory (combined broker + controller, node 1, a random cluster id)

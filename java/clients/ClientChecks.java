@@ -1,4 +1,4 @@
-// Kafka's own Java client (kafka-clients 4.1.1) against a running broker: each subcommand runs one
+// Kafka's own Java client (kafka-clients 4.3.1) against a running broker: each subcommand runs one
 // check and prints one JSON line with what it saw; tests/kafka_ref/test_java_client.py asserts on
 // it. Compiled by that test with javac against Kafka's classpath (java/kafka/pom.xml).
 //
@@ -66,6 +66,8 @@ public class ClientChecks {
             return "ok";
         } catch (Exception e) {
             Throwable t = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+            // kafka-clients 4.3 wraps the producer's fatal errors in a plain KafkaException: name the cause
+            while (t.getClass() == KafkaException.class && t.getCause() != null) t = t.getCause();
             return t.getClass().getSimpleName();
         }
     }

@@ -1,4 +1,4 @@
-"""Conformance by difference: the same requests to Apache Kafka 4.1 and to tidelog, answers
+"""Conformance by difference: the same requests to Apache Kafka 4.3.1 and to tidelog, answers
 compared field by field.
 
 Both brokers start empty, get the same topics and the same records (fixed timestamps), then
@@ -616,7 +616,7 @@ def _fit(cls, data):
 
 
 def test_apis_kafka_serves_and_tidelog_does_not_are_listed_in_the_readme(pair):
-    """Every API Kafka 4.1 advertises that tidelog does not is named in the README's list."""
+    """Every API Kafka 4.3.1 advertises that tidelog does not is named in the README's list."""
     from tidelog.wire.apis import ApiKey
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

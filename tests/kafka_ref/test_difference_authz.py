@@ -1,4 +1,4 @@
-"""Conformance by difference with an authorizer on: Apache Kafka 4.1 (StandardAuthorizer) and
+"""Conformance by difference with an authorizer on: Apache Kafka 4.3.1 (StandardAuthorizer) and
 tidelog, both with a SASL_PLAINTEXT listener, the same super user and the same user without any
 ACL. That user sends the same requests to both; the answers are compared field by field with the
 rules of test_difference.py (IGNORED fields, KNOWN differences). What is compared is what an

@@ -1,4 +1,4 @@
-"""Kafka's own Java client (kafka-clients 4.1.1) against tidelog: an idempotent producer, a
+"""Kafka's own Java client (kafka-clients 4.3.1) against tidelog: an idempotent producer, a
 transactional consume-transform-produce copy with aborts and read_committed readers, a consumer
 group with cooperative-sticky rebalancing and static members, a consumer group of Kafka 4's
 consumer protocol (KIP-848: static members, a regex subscription), and the AdminClient (topics,

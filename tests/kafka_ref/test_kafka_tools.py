@@ -1,4 +1,4 @@
-"""Apache Kafka 4.1.1's own command-line tools against a running tidelog: kafka-topics,
+"""Apache Kafka 4.3.1's own command-line tools against a running tidelog: kafka-topics,
 kafka-configs, the console producer and consumer, kafka-consumer-groups (describe, reset-offsets
 --to-datetime --execute), kafka-get-offsets, kafka-transactions, the producer and consumer perf
 tests, Kafka's verifiable producer and consumer (its delivery checkers), and kafka-dump-log reading
@@ -305,7 +305,7 @@ def test_dump_log_reads_tidelog_files(broker_factory, tool):
     files = [logs[0], logs[0].with_suffix(".index"), logs[0].with_suffix(".timeindex"), txnindexes[0]]
     out = _ok(
         tool(
-            "kafka.tools.DumpLogSegments", "--files", ",".join(map(str, files)), "--deep-iteration", "--print-data-log"
+            "org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(map(str, files)), "--deep-iteration", "--print-data-log"
         )
     )
     assert "Exception" not in out and "corrupt" not in out.lower(), out[-3000:]

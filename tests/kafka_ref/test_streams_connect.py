@@ -1,4 +1,4 @@
-"""Kafka Streams and Kafka Connect (4.1.1) against tidelog.
+"""Kafka Streams and Kafka Connect (4.3.1) against tidelog.
 
 - Streams: a word count with processing.guarantee=exactly_once_v2 (java/streams/WordCount.java)
   runs while lines are produced, survives a restart of tidelog in the middle, and its output,

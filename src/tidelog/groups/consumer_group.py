@@ -88,10 +88,13 @@ class Member:
 
 @dataclass
 class ConsumerGroup:
+    """A new group starts at group and assignment epoch 1, as in Kafka 4.3 (its first member's
+    join makes it 2)."""
+
     group_id: str
-    group_epoch: int = 0
+    group_epoch: int = 1
     metadata_hash: int = 0
-    assignment_epoch: int = 0
+    assignment_epoch: int = 1
     assignment_timestamp: int = 0
     members: dict[str, Member] = field(default_factory=dict)
     target: dict[str, TargetPartitions] = field(default_factory=dict)  # member id -> its target assignment

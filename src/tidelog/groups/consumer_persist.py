@@ -31,7 +31,7 @@ def member_record(group_id: str, m: Member) -> Record:
             client_id=m.client_id,
             client_host=m.client_host,
             subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
-            subscribed_topic_regex=m.subscribed_topic_regex,
+            subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka writes "" for none
             rebalance_timeout_ms=m.rebalance_timeout_ms,
             server_assignor=m.server_assignor,
         ),

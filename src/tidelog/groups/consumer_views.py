@@ -52,7 +52,7 @@ def described(
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
-                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "subscribed_topic_regex": m.subscribed_topic_regex or "",  # as Kafka: "" for none
                 "assignment": {"topic_partitions": named(m.assigned)},
                 "target_assignment": {"topic_partitions": named(group.target.get(m.member_id, {}))},
                 "member_type": 1,  # the consumer protocol (0: classic)

@@ -67,11 +67,11 @@ async def joined(broker, member_id: str, **kw) -> dict:
 
 async def test_a_member_joins_and_gets_every_partition(broker):
     r = await joined(broker, "m1")
-    assert r["member_id"] == "m1" and r["member_epoch"] == 1
+    assert r["member_id"] == "m1" and r["member_epoch"] == 2  # a new group is at epoch 1, as Kafka 4.3
     assert parts(r) == {0, 1}
     assert r["heartbeat_interval"].total_seconds() == 5
-    again = await hb(broker, "m1", 1, owned=owned(broker, {0, 1}), topics=None)
-    assert again["member_epoch"] == 1 and again["assignment"] is None  # nothing changed: not sent
+    again = await hb(broker, "m1", 2, owned=owned(broker, {0, 1}), topics=None)
+    assert again["member_epoch"] == 2 and again["assignment"] is None  # nothing changed: not sent
 
 
 async def test_v0_members_are_named_by_the_coordinator(broker):
@@ -83,19 +83,19 @@ async def test_a_partition_moves_only_once_its_owner_revoked_it(broker):
     a = await joined(broker, "a")
     assert parts(a) == {0, 1}
     b = await joined(broker, "b")  # the target gives b one partition, still a's
-    assert b["member_epoch"] == 2 and parts(b) == set()  # unreleased: not assigned yet
-    a2 = await hb(broker, "a", 1, owned=owned(broker, {0, 1}), topics=None)
-    assert a2["member_epoch"] == 1 and len(parts(a2)) == 1  # revoke one first, at epoch 1
+    assert b["member_epoch"] == 3 and parts(b) == set()  # unreleased: not assigned yet
+    a2 = await hb(broker, "a", 2, owned=owned(broker, {0, 1}), topics=None)
+    assert a2["member_epoch"] == 2 and len(parts(a2)) == 1  # revoke one first, at epoch 2
     kept = parts(a2)
-    b2 = await hb(broker, "b", 2, owned=[], topics=None)
+    b2 = await hb(broker, "b", 3, owned=[], topics=None)
     assert parts(b2) == set()  # a still reports the partition
-    a3 = await hb(broker, "a", 1, owned=owned(broker, kept), topics=None)
-    assert a3["member_epoch"] == 2  # revoked: a moves to the new epoch
-    b3 = await hb(broker, "b", 2, owned=[], topics=None)
-    assert parts(b3) == {0, 1} - kept and b3["member_epoch"] == 2
+    a3 = await hb(broker, "a", 2, owned=owned(broker, kept), topics=None)
+    assert a3["member_epoch"] == 3  # revoked: a moves to the new epoch
+    b3 = await hb(broker, "b", 3, owned=[], topics=None)
+    assert parts(b3) == {0, 1} - kept and b3["member_epoch"] == 3
     d = await call(consumer_group_describe, broker, 1, {"group_ids": ["cg"], "include_authorized_operations": False})
     g = d["groups"][0]
-    assert g["group_state"] == "Stable" and g["group_epoch"] == 2 and g["assignment_epoch"] == 2
+    assert g["group_state"] == "Stable" and g["group_epoch"] == 3 and g["assignment_epoch"] == 3
     assigned = {
         m["member_id"]: {p for tp in m["assignment"]["topic_partitions"] for p in tp["partitions"]}
         for m in g["members"]
@@ -105,17 +105,17 @@ async def test_a_partition_moves_only_once_its_owner_revoked_it(broker):
 
 async def test_epochs_are_fenced(broker):
     await joined(broker, "m")
-    assert (await hb(broker, "m", 5, owned=[], topics=None))["error_code"] == FENCED_MEMBER_EPOCH
-    assert (await hb(broker, "x", 1, owned=[], topics=None))["error_code"] == UNKNOWN_MEMBER_ID
-    await joined(broker, "n")  # epoch 2; m is asked to revoke at 1
-    m = await hb(broker, "m", 1, owned=owned(broker, {0, 1}), topics=None)
+    assert (await hb(broker, "m", 6, owned=[], topics=None))["error_code"] == FENCED_MEMBER_EPOCH
+    assert (await hb(broker, "x", 2, owned=[], topics=None))["error_code"] == UNKNOWN_MEMBER_ID
+    await joined(broker, "n")  # epoch 3; m is asked to revoke at 2
+    m = await hb(broker, "m", 2, owned=owned(broker, {0, 1}), topics=None)
     kept = parts(m)
-    m2 = await hb(broker, "m", 1, owned=owned(broker, kept), topics=None)
-    assert m2["member_epoch"] == 2
-    # the answer with epoch 2 was lost: the previous epoch with owned partitions it still holds is accepted
-    again = await hb(broker, "m", 1, owned=owned(broker, kept), topics=None)
-    assert again["error_code"] == 0 and again["member_epoch"] == 2
-    assert (await hb(broker, "m", 1, owned=owned(broker, {0, 1}), topics=None))["error_code"] == FENCED_MEMBER_EPOCH
+    m2 = await hb(broker, "m", 2, owned=owned(broker, kept), topics=None)
+    assert m2["member_epoch"] == 3
+    # the answer with epoch 3 was lost: the previous epoch with owned partitions it still holds is accepted
+    again = await hb(broker, "m", 2, owned=owned(broker, kept), topics=None)
+    assert again["error_code"] == 0 and again["member_epoch"] == 3
+    assert (await hb(broker, "m", 2, owned=owned(broker, {0, 1}), topics=None))["error_code"] == FENCED_MEMBER_EPOCH
 
 
 async def test_requests_are_validated_as_kafka_does(broker):
@@ -126,7 +126,7 @@ async def test_requests_are_validated_as_kafka_does(broker):
     assert (await hb(broker, "m", 0, owned=[], assignor="sticky"))["error_code"] == UNSUPPORTED_ASSIGNOR
     assert (await hb(broker, "m", 0, owned=[], regex="(unclosed"))["error_code"] == INVALID_REGULAR_EXPRESSION
     assert (await hb(broker, "m", -3, owned=[], topics=None))["error_code"] == INVALID_REQUEST
-    assert (await hb(broker, "m", 1, owned=[], topics=None, group="nope"))["error_code"] == GROUP_ID_NOT_FOUND
+    assert (await hb(broker, "m", 2, owned=[], topics=None, group="nope"))["error_code"] == GROUP_ID_NOT_FOUND
 
 
 async def test_leaving_frees_the_partitions(broker):
@@ -134,16 +134,16 @@ async def test_leaving_frees_the_partitions(broker):
     await joined(broker, "b")
     left = await hb(broker, "a", -1, owned=None, topics=None)
     assert left["error_code"] == 0 and left["member_epoch"] == -1
-    b = await hb(broker, "b", 2, owned=[], topics=None)
-    assert parts(b) == {0, 1} and b["member_epoch"] == 3
+    b = await hb(broker, "b", 3, owned=[], topics=None)
+    assert parts(b) == {0, 1} and b["member_epoch"] == 4
 
 
 async def test_a_static_member_comes_back_to_its_partitions(broker):
     await joined(broker, "s1", instance_id="i1")
-    assert (await joined(broker, "s2", instance_id="i2"))["member_epoch"] == 2
-    s1 = await hb(broker, "s1", 1, owned=owned(broker, {0, 1}), topics=None, instance_id="i1")
+    assert (await joined(broker, "s2", instance_id="i2"))["member_epoch"] == 3
+    s1 = await hb(broker, "s1", 2, owned=owned(broker, {0, 1}), topics=None, instance_id="i1")
     mine = parts(s1)
-    await hb(broker, "s1", 1, owned=owned(broker, mine), topics=None, instance_id="i1")
+    await hb(broker, "s1", 2, owned=owned(broker, mine), topics=None, instance_id="i1")
     # another process with the same instance id, while s1 holds it
     taken = await hb(broker, "s3", 0, owned=[], instance_id="i1")
     assert taken["error_code"] == UNRELEASED_INSTANCE_ID
@@ -151,7 +151,7 @@ async def test_a_static_member_comes_back_to_its_partitions(broker):
     assert away["member_epoch"] == -2
     back = await hb(broker, "s3", 0, owned=[], instance_id="i1")
     assert back["error_code"] == 0 and parts(back) == mine  # no rebalance: the same partitions
-    assert back["member_epoch"] == 2
+    assert back["member_epoch"] == 3
 
 
 async def test_offset_commit_v9_checks_the_member_epoch(broker):
@@ -179,10 +179,10 @@ async def test_offset_commit_v9_checks_the_member_epoch(broker):
     def code(resp) -> int:
         return resp["topics"][0]["partitions"][0]["error_code"]
 
-    assert code(await commit(1)) == 0
-    assert code(await commit(2)) == STALE_MEMBER_EPOCH
-    assert code(await commit(1, member="zz")) == UNKNOWN_MEMBER_ID
-    assert code(await commit(1, version=8)) == UNSUPPORTED_VERSION
+    assert code(await commit(2)) == 0
+    assert code(await commit(3)) == STALE_MEMBER_EPOCH
+    assert code(await commit(2, member="zz")) == UNKNOWN_MEMBER_ID
+    assert code(await commit(2, version=8)) == UNSUPPORTED_VERSION
     fetch = await call(
         offset_fetch,
         broker,
@@ -192,7 +192,7 @@ async def test_offset_commit_v9_checks_the_member_epoch(broker):
                 {
                     "group_id": "cg",
                     "member_id": "a",
-                    "member_epoch": 3,
+                    "member_epoch": 4,
                     "topics": [{"name": "t", "partition_indexes": [0]}],
                 }
             ]
@@ -208,7 +208,7 @@ async def test_offset_commit_v9_checks_the_member_epoch(broker):
                 {
                     "group_id": "cg",
                     "member_id": "a",
-                    "member_epoch": 1,
+                    "member_epoch": 2,
                     "topics": [{"name": "t", "partition_indexes": [0]}],
                 }
             ]
@@ -263,7 +263,7 @@ async def test_the_group_survives_a_restart(tmp_path):
     async with started_broker(tmp_path, "group.initial.rebalance.delay.ms=0") as b:
         await joined(b, "a")
         await joined(b, "b")
-        a = await hb(b, "a", 1, owned=owned(b, {0, 1}), topics=None)
+        a = await hb(b, "a", 2, owned=owned(b, {0, 1}), topics=None)
         before = b.groups.consumer.groups["cg"]
         snapshot = (
             before.group_epoch,
@@ -280,8 +280,8 @@ async def test_the_group_survives_a_restart(tmp_path):
             dict(after.target),
         ) == snapshot
         # the member goes on from where it was, at its epoch
-        a2 = await hb(b2, "a", 1, owned=owned(b2, parts(a)), topics=None)
-        assert a2["error_code"] == 0 and a2["member_epoch"] == 2
+        a2 = await hb(b2, "a", 2, owned=owned(b2, parts(a)), topics=None)
+        assert a2["error_code"] == 0 and a2["member_epoch"] == 3
 
 
 @pytest.mark.parametrize("regex", ["t.*", "t"])
