@@ -305,7 +305,11 @@ def test_dump_log_reads_tidelog_files(broker_factory, tool):
     files = [logs[0], logs[0].with_suffix(".index"), logs[0].with_suffix(".timeindex"), txnindexes[0]]
     out = _ok(
         tool(
-            "org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(map(str, files)), "--deep-iteration", "--print-data-log"
+            "org.apache.kafka.tools.DumpLogSegments",
+            "--files",
+            ",".join(map(str, files)),
+            "--deep-iteration",
+            "--print-data-log",
         )
     )
     assert "Exception" not in out and "corrupt" not in out.lower(), out[-3000:]
