@@ -22,6 +22,7 @@ from tidelog.cluster.view import ClusterView, SingleNode
 from tidelog.core.admin import TopicAdmin
 from tidelog.core.config import BrokerConfig, load_config
 from tidelog.core.dynamic_config import DynamicBrokerConfigs
+from tidelog.core.group_configs import GroupConfigs
 from tidelog.core.partitions import Partitions
 from tidelog.core.topics import TopicRegistry
 from tidelog.groups import GroupCoordinator
@@ -30,6 +31,7 @@ from tidelog.server.broker import Broker
 from tidelog.server.router import Router
 from tidelog.server.security import Security
 from tidelog.server.security.changes import SecurityChanges
+from tidelog.share.manager import SharePartitions
 from tidelog.txn.producer_states import ProducerStates
 from tidelog.txn.service import TxnService
 
@@ -48,6 +50,8 @@ NAMES = {
     "SecurityChanges": SecurityChanges,
     "ProducerStates": ProducerStates,
     "TxnService": TxnService,
+    "GroupConfigs": GroupConfigs,
+    "SharePartitions": SharePartitions,
 }
 MODULES = handlers.modules()
 

@@ -1,6 +1,6 @@
 """The package layering, by import analysis (ast, no imports executed):
 
-    wire, log  ->  core  ->  groups, txn, cluster  ->  server  ->  cli          spark_export -> log
+    wire, log  ->  core  ->  groups, txn, share, cluster  ->  server  ->  cli          spark_export -> log
 
 `core` holds the broker's services that the coordinators and the cluster build on (configuration,
 topics, partition logs, group commit, waiters); `server` is the network layer (connections, router,
@@ -19,13 +19,14 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tidelog"
 
-_BELOW_SERVER = {"cluster", "groups", "txn", "core", "log", "wire"}
+_BELOW_SERVER = {"cluster", "groups", "txn", "share", "core", "log", "wire"}
 ALLOWED = {
     "wire": {"wire"},
     "log": {"log", "wire"},
     "core": {"core", "log", "wire"},
     "groups": {"groups", "core", "log", "wire"},
     "txn": {"txn", "groups", "core", "log", "wire"},
+    "share": {"share", "groups", "core", "log", "wire"},
     "cluster": {"cluster", "core", "log", "wire"},
     "server": {"server"} | _BELOW_SERVER,
     "spark_export": {"spark_export", "log"},

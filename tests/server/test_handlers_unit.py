@@ -54,6 +54,8 @@ async def started_broker(tmp_path, *settings: str):
         )
     )
     b.partitions.start()
+    if b.share_state is not None:
+        b.share_state.start()
     b.groups.start()
     b.txn.start()
     if b.registry.get("t") is None:  # a restart on the same directory keeps the topic (and its id)
@@ -63,6 +65,8 @@ async def started_broker(tmp_path, *settings: str):
     finally:
         b.txn.stop()
         b.groups.stop()
+        if b.shares is not None:
+            b.shares.stop()
         b.partitions.stop()
 
 

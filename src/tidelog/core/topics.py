@@ -20,7 +20,8 @@ from ..log.atomic import replace_file
 REGISTRY = "tidelog-topics.json"
 OFFSETS_TOPIC = "__consumer_offsets"  # the group coordinator's log
 STATE_TOPIC = "__transaction_state"  # the transaction coordinator's log
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, STATE_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"  # the share coordinator's log (share groups, KIP-932)
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, STATE_TOPIC, SHARE_STATE_TOPIC})
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 

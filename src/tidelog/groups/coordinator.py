@@ -30,6 +30,7 @@ from .group import Group, Member
 from .membership import Membership, join_error
 from .offsets import GroupOffsets
 from .records import GroupKey, OffsetValue
+from .share_group import ShareGroups, ShareStates
 from .state import Event
 from .state import GroupState as S
 from .store import GroupLog, OffsetStore
@@ -57,7 +58,9 @@ class GroupCoordinator:
     tells of topic changes, knows which topics exist) and the `GroupLog` the offsets are
     written to (the log engine's `EngineGroupLog`; tests may give a `MemoryGroupLog`)."""
 
-    def __init__(self, config: BrokerConfig, admin: TopicAdmin, group_log: GroupLog) -> None:
+    def __init__(
+        self, config: BrokerConfig, admin: TopicAdmin, group_log: GroupLog, shares: ShareStates | None = None
+    ) -> None:
         self.config = config
         self.admin = admin
         self.registry = admin.registry
@@ -73,6 +76,9 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
         self.consumer = ConsumerGroups(self)
+        # share groups (KIP-932), with the share partitions that keep their records' state (a
+        # single node only, for now: None in a cluster)
+        self.share = ShareGroups(self, shares) if shares is not None else None
         self.offsets = GroupOffsets(self)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -90,6 +96,8 @@ class GroupCoordinator:
         self.store.load()
         self._restore()
         self.consumer.restore()
+        if self.share is not None:
+            self.share.restore()
         self.admin.listeners.append(self.offsets.topic_event)
         self.admin.listeners.append(self.consumer.topic_event)
         self.loaded = True
@@ -175,6 +183,8 @@ class GroupCoordinator:
         for group in self.groups.values():
             self.membership.shutdown(group)
         self.consumer.stop()
+        if self.share is not None:
+            self.share.stop()
         for t in self._tasks:
             t.cancel()
 
@@ -215,7 +225,11 @@ class GroupCoordinator:
                 group.transition(Event.LOADED_ACTIVE)
             self.groups[group_id] = group
         for group_id in self.store.offsets:
-            if (partition is None or mine(group_id) == partition) and group_id not in self.store.consumer:
+            if (
+                (partition is None or mine(group_id) == partition)
+                and group_id not in self.store.consumer
+                and group_id not in self.store.share
+            ):
                 self.groups.setdefault(group_id, Group(group_id))
         if partition is None:
             active = sum(1 for g in self.groups.values() if g.members)
@@ -333,6 +347,8 @@ class GroupCoordinator:
         out: list[ListedGroup] = []
         if not kinds or "consumer" in kinds:
             out.extend(self.consumer.listed(wanted))
+        if self.share is not None and (not kinds or "share" in kinds):
+            out.extend(self.share.listed(wanted))
         for g in sorted(self.groups.values(), key=lambda g: g.group_id):
             if kinds and "classic" not in kinds:
                 break
@@ -363,7 +379,8 @@ class GroupCoordinator:
         if g is None:
             if version < 6:
                 return base
-            what = "is not a classic group" if group_id in self.consumer.groups else "not found"
+            other = group_id in self.consumer.groups or (self.share is not None and group_id in self.share.groups)
+            what = "is not a classic group" if other else "not found"
             return {**base, "error_code": E.group_id_not_found, "error_message": f"Group {group_id} {what}."}
         stable = g.is_(S.STABLE)
         return {
@@ -396,6 +413,12 @@ class GroupCoordinator:
             await self.consumer.drop(consumer)
             assert self.store is not None
             await self.store.delete_group(group_id)
+            return NONE
+        share = self.share.groups.get(group_id) if self.share is not None else None
+        if share is not None and self.share is not None:
+            if share.members:
+                return E.non_empty_group.value
+            await self.share.drop(share)
             return NONE
         g = self.groups.get(group_id)
         if g is None or g.is_(S.DEAD):

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..log.log import AppendInfo, PartitionLog
 from . import consumer_records as CR
 from . import records as R
+from . import share_records as SR
 from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
 
 if TYPE_CHECKING:
@@ -104,6 +105,8 @@ class OffsetStore:
         self.groups: dict[str, GroupValue] = {}
         # consumer groups (KIP-848): group -> record key -> its latest value
         self.consumer: dict[str, dict[CR.ConsumerGroupRecordKey, CR.ConsumerGroupRecordValue]] = {}
+        # share groups (KIP-932): group -> record key -> its latest value
+        self.share: dict[str, dict[SR.ShareGroupRecordKey, SR.ShareGroupRecordValue]] = {}
         # producer id -> group -> partition -> offset, not yet visible
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
 
@@ -147,6 +150,8 @@ class OffsetStore:
             del self.groups[group]
         for group in [g for g in self.consumer if mine(g) == partition]:
             del self.consumer[group]
+        for group in [g for g in self.share if mine(g) == partition]:
+            del self.share[group]
         for pid, staged in list(self.pending.items()):
             for group in [g for g in staged if mine(g) == partition]:
                 del staged[group]
@@ -169,9 +174,21 @@ class OffsetStore:
         if entry.key is None:
             return
         kind = int.from_bytes(entry.key[:2], "big", signed=True) if len(entry.key) >= 2 else -1
+        if kind in SR.RECORD_TYPES:
+            skey = SR.decode_key(entry.key)
+            if isinstance(skey, SR.ShareGroupPartitionMetadataKey):
+                return  # Kafka 4.0's, unreadable since 4.1 (Kafka skips it too)
+            sview = self.share.setdefault(skey.group, {})
+            if entry.value is None:
+                sview.pop(skey, None)
+                if not sview:
+                    del self.share[skey.group]
+            else:
+                sview[skey] = SR.decode_value(skey, entry.value)
+            return
         if kind >= CR.CONSUMER_GROUP_METADATA:
             if kind not in CR.RECORD_TYPES:
-                return  # a share or streams group's record (Kafka's): groups tidelog does not serve
+                return  # a streams group's record (Kafka's): groups tidelog does not serve
             ckey = CR.decode_key(entry.key)
             if isinstance(ckey, CR.ConsumerGroupPartitionMetadataKey):
                 return  # Kafka < 4.1's subscription metadata: replaced by the group's metadata hash
@@ -277,6 +294,23 @@ class OffsetStore:
                 view[key] = value
         if not self.consumer.get(group, True):
             del self.consumer[group]
+
+    async def write_share(
+        self, group: str, records: Sequence[tuple[SR.ShareGroupRecordKey, SR.ShareGroupRecordValue | None]]
+    ) -> None:
+        """A share group's records (`share_records`), in one append, then kept in the view."""
+        if not records:
+            return
+        encoded = [(SR.encode_key(k), None if v is None else SR.encode_value(v)) for k, v in records]
+        await _maybe_await(self.backend.append(self.partition_for(group), encoded))
+        view = self.share.setdefault(group, {})
+        for key, value in records:
+            if value is None:
+                view.pop(key, None)
+            else:
+                view[key] = value
+        if not view:
+            del self.share[group]
 
     # ---- transactional offsets (TxnOffsetCommit) -------------------------------------------
     async def stage(

@@ -28,10 +28,13 @@ from ..cluster.view import ClusterView, SingleNode
 from ..core.admin import TopicAdmin
 from ..core.config import BrokerConfig
 from ..core.dynamic_config import DynamicBrokerConfigs
+from ..core.group_configs import GroupConfigs
 from ..core.partitions import Partitions
 from ..core.topics import OFFSETS_TOPIC, TopicRegistry
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
+from ..share.manager import SharePartitions
+from ..share.state_store import ShareStateStore
 from ..txn.producer_states import ProducerStates
 from ..txn.service import TxnService
 from . import handlers
@@ -70,11 +73,20 @@ class Broker:
             Partitions(config, self.admin, state.hosts) if state is not None else Partitions(config, self.admin)
         )
         self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
+        # group configs (kafka-configs --entity-type groups): share.* and consumer.* keys per group
+        self.group_configs = GroupConfigs(config, config.log_dirs[0])
         self.cluster: ClusterView
+        # share groups (KIP-932): the share state and partitions, on a single node for now
+        self.share_state: ShareStateStore | None = None
+        self.shares: SharePartitions | None = None
         if state is not None:
             self.groups, self.txn, self.cluster = self._cluster(state, connect)
         else:
-            self.groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC))
+            self.share_state = ShareStateStore(config, self.admin, self.partitions)
+            self.shares = SharePartitions(config, self.registry, self.partitions, self.share_state, self.group_configs)
+            self.groups = GroupCoordinator(
+                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), self.shares
+            )
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint, self.registry)
         # ACL and credential changes: this broker's files, or etcd in a cluster
@@ -172,6 +184,8 @@ class Broker:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.pop(conn, None)
+        if self.shares is not None:  # its share sessions end; what their members held is released
+            self.shares.connection_closed(conn)
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def start(self, listen: bool = True) -> None:
@@ -185,6 +199,8 @@ class Broker:
             self.groups.start_clustered(self.config["offsets.topic.num.partitions"])
             self.txn.start()
         else:
+            if self.share_state is not None:
+                self.share_state.start()
             self.groups.start()
             self.txn.start()
         await self.metrics.start()
@@ -243,5 +259,7 @@ class Broker:
         await self.metrics.stop()
         self.txn.stop()
         self.groups.stop()
+        if self.shares is not None:
+            self.shares.stop()
         self.partitions.stop()
         log.info("tidelog stopped cleanly")

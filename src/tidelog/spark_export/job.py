@@ -59,7 +59,7 @@ from .session import TABLE_COLUMNS, ensure_database, ensure_delta_tables, ensure
 
 log = logging.getLogger("tidelog.spark_export")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
 DELTA_CRASH_POINTS = ("begun", "appended", "merged")

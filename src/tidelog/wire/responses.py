@@ -1219,3 +1219,185 @@ class DescribeTopicPartitionsResponse(TypedDict, total=False):
     throttle_time: Required[datetime.timedelta | int]
     topics: Required[Sequence[DescribeTopicPartitionsResponseTopic]]
     next_cursor: Cursor | None
+
+
+# ---- SHARE_GROUP_HEARTBEAT (key 76) -----------------------------------------------------------
+
+
+class ShareGroupHeartbeatTopicPartitions(TypedDict, total=False):
+    """`ShareGroupHeartbeatResponse.assignment.topic_partitions` (versions 1)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Sequence[int]
+
+
+class ShareGroupHeartbeatAssignment(TypedDict, total=False):
+    """`ShareGroupHeartbeatResponse.assignment` (versions 1)."""
+
+    topic_partitions: Required[Sequence[ShareGroupHeartbeatTopicPartitions]]
+
+
+class ShareGroupHeartbeatResponse(TypedDict, total=False):
+    """`ShareGroupHeartbeatResponse` (versions 1)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    member_id: str | None
+    member_epoch: Required[int]
+    heartbeat_interval: Required[datetime.timedelta | int]
+    assignment: ShareGroupHeartbeatAssignment | None
+
+
+# ---- SHARE_GROUP_DESCRIBE (key 77) ------------------------------------------------------------
+
+
+class ShareGroupDescribeTopicPartitions(TypedDict, total=False):
+    """`ShareGroupDescribeResponse.groups.members.assignment.topic_partitions` (versions 1)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    topic_name: Required[str]
+    partitions: Sequence[int]
+
+
+class ShareGroupDescribeAssignment(TypedDict, total=False):
+    """`ShareGroupDescribeResponse.groups.members.assignment` (versions 1)."""
+
+    topic_partitions: Required[Sequence[ShareGroupDescribeTopicPartitions]]
+
+
+class ShareGroupDescribeMember(TypedDict, total=False):
+    """`ShareGroupDescribeResponse.groups.members` (versions 1)."""
+
+    member_id: Required[str]
+    rack_id: str | None
+    member_epoch: Required[int]
+    client_id: Required[str]
+    client_host: Required[str]
+    subscribed_topic_names: Sequence[str]
+    assignment: Required[ShareGroupDescribeAssignment]
+
+
+class ShareGroupDescribeDescribedGroup(TypedDict, total=False):
+    """`ShareGroupDescribeResponse.groups` (versions 1)."""
+
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    group_id: Required[str]
+    group_state: Required[str]
+    group_epoch: Required[int]
+    assignment_epoch: Required[int]
+    assignor_name: Required[str]
+    members: Required[Sequence[ShareGroupDescribeMember]]
+    authorized_operations: int
+
+
+class ShareGroupDescribeResponse(TypedDict, total=False):
+    """`ShareGroupDescribeResponse` (versions 1)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    groups: Required[Sequence[ShareGroupDescribeDescribedGroup]]
+
+
+# ---- SHARE_FETCH (key 78) ---------------------------------------------------------------------
+
+
+class AcquiredRecords(TypedDict, total=False):
+    """`ShareFetchResponse.responses.partitions.acquired_records` (versions 1-2)."""
+
+    first_offset: Required[int]
+    last_offset: Required[int]
+    delivery_count: Required[int]
+
+
+class LeaderIdAndEpoch(TypedDict, total=False):
+    """`ShareFetchResponse.responses.partitions.current_leader` (versions 1-2)."""
+
+    leader_id: Required[int]
+    leader_epoch: Required[int]
+
+
+class PartitionData(TypedDict, total=False):
+    """`ShareFetchResponse.responses.partitions` (versions 1-2)."""
+
+    partition_index: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    acknowledge_error_code: Required[int]
+    acknowledge_error_message: str | None
+    current_leader: Required[LeaderIdAndEpoch]
+    records: Required[bytes]
+    acquired_records: Required[Sequence[AcquiredRecords]]
+
+
+class NodeEndpoint(TypedDict, total=False):
+    """`ShareFetchResponse.node_endpoints` (versions 1-2)."""
+
+    node_id: Required[int]
+    host: Required[str]
+    port: Required[int]
+    rack: str | None
+
+
+class ShareFetchableTopicResponse(TypedDict, total=False):
+    """`ShareFetchResponse.responses` (versions 1-2)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[PartitionData]]
+
+
+class ShareFetchResponse(TypedDict, total=False):
+    """`ShareFetchResponse` (versions 1-2)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    acquisition_lock_timeout: Required[datetime.timedelta | int]
+    responses: Required[Sequence[ShareFetchableTopicResponse]]
+    node_endpoints: Required[Sequence[NodeEndpoint]]
+
+
+# ---- SHARE_ACKNOWLEDGE (key 79) ---------------------------------------------------------------
+
+
+class ShareAcknowledgeLeaderIdAndEpoch(TypedDict, total=False):
+    """`ShareAcknowledgeResponse.responses.partitions.current_leader` (versions 1-2)."""
+
+    leader_id: Required[int]
+    leader_epoch: Required[int]
+
+
+class ShareAcknowledgePartitionData(TypedDict, total=False):
+    """`ShareAcknowledgeResponse.responses.partitions` (versions 1-2)."""
+
+    partition_index: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    current_leader: Required[ShareAcknowledgeLeaderIdAndEpoch]
+
+
+class ShareAcknowledgeNodeEndpoint(TypedDict, total=False):
+    """`ShareAcknowledgeResponse.node_endpoints` (versions 1-2)."""
+
+    node_id: Required[int]
+    host: Required[str]
+    port: Required[int]
+    rack: str | None
+
+
+class ShareAcknowledgeTopicResponse(TypedDict, total=False):
+    """`ShareAcknowledgeResponse.responses` (versions 1-2)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[ShareAcknowledgePartitionData]]
+
+
+class ShareAcknowledgeResponse(TypedDict, total=False):
+    """`ShareAcknowledgeResponse` (versions 1-2)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    responses: Required[Sequence[ShareAcknowledgeTopicResponse]]
+    node_endpoints: Required[Sequence[ShareAcknowledgeNodeEndpoint]]
+    acquisition_lock_timeout: datetime.timedelta | int  # v2

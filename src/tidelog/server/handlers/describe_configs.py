@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode as E
 from ...core.config import BROKER_KEYS
 from ...core.config_types import DOCS, TOPIC_SYNONYMS, ConfigType, broker_type, topic_type
 from ...core.dynamic_config import DYNAMIC_BROKER, DYNAMIC_DEFAULT, DYNAMIC_KEYS
+from ...core.group_configs import GROUP_KEYS
 from ...core.topic_config import effective
 from ...wire.apis import ApiKey
 from ..router import control_route
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ...core.admin import TopicAdmin
     from ...core.config import BrokerConfig
     from ...core.dynamic_config import DynamicBrokerConfigs
+    from ...core.group_configs import GroupConfigs
     from ...core.topics import Topic, TopicRegistry
     from ...wire.responses import DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult
     from ..connection import RequestContext
@@ -42,9 +44,11 @@ class Deps:
     dynamic: DynamicBrokerConfigs
     config: BrokerConfig
     node_id: int
+    group_configs: GroupConfigs
 
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
+GROUP_CONFIG = 8  # Kafka's ConfigSource of a group's own value
 DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
 
 
@@ -128,6 +132,8 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> 
                 res["configs"] = _default_broker_entries(deps, keys, ask)
             else:
                 res["configs"] = _broker_entries(deps, keys, ask)
+        elif r.resource_type == GROUP:
+            res["configs"] = _group_entries(deps, r.resource_name, keys, ask)
         else:
             res.update(
                 {
@@ -137,6 +143,22 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeConfigsRequest) -> 
             )
         results.append(res)
     return {"throttle_time": 0, "results": results}
+
+
+def _group_entries(deps: Deps, group: str, keys: set[str] | None, ask: _Ask) -> list[DescribeConfigsResourceResult]:
+    """Every group config key: the group's own value (GROUP_CONFIG), else its default."""
+    configs = deps.group_configs
+    own = configs.own(group)
+    out: list[DescribeConfigsResourceResult] = []
+    for name in sorted(GROUP_KEYS):
+        if keys is not None and name not in keys:
+            continue
+        value = configs.get(group, name)
+        source = GROUP_CONFIG if name in own else DEFAULT
+        ctype = ConfigType.STRING if name in ("share.auto.offset.reset", "share.isolation.level") else ConfigType.INT
+        syn: list[Synonym] = [(name, own[name], GROUP_CONFIG)] if name in own else []
+        out.append(_entry(ask, name, value, source, ctype, syn))
+    return out
 
 
 def _topic_entries(deps: Deps, topic: Topic, keys: set[str] | None, ask: _Ask) -> list[DescribeConfigsResourceResult]:

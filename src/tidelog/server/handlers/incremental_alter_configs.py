@@ -1,6 +1,7 @@
 """IncrementalAlterConfigs (key 44, v0-1): SET / DELETE / APPEND / SUBTRACT on topic overrides,
-and on dynamic broker configs (a BROKER resource: "" for every broker, or a broker id;
-core/dynamic_config.py)."""
+on dynamic broker configs (a BROKER resource: "" for every broker, or a broker id;
+core/dynamic_config.py), and on a group's configs (a GROUP resource, type 32: core/group_configs.py;
+SET and DELETE, as Kafka: its keys are no lists)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from ...core.admin import TopicAdmin
     from ...core.dynamic_config import DynamicBrokerConfigs
+    from ...core.group_configs import GroupConfigs
     from ...core.topics import Topic, TopicRegistry
     from ...wire.responses import (
         IncrementalAlterConfigsAlterConfigsResourceResponse,
@@ -34,6 +36,7 @@ class Deps:
     registry: TopicRegistry
     admin: TopicAdmin
     dynamic: DynamicBrokerConfigs
+    group_configs: GroupConfigs
 
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -47,6 +50,9 @@ def handle(
     responses: list[IncrementalAlterConfigsAlterConfigsResourceResponse] = []
     brokers: list[tuple[Any, dict[str, str]]] = []
     for r in request.resources:
+        if r.resource_type == GROUP:
+            responses.append(_group_configs(deps.group_configs, r, request.validate_only))
+            continue
         if r.resource_type == BROKER:
             err = broker_entity_error(r)
             if err:
@@ -80,6 +86,28 @@ def handle(
 
 
 BROKER_LIST_KEYS = {"log.cleanup.policy"}
+
+
+GROUP = 32
+
+
+def _group_configs(
+    configs: GroupConfigs, r: Any, validate_only: bool
+) -> IncrementalAlterConfigsAlterConfigsResourceResponse:
+    """A GROUP resource: each key checked, then all set (or none)."""
+    if not r.resource_name:
+        return alter_result(r, E.invalid_request.value, "The group id must not be empty.")
+    new: dict[str, str | None] = {}
+    for c in r.configs:
+        if c.config_operation not in (SET, DELETE):
+            return alter_result(r, E.invalid_config.value, f"{c.name} is not a list config.")
+        value = c.value if c.config_operation == SET else None
+        if reason := configs.invalid(c.name, value):
+            return alter_result(r, E.invalid_config.value, reason)
+        new[c.name] = value
+    if not validate_only:
+        configs.set(r.resource_name, new)
+    return alter_result(r, 0, None)
 
 
 def apply_ops(

@@ -420,20 +420,28 @@ def list_transactions(session: Session, ctx: RequestContext, req: ListTransactio
 _TOPIC_RESOURCE, _BROKER_RESOURCES = 2, (4, 8)
 
 
+_GROUP_RESOURCE = 32
+
+
 def _config_rule(op: int, field: str) -> Rule:
     # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
     def check(session: Session, ctx: RequestContext, req: Any) -> Verdict:
         def allowed(r: Any) -> bool:
             if r.resource_type == _TOPIC_RESOURCE:
                 return session.allowed(R.TOPIC, r.resource_name, op)
+            if r.resource_type == _GROUP_RESOURCE:  # a group's configs: the group's own ACLs
+                return session.allowed(R.GROUP, r.resource_name, op)
             return cluster(session, op)
+
+        def denial(r: Any) -> int:
+            return {_TOPIC_RESOURCE: TOPIC_DENIED, _GROUP_RESOURCE: GROUP_DENIED}.get(r.resource_type, CLUSTER_DENIED)
 
         ok, denied = split(req.resources, allowed)
         if not denied:
             return None
         refused = [
             {
-                "error_code": TOPIC_DENIED if r.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED,
+                "error_code": denial(r),
                 "error_message": "Authorization failed.",
                 "resource_type": r.resource_type,
                 "resource_name": r.resource_name,
@@ -666,6 +674,93 @@ def consumer_group_describe(session: Session, ctx: RequestContext, req: Consumer
         return Reply({"throttle_time": 0, "groups": refused})
     add_refused = extend("groups", refused)
     return Partial(dataclasses.replace(req, group_ids=tuple(ok)), lambda r: add_refused(checked(r)))
+
+
+@rule(76)
+def share_group_heartbeat(session: Session, ctx: RequestContext, req: Any) -> Verdict:
+    """Read on the group; Describe on every subscribed topic (Kafka's KafkaApis)."""
+    code = None
+    if not _group(session, req.group_id, Op.READ):
+        code = GROUP_DENIED
+    elif req.subscribed_topic_names and not all(
+        session.allowed(R.TOPIC, t, Op.DESCRIBE) for t in set(req.subscribed_topic_names)
+    ):
+        code = TOPIC_DENIED
+    if code is None:
+        return None
+    return Reply(
+        {
+            "throttle_time": 0,
+            "error_code": code,
+            "error_message": "Authorization failed.",
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval": 0,
+            "assignment": None,
+        }
+    )
+
+
+@rule(77)
+def share_group_describe(session: Session, ctx: RequestContext, req: Any) -> Verdict:
+    """Describe on each group (GROUP_AUTHORIZATION_FAILED for the others)."""
+    ok, denied = split(req.group_ids, lambda g: _group(session, g, Op.DESCRIBE))
+    if not denied:
+        return None
+    refused = [
+        {
+            "error_code": GROUP_DENIED,
+            "error_message": "Authorization failed.",
+            "group_id": g,
+            "group_state": "",
+            "group_epoch": 0,
+            "assignment_epoch": 0,
+            "assignor_name": "",
+            "members": [],
+        }
+        for g in denied
+    ]
+    if not ok:
+        return Reply({"throttle_time": 0, "groups": refused})
+    return Partial(dataclasses.replace(req, group_ids=tuple(ok)), extend("groups", refused))
+
+
+@rule(78, 79)  # ShareFetch, ShareAcknowledge
+def share_fetch(session: Session, ctx: RequestContext, req: Any) -> Verdict:
+    """Read on the group (the whole request), Read on each topic (TOPIC_AUTHORIZATION_FAILED for
+    its partitions, which are left out of the request)."""
+    if req.group_id is not None and not _group(session, req.group_id, Op.READ):
+        return Reply(
+            {
+                "throttle_time": 0,
+                "error_code": GROUP_DENIED,
+                "error_message": "Authorization failed.",
+                "acquisition_lock_timeout": 0,
+                "responses": [],
+                "node_endpoints": [],
+            }
+        )
+    ok, denied = split(req.topics, topic_allowed(session, ctx, Op.READ))
+    if not denied:
+        return None
+    refused = [
+        {
+            "topic_id": t.topic_id,
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": TOPIC_DENIED,
+                    "acknowledge_error_code": TOPIC_DENIED,
+                    "current_leader": {"leader_id": -1, "leader_epoch": -1},
+                    "records": b"",
+                    "acquired_records": [],
+                }
+                for p in t.partitions
+            ],
+        }
+        for t in denied
+    ]
+    return Partial(dataclasses.replace(req, topics=tuple(ok)), extend("responses", refused))
 
 
 @rule(71, 72)  # GetTelemetrySubscriptions, PushTelemetry: any authenticated client
