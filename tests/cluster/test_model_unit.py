@@ -1,5 +1,6 @@
 """The controller's decisions and Kafka's replica placement, without processes."""
 
+import dataclasses
 import uuid
 
 import pytest
@@ -76,6 +77,15 @@ def test_decide(state, brokers, unclean, want):
     assert (None if new is None else (new.leader, new.leader_epoch, new.isr)) == want
     if new is not None and new.leader > 0:
         assert new.leader_broker_epoch == brokers[new.leader].epoch  # chosen in its present incarnation
+
+
+def test_a_leader_chosen_in_an_incarnation_that_lost_its_disk_is_replaced():
+    """A state that names a live incarnation as leader while its ISR entry has the directory the
+    broker joined with (seed 2078: a hand-over to a follower back without its disk) leads from
+    nothing: the next in-sync replica with its disk leads."""
+    bad = dataclasses.replace(st(3, 1, [3, 1]), leader_broker_epoch=203)
+    new = decide(A, 0, bad, live({1, 2, 3}, lost_disk={3}), False, min_isr=2)
+    assert (new.leader, new.leader_epoch, new.isr) == (1, 2, (1,))
 
 
 def test_the_isr_falling_below_min_isr_keeps_the_leavers_eligible():

@@ -524,3 +524,62 @@ def test_a_deposed_transaction_coordinator_does_not_answer_from_memory():
 
     simulate(body)
     assert seen["end"] != 0 or "t2" in seen["log"], f"told committed, but not: {seen}"
+
+
+# ---- found by the 10,000 seeds (seed 2078): a hand-over to a replica that lost its disk --------
+def test_a_controlled_shutdown_hands_over_only_to_a_replica_that_kept_its_disk():
+    """While no controller acts, a follower comes back without its disk (it is still listed in the
+    ISR, with the directory it joined with) and the leader stops cleanly. The leader must not hand
+    its partition over to that follower: it may lack acknowledged records, and it would lead from
+    outside the ISR (it leaves it as soon as a controller looks). Once the controller is back, the
+    partition converges with its leader in the ISR, and no acknowledged record is lost."""
+    acked: dict[str, int] = {}
+
+    async def body(sim):
+        c = client(sim, "c")
+        await ready_topic(sim, c, "d20", partitions=3)
+        ctrl = next(n for n, b in sim.brokers.items() if b.broker.cluster.controller.active)
+        # a partition whose replicas are (leader, follower, controller)
+        p = next(
+            i
+            for i in range(3)
+            if replicas(sim, "d20", i)[-1] == ctrl and state(sim, "d20", i).leader == replicas(sim, "d20", i)[0]
+        )
+        leader, follower = replicas(sim, "d20", p)[:2]
+        for i in range(6):
+            code, base = await produce(c, "d20", p, [f"a-{i}"])
+            assert code == 0
+            acked[f"a-{i}"] = base
+        old = storage(sim, leader, follower)
+        sim.brokers[follower].crash(wipe=True)
+        sim.brokers[follower].start()  # registers once its earlier registration expires (<= 6 s)
+        # before that, stop the controller (virtual seconds): it would remove the follower from the
+        # ISR when the old registration goes, and its own session ends only >= 4 s after this
+        await asyncio.sleep(3)
+        assert follower in state(sim, "d20", p).isr
+        sim.brokers[ctrl].pause()
+        # registered again, with its new (empty) directory; the ISR still lists it with the old one
+        assert await sim.until(lambda: storage(sim, leader, follower) not in (None, old), 10)
+        assert follower in state(sim, "d20", p).isr
+        await sim.brokers[leader].shutdown()
+        st = state(sim, "d20", p)
+        assert st.leader != follower, f"handed over to broker {follower}, which lost its disk: {st}"
+        sim.brokers[ctrl].resume()
+        sim.brokers[leader].start()
+        assert await sim.until(lambda: (s := state(sim, "d20", p)).leader in s.isr and len(s.isr) == 3, 60), state(
+            sim, "d20", p
+        )
+        values.update(log_values(sim, state(sim, "d20", p).leader, "d20", p))
+
+    values: dict[int, str] = {}
+    # the restarted follower stays in the ISR until it lags out: long enough for the shutdown
+    sim = simulate(body, overrides={"replica.lag.time.max.ms": "60000"})
+    assert not sim.violations, sim.violations
+    lost = {v: o for v, o in acked.items() if values.get(o) != v}
+    assert not lost, f"acknowledged records lost or moved: {lost}"
+
+
+def storage(sim, node: int, broker: int) -> str | None:
+    """The data directory `broker` is registered with, as broker `node`'s metadata copy has it."""
+    info = sim.brokers[node].broker.cluster.cache.brokers.get(broker)
+    return None if info is None else info.storage

@@ -67,7 +67,9 @@ def decide(
 
     # a removed replica, a dead one and one that lost its disk leave the ISR
     isr_ok = tuple(b for b in state.isr if b in replicas and intact(state, b, live))
-    if state.leader == NO_LEADER or not leader_alive(state, live) or state.leader not in replicas:
+    # a leader that lost its disk since it was recorded in the ISR leads from nothing: replaced
+    lost_disk = state.leader in state.isr and not intact(state, state.leader, live)
+    if state.leader == NO_LEADER or not leader_alive(state, live) or state.leader not in replicas or lost_disk:
         candidates = [b for b in replicas if b in isr_ok]
         if candidates:
             return next_state(candidates[0], state.leader_epoch + 1, isr_ok)

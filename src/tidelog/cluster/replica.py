@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
-from .model import PartitionState, make_state
+from .model import PartitionState, intact, make_state
 from .partition import FOLLOWER, LEADER, NOT_LEADER, OFFLINE, UNKNOWN_OUTCOME, Lease, Partition, Waiting
 from .store import COMMITTED, NOT_WRITTEN, UNKNOWN, Compare, Store, StoreUnavailable, put_if, read_back
 
@@ -439,8 +439,12 @@ class ReplicaManager:
         if st is None or p.role != LEADER:
             return 0
         live = self.cache.brokers
+        # an in-sync follower registered with the directory it joined the ISR with: one that came
+        # back without its disk is still listed until a controller looks, and holds nothing
         successors = [
-            b for b in self.cache.replicas(p.topic, p.partition) if b != self.node_id and b in st.isr and b in live
+            b
+            for b in self.cache.replicas(p.topic, p.partition)
+            if b != self.node_id and b in st.isr and intact(st, b, live)
         ]
         if not successors:
             return 0
@@ -451,8 +455,8 @@ class ReplicaManager:
         st = p.state
         if st is None or p.role != LEADER:
             return 0
-        if successor not in st.isr or successor not in self.cache.brokers:
-            return None  # it left the ISR (or the cluster) meanwhile: choose again
+        if successor not in st.isr or not intact(st, successor, self.cache.brokers):
+            return None  # it left the ISR (or the cluster, or lost its disk) meanwhile: choose again
         new = make_state(
             successor,
             st.leader_epoch + 1,
