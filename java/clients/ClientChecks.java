@@ -2,7 +2,7 @@
 // check and prints one JSON line with what it saw; tests/kafka_ref/test_java_client.py asserts on
 // it. Compiled by that test with javac against Kafka's classpath (java/kafka/pom.xml).
 //
-//   java ClientChecks <bootstrap> idempotent|eos|groups|consumer-protocol|admin <topic prefix>
+//   java ClientChecks <bootstrap> idempotent|eos|groups|consumer-protocol|admin|share <topic prefix>
 //   java ClientChecks <bootstrap> acls <topic prefix> <admin.properties> <user.properties>
 //     (a SASL_SSL broker with an authorizer: the admin grants, lists and deletes ACLs; the user's
 //      writes follow them)
@@ -30,6 +30,7 @@ public class ClientChecks {
             case "eos" -> eos(prefix);
             case "groups" -> groups(prefix);
             case "consumer-protocol" -> consumerProtocol(prefix);
+            case "share" -> ShareChecks.share(prefix);  // ShareChecks.java
             case "admin" -> admin(prefix);
             case "acls" -> acls(prefix, load(args[3]), load(args[4]));
             default -> throw new IllegalArgumentException(args[1]);

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.interop
 
 BROKER_OVERRIDES = {
     "group.share.heartbeat.interval.ms": "300",
+    "group.share.min.record.lock.duration.ms": "1000",  # tests use 2 s locks
     "offsets.topic.num.partitions": "3",
     "share.coordinator.state.topic.num.partitions": "3",
 }

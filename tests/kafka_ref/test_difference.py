@@ -76,6 +76,13 @@ KNOWN: dict[tuple[int, int | None, str], str] = {
         "results[0].configs[4].config_source",
     ): "min.insync.replicas: Kafka 4's KRaft format writes a cluster-wide default "
     "(DYNAMIC_DEFAULT_BROKER_CONFIG); tidelog's is the built-in default",
+    (
+        76,
+        None,
+        "assignment.topic_partitions",
+    ): "a share group's new partitions: Kafka writes their share state after answering and assigns "
+    "them at a later heartbeat (one heartbeat interval on); tidelog writes it before answering and "
+    "assigns them in the join's answer",
 }
 
 
@@ -319,6 +326,83 @@ def _consumer_heartbeats(v: int) -> list[dict]:
     ]
 
 
+def _share_heartbeats(v: int) -> list[dict]:
+    """KIP-932: refused heartbeats, then a member joining a share group of its own."""
+
+    def hb(group: str, member: str, epoch: int, topics: list[str] | None = None) -> dict:
+        return {
+            "group_id": group,
+            "member_id": member,
+            "member_epoch": epoch,
+            "rack_id": None,
+            "subscribed_topic_names": topics,
+        }
+
+    member = str(uuid.UUID(int=v + 100))
+    return [
+        hb(f"diff-sg-{v}", "", 0, [TOPIC]),  # INVALID_REQUEST: no member id
+        hb(f"diff-sg-{v}", member, 0),  # INVALID_REQUEST: no subscription in the first request
+        hb("no-such-share-group", member, 3),  # GROUP_ID_NOT_FOUND
+        hb(f"diff-sg-{v}", member, 0, [TOPIC]),  # joins
+    ]
+
+
+def _share_offsets(v: int) -> list[dict]:
+    """DescribeShareGroupOffsets of a group without state, of unknown topics, of all topics."""
+    return [
+        {"groups": [{"group_id": "no-such-share-group", "topics": [{"topic_name": TOPIC, "partitions": [0, 1]}]}]},
+        {
+            "groups": [
+                {"group_id": "no-such-share-group", "topics": [{"topic_name": "no-such-topic", "partitions": [0]}]}
+            ]
+        },
+        {"groups": [{"group_id": "no-such-share-group", "topics": None}, {"group_id": "g2", "topics": []}]},
+    ]
+
+
+def _alter_share_offsets(v: int) -> list[dict]:
+    """AlterShareGroupOffsets of a new (empty) group: a known partition, one past the count, an
+    unknown topic; then DescribeShareGroupOffsets sees it (next case)."""
+    return [
+        {
+            "group_id": f"diff-sga-{v}",
+            "topics": [
+                {
+                    "topic_name": TOPIC,
+                    "partitions": [
+                        {"partition_index": 0, "start_offset": 1},
+                        {"partition_index": 9, "start_offset": 0},
+                    ],
+                },
+                {"topic_name": "no-such-topic", "partitions": [{"partition_index": 0, "start_offset": 0}]},
+            ],
+        },
+    ]
+
+
+def _delete_share_offsets(v: int) -> list[dict]:
+    """DeleteShareGroupOffsets: a group that does not exist; a group's offsets (made by an alter),
+    a topic it has none of, an unknown topic; the same again (nothing left)."""
+    group = f"diff-sgd-{v}"
+    return [
+        {"group_id": "no-such-share-group", "topics": [{"topic_name": TOPIC}]},
+        {"group_id": group, "topics": [{"topic_name": TOPIC}, {"topic_name": SMALL}, {"topic_name": "no-such-topic"}]},
+        {"group_id": group, "topics": [{"topic_name": TOPIC}]},
+    ]
+
+
+def _delete_share_offsets_prepared(v: int, c) -> list[dict]:
+    c.request(
+        91,
+        {
+            "group_id": f"diff-sgd-{v}",
+            "topics": [{"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 0}]}],
+        },
+        version=0,
+    )
+    return _delete_share_offsets(v)
+
+
 CASES = {
     # name: (api_key, request builder: version -> request dicts, or (version, client) -> request
     # dicts when a request carries that broker's own ids)
@@ -452,6 +536,14 @@ CASES = {
     "FindCoordinator": (10, lambda v: [{"key": "g1", "key_type": 0, "coordinator_keys": ["g1"]}]),
     "DescribeGroups unknown": (15, lambda v: [{"groups": ["no-such-group"], "include_authorized_operations": False}]),
     "ConsumerGroupHeartbeat": (68, lambda v: _consumer_heartbeats(v)),
+    "ShareGroupHeartbeat": (76, _share_heartbeats),
+    "ShareGroupDescribe unknown": (
+        77,
+        lambda v: [{"group_ids": ["no-such-share-group"], "include_authorized_operations": False}],
+    ),
+    "DescribeShareGroupOffsets": (90, _share_offsets),
+    "AlterShareGroupOffsets": (91, _alter_share_offsets),
+    "DeleteShareGroupOffsets": (92, _delete_share_offsets_prepared),
     "ConsumerGroupDescribe unknown": (
         69,
         lambda v: [{"group_ids": ["no-such-group"], "include_authorized_operations": False}],

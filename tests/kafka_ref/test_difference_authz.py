@@ -296,6 +296,36 @@ CASES = {
     ),
     "DescribeLogDirs": (35, lambda v: [{"topics": [{"topic": TOPIC, "partitions": [0]}]}]),
     "DescribeProducers": (61, lambda v: [{"topics": [{"name": TOPIC, "partition_indexes": [0]}]}]),
+    "ShareGroupHeartbeat": (
+        76,
+        lambda v: [
+            {
+                "group_id": "bobs-group",
+                "member_id": "m-bob-0000000000001",
+                "member_epoch": 0,
+                "rack_id": None,
+                "subscribed_topic_names": [TOPIC],
+            }
+        ],
+    ),
+    "ShareGroupDescribe": (77, lambda v: [{"group_ids": ["bobs-group"], "include_authorized_operations": False}]),
+    "DescribeShareGroupOffsets": (
+        90,
+        lambda v: [
+            {"groups": [{"group_id": "bobs-group", "topics": [{"topic_name": TOPIC, "partitions": [0]}]}]},
+            {"groups": [{"group_id": "bobs-group", "topics": None}]},
+        ],
+    ),
+    "AlterShareGroupOffsets": (
+        91,
+        lambda v: [
+            {
+                "group_id": "bobs-group",
+                "topics": [{"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 0}]}],
+            }
+        ],
+    ),
+    "DeleteShareGroupOffsets": (92, lambda v: [{"group_id": "bobs-group", "topics": [{"topic_name": TOPIC}]}]),
 }
 
 

@@ -1,7 +1,10 @@
 """Kafka's own Java client (kafka-clients 4.3.1) against tidelog: an idempotent producer, a
 transactional consume-transform-produce copy with aborts and read_committed readers, a consumer
 group with cooperative-sticky rebalancing and static members, a consumer group of Kafka 4's
-consumer protocol (KIP-848: static members, a regex subscription), and the AdminClient (topics,
+consumer protocol (KIP-848: static members, a regex subscription), share groups with
+KafkaShareConsumer (KIP-932: explicit and implicit acknowledgement, RELEASE then redelivery with its
+delivery count, REJECT, a lock timing out, three consumers on one partition, the share-offsets
+admin calls), and the AdminClient (topics,
 configs, list offsets by time and max timestamp, group offsets, delete records, describe
 producers and transactions).
 
@@ -31,6 +34,8 @@ BROKER_OVERRIDES = {
     "transaction.state.log.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.heartbeat.interval.ms": "500",
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.record.lock.duration.ms": "1000",  # the share check uses a 2 s lock
 }
 
 
@@ -39,7 +44,7 @@ def java_checks(tmp_path_factory):
     cp = classpath()
     out = tmp_path_factory.mktemp("java-classes")
     subprocess.run(
-        ["javac", "-cp", cp, "-d", str(out), str(ROOT / "java" / "clients" / "ClientChecks.java")],
+        ["javac", "-cp", cp, "-d", str(out), *map(str, sorted((ROOT / "java" / "clients").glob("*.java")))],
         check=True,
         capture_output=True,
         text=True,
@@ -102,6 +107,20 @@ def test_consumer_protocol_group(module_broker, java_checks):
     assert r["max_overlap"] == 0  # no partition owned by both members at once
     assert r["first_after_leave"] == 3 and r["back_same"] is True  # the static member's partitions waited
     assert r["regex_partitions"] == 3 and r["type"] == "Consumer"
+
+
+def test_share_consumer(module_broker, java_checks):
+    """KIP-932 with KafkaShareConsumer and the AdminClient's share-group calls."""
+    r = java_checks(module_broker.bootstrap, "share")
+    assert r["explicit_first"] == 10 and r["acquisition_lock_ms"] == 30000
+    assert r["redelivered"] == "x3" and r["redelivery_count"] == 2  # released: again, counted; x5 rejected
+    assert (r["start_offset"], r["lag"]) == (10, 0)
+    assert r["held"] == 5 and r["lock_redelivered"] == 5 and r["lock_delivery_count"] == 2
+    assert r["several_distinct"] == 200 and r["several_duplicates"] == 0
+    assert r["several_consumers_with_records"] >= 2
+    assert (r["altered_start"], r["altered_lag"]) == (4, 6)
+    assert r["after_rewind"] == "x4,x5,x6,x7,x8,x9" and r["after_delete"] == 0
+    assert r["described_state"] == "Empty"
 
 
 def test_admin_client(module_broker, java_checks):

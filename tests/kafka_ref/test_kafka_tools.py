@@ -1,11 +1,13 @@
 """Apache Kafka 4.3.1's own command-line tools against a running tidelog: kafka-topics,
 kafka-configs, the console producer and consumer, kafka-consumer-groups (describe, reset-offsets
---to-datetime --execute), kafka-get-offsets, kafka-transactions, the producer and consumer perf
-tests, Kafka's verifiable producer and consumer (its delivery checkers), and kafka-dump-log reading
-tidelog's segment, index, time-index and transaction-index files.
+--to-datetime --execute), kafka-share-groups with the console share consumer (describe,
+reset-offsets --to-earliest / --to-datetime, delete-offsets, delete), kafka-get-offsets,
+kafka-transactions, the producer and consumer perf tests, Kafka's verifiable producer and consumer
+(its delivery checkers), and kafka-dump-log reading tidelog's segment, index, time-index and
+transaction-index files.
 
 The tools run as the scripts run them: `java -cp <Kafka's classpath> <main class> ...`, the
-classpath resolved from Maven Central by `make kafka-jars` (java/kafka/pom.xml). About 60 s.
+classpath resolved from Maven Central by `make kafka-jars` (java/kafka/pom.xml). About 90 s.
 """
 
 from __future__ import annotations
@@ -167,6 +169,48 @@ def test_topics_configs_console_groups_offsets(module_broker, tool):
     )
     new = [line.split() for line in out.splitlines() if line.startswith(f"{topic}-g ")]
     assert len(new) == 2 and all(r[3] == "0" for r in new)
+
+
+SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def test_share_groups_tool(module_broker, tool):
+    """kafka-share-groups.sh and kafka-console-share-consumer.sh (KIP-932): a queue read, described,
+    rewound (its group empty) and read again, its offsets deleted, the group deleted."""
+    b = module_broker.bootstrap
+    topic, group = f"sq-{uuid.uuid4().hex[:6]}", f"sqg-{uuid.uuid4().hex[:6]}"
+    _ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--create", "--topic", topic,
+             "--partitions", "1", "--replication-factor", "1"))  # fmt: skip
+    _ok(tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", b, "--topic", topic, stdin="a\nb\nc\n"))
+    _ok(tool("kafka.admin.ConfigCommand", "--bootstrap-server", b, "--entity-type", "groups", "--entity-name", group,
+             "--alter", "--add-config", "share.auto.offset.reset=earliest"))  # fmt: skip
+
+    def read(n: int) -> list[str]:
+        out = _ok(tool("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", b,
+                       "--topic", topic, "--group", group, "--max-messages", str(n)))  # fmt: skip
+        return out.split()
+
+    def described() -> list[list[str]]:
+        out = _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--describe", "--group", group))
+        return [line.split() for line in out.splitlines() if line.startswith(f"{group} ")]
+
+    assert sorted(read(3)) == ["a", "b", "c"]
+    (row,) = described()
+    assert row[1:] == [topic, "0", "3", "0"], row  # GROUP TOPIC PARTITION START-OFFSET LAG
+    out = _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--reset-offsets", "--group", group, "--topic", topic,
+                   "--to-earliest", "--execute"))  # fmt: skip
+    assert any(line.split()[1:4] == [topic, "0", "0"] for line in out.splitlines() if line.startswith(group)), out
+    (row,) = described()
+    assert row[1:] == [topic, "0", "0", "3"], row
+    assert sorted(read(3)) == ["a", "b", "c"]  # the whole queue again
+    out = _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--reset-offsets", "--group", group, "--topic", topic,
+                   "--to-datetime", "2099-01-01T00:00:00.000", "--execute"))  # fmt: skip
+    assert any(line.split()[1:4] == [topic, "0", "3"] for line in out.splitlines() if line.startswith(group)), out
+    _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--delete-offsets", "--group", group, "--topic", topic))
+    assert described() == []  # no partition of the group has share state any more
+    assert group in _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--list")).split()
+    _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--delete", "--group", group))
+    assert group not in _ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--list")).split()
 
 
 def test_perf_tests(module_broker, tool):

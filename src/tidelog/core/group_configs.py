@@ -9,6 +9,10 @@ which override the broker's `group.share.*` / `group.consumer.*` defaults for th
     share.session.timeout.ms, share.heartbeat.interval.ms, consumer.session.timeout.ms,
     consumer.heartbeat.interval.ms (default: the broker's group.share.* / group.consumer.* keys)
 
+A numeric value must lie within the broker's bounds for it, as Kafka's GroupConfig checks
+(`share.record.lock.duration.ms` within `group.share.min.record.lock.duration.ms` and
+`group.share.max.record.lock.duration.ms`, and so on for each key of a `group.*` default).
+
 A single node keeps them in `group-configs.json` in its data directory (rewritten atomically on
 each change, read at start); a value is checked before it is stored (INVALID_CONFIG otherwise).
 """
@@ -78,6 +82,21 @@ GROUP_KEYS: dict[str, tuple[Callable[[str], str], str]] = {
     "consumer.session.timeout.ms": (_positive, "group.consumer.session.timeout.ms"),
     "consumer.heartbeat.interval.ms": (_positive, "group.consumer.heartbeat.interval.ms"),
 }
+# a numeric key's bounds: the broker keys of its least and greatest values (Kafka's GroupConfig)
+BOUNDS: dict[str, tuple[str, str]] = {
+    "share.record.lock.duration.ms": (
+        "group.share.min.record.lock.duration.ms",
+        "group.share.max.record.lock.duration.ms",
+    ),
+    "share.delivery.count.limit": ("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+    "share.session.timeout.ms": ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    "share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    "consumer.heartbeat.interval.ms": (
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
+}
 
 
 class GroupConfigs:
@@ -101,6 +120,12 @@ class GroupConfigs:
             GROUP_KEYS[key][0](value)
         except ValueError as e:
             return f"Invalid value {value} for configuration {key}: {e}"
+        if key in BOUNDS:
+            low, high = BOUNDS[key]
+            if int(value) < self.config[low]:
+                return f"{key} must be greater than or equal to {low}"
+            if int(value) > self.config[high]:
+                return f"{key} must be less than or equal to {high}"
         return None
 
     def set(self, group: str, values: dict[str, str | None]) -> None:

@@ -30,7 +30,8 @@ from .group import Group, Member
 from .membership import Membership, join_error
 from .offsets import GroupOffsets
 from .records import GroupKey, OffsetValue
-from .share_group import ShareGroups, ShareStates
+from .share_group import ShareGroups
+from .share_offsets import ShareOffsets, ShareOffsetStates
 from .state import Event
 from .state import GroupState as S
 from .store import GroupLog, OffsetStore
@@ -59,7 +60,7 @@ class GroupCoordinator:
     written to (the log engine's `EngineGroupLog`; tests may give a `MemoryGroupLog`)."""
 
     def __init__(
-        self, config: BrokerConfig, admin: TopicAdmin, group_log: GroupLog, shares: ShareStates | None = None
+        self, config: BrokerConfig, admin: TopicAdmin, group_log: GroupLog, shares: ShareOffsetStates | None = None
     ) -> None:
         self.config = config
         self.admin = admin
@@ -79,6 +80,7 @@ class GroupCoordinator:
         # share groups (KIP-932), with the share partitions that keep their records' state (a
         # single node only, for now: None in a cluster)
         self.share = ShareGroups(self, shares) if shares is not None else None
+        self.share_offsets = ShareOffsets(self.share, shares) if self.share is not None and shares else None
         self.offsets = GroupOffsets(self)
 
     # ---- lifecycle ---------------------------------------------------------------------------

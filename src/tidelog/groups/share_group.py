@@ -66,6 +66,10 @@ class ShareStates(Protocol):
 
     def initialize(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> Awaitable[None]: ...
 
+    def remove(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> Awaitable[None]:
+        """The share state of these partitions deleted (a deleted group, deleted offsets)."""
+        ...
+
 
 @dataclass
 class ShareMember:
@@ -252,7 +256,17 @@ class ShareGroups:
             }
         return records, response
 
-    def _group(self, group_id: str, create: bool) -> ShareGroup:
+    def get_or_create(self, group_id: str) -> tuple[ShareGroup, bool]:
+        """The share group `group_id` (GroupError if the id is another kind of group's), and
+        whether it was made now (empty; its records are the caller's to write)."""
+        known = group_id in self.groups
+        return self._group(group_id, True), not known
+
+    def find(self, group_id: str) -> ShareGroup:
+        """The share group `group_id`; GroupError if there is none (or it is another kind)."""
+        return self._group(group_id, False, f"Group {group_id} not found.")
+
+    def _group(self, group_id: str, create: bool, missing: str | None = None) -> ShareGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
@@ -263,7 +277,7 @@ class ShareGroups:
         if group_id in self.coord.groups:
             raise GroupError(E.group_id_not_found, f"Group {group_id} is not a share group.")
         if not create:
-            raise GroupError(E.group_id_not_found, f"Share group {group_id} not found.")
+            raise GroupError(E.group_id_not_found, missing or f"Share group {group_id} not found.")
         group = self.groups[group_id] = ShareGroup(group_id)
         return group
 
@@ -319,9 +333,7 @@ class ShareGroups:
     def _bump(self, group: ShareGroup, metadata_hash: int, records: list[Record]) -> None:
         group.group_epoch += 1
         group.metadata_hash = metadata_hash
-        records.append(
-            (SR.ShareGroupMetadataKey(group.group_id), SR.ShareGroupMetadataValue(group.group_epoch, metadata_hash))
-        )
+        records.append(self.metadata_record(group))
 
     # ---- the assignment --------------------------------------------------------------------------
     def _assign(self, group: ShareGroup, records: list[Record]) -> None:
@@ -396,6 +408,20 @@ class ShareGroups:
         assert self.coord.store is not None
         await self.coord.store.write_share(group_id, records)
 
+    async def write(self, group_id: str, records: list[Record]) -> None:
+        """Write the group's records (LogError if they are not written)."""
+        await self._write(group_id, records)
+
+    def metadata_record(self, group: ShareGroup) -> Record:
+        return (
+            SR.ShareGroupMetadataKey(group.group_id),
+            SR.ShareGroupMetadataValue(group.group_epoch, group.metadata_hash),
+        )
+
+    def state_record(self, group: ShareGroup) -> Record:
+        """Which of the group's partitions have share state."""
+        return _state_record(group, self.coord.registry)
+
     def restore(self, partition: int | None = None) -> int:
         assert self.coord.store is not None
         mine = self.coord.store.partition_for
@@ -430,8 +456,9 @@ class ShareGroups:
         self._session.clear()
 
     async def drop(self, group: ShareGroup) -> None:
-        """DeleteGroups of an empty share group: its records are deleted (its share state is the
-        share state store's)."""
+        """DeleteGroups of an empty share group: the share state of its partitions is deleted,
+        then its records (a crash between leaves the group, which a second delete removes)."""
+        await self.states.remove(group.group_id, group.initialized)
         records: list[Record] = [
             (SR.ShareGroupStatePartitionMetadataKey(group.group_id), None),
             (SR.ShareGroupTargetAssignmentMetadataKey(group.group_id), None),

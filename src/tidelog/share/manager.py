@@ -39,7 +39,7 @@ from ..log.errors import LogError, OffsetOutOfRangeError
 from . import state_records as SS
 from .partition import AckBatch, AcquiredRange, SharePartition, StateBatch
 from .sessions import ShareSessions
-from .state_store import ShareKey, ShareStateStore
+from .state_store import ShareKey, ShareStateStore, delivery_complete
 
 if TYPE_CHECKING:
     from ..core.config import BrokerConfig
@@ -313,22 +313,38 @@ class SharePartitions:
         for t in self._tasks:
             t.cancel()
 
-    # ---- admin ---------------------------------------------------------------------------------------
-    def start_offset(self, key: ShareKey) -> int | None:
+    # ---- admin (the group coordinator's share-offsets APIs) --------------------------------------
+    def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None:
+        """(start offset, leader epoch, records past it whose delivery is complete) of a share
+        partition with state, as ReadShareGroupStateSummary answers; None without state."""
+        key = (group_id, topic_id, partition)
         sp = self.parts.get(key)
         if sp is not None:
-            return sp.start_offset
+            return sp.start_offset, 0, delivery_complete(sp.state_batches())
         state = self.store.get(key)
-        return None if state is None else state.start_offset
+        if state is None:
+            return None
+        return state.start_offset, 0, delivery_complete(state.batches)
 
-    async def reset(self, key: ShareKey, start_offset: int) -> None:
-        """AlterShareGroupOffsets: the share partition starts again at `start_offset` (the group is
-        empty: nothing is acquired)."""
-        self.parts.pop(key, None)
-        await self.store.write(key, start_offset, ())
+    def end_offset(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The partition's high watermark (the next offset a consumer could read), None when the
+        partition is not here."""
+        plog = self._log(topic_id, partition)
+        return None if plog is None else plog.high_watermark
 
-    async def delete(self, keys: Iterable[ShareKey]) -> None:
-        keys = list(keys)
+    async def reset(self, group_id: str, offsets: Mapping[uuid.UUID, Mapping[int, int]]) -> None:
+        """AlterShareGroupOffsets: each share partition starts again at its offset with nothing in
+        flight (the group is empty: nothing is acquired). Durable when this returns."""
+        for topic_id, ps in offsets.items():
+            for p, start in ps.items():
+                key = (group_id, topic_id, p)
+                self.parts.pop(key, None)
+                await self.store.write(key, start, ())
+
+    async def remove(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> None:
+        """The share state of these partitions deleted (DeleteShareGroupOffsets, DeleteGroups).
+        Durable when this returns."""
+        keys = [(group_id, t, p) for t, ps in partitions.items() for p in ps]
         for k in keys:
             self.parts.pop(k, None)
         await self.store.delete(keys)

@@ -7,8 +7,10 @@ that Kafka's share coordinator would use: abs(javaHash("<group>:<topic id>:<part
 with the topic id as Kafka prints it (URL-safe base64, no padding). Every write is a whole
 ShareSnapshot of the share partition (the start offset, the state epoch, and its in-flight state
 batches: first offset, last offset, delivery state 0 Available / 2 Acknowledged / 4 Archived,
-delivery count); replay keeps the latest snapshot per key and applies the ShareUpdate records a
-Kafka broker may have written after it, so the log compacts to one record per share partition.
+delivery count; and, as Kafka 4.2+ writes it, how many of those records are acknowledged or
+archived, from which a share group's lag is computed); replay keeps the latest snapshot per key
+and applies the ShareUpdate records a Kafka broker may have written after it, so the log compacts
+to one record per share partition.
 A tombstone deletes the share partition's state (DeleteShareGroupState, a deleted group).
 
 `write` returns once the record is in the log (and flushed when the topic's settings ask), so a
@@ -23,7 +25,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.topics import SHARE_STATE_TOPIC
 from ..groups.records import RecordFormatError, java_string_hash
@@ -83,6 +85,21 @@ def _merged(old: tuple[SS.StateBatch, ...], new: Iterable[SS.StateBatch], start:
         if b.last_offset >= start
     ]
     return tuple(out)
+
+
+class _Batch(Protocol):
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def delivery_state(self) -> int: ...
+
+
+def delivery_complete(batches: Iterable[_Batch]) -> int:
+    """How many records of these state batches are acknowledged or archived (their delivery is
+    complete): a share group's lag leaves them out."""
+    return sum(b.last_offset - b.first_offset + 1 for b in batches if b.delivery_state in (2, 4))
 
 
 class ShareStateStore:
@@ -170,7 +187,8 @@ class ShareStateStore:
             start_offset=start_offset,
             create_timestamp=created,
             write_timestamp=now,
-            state_batches=tuple(batches),
+            state_batches=(kept := tuple(batches)),
+            delivery_complete_count=delivery_complete(kept),
         )
         rec = (SS.encode_key(SS.ShareSnapshotKey(*key)), SS.encode_value(value))
         self._ensure_topic()

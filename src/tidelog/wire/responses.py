@@ -1401,3 +1401,90 @@ class ShareAcknowledgeResponse(TypedDict, total=False):
     responses: Required[Sequence[ShareAcknowledgeTopicResponse]]
     node_endpoints: Required[Sequence[ShareAcknowledgeNodeEndpoint]]
     acquisition_lock_timeout: datetime.timedelta | int  # v2
+
+
+# ---- DESCRIBE_SHARE_GROUP_OFFSETS (key 90) ----------------------------------------------------
+
+
+class DescribeShareGroupOffsetsResponsePartition(TypedDict, total=False):
+    """`DescribeShareGroupOffsetsResponse.groups.topics.partitions` (versions 0-1)."""
+
+    partition_index: Required[int]
+    start_offset: Required[int]
+    leader_epoch: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    lag: int  # v1
+
+
+class DescribeShareGroupOffsetsResponseTopic(TypedDict, total=False):
+    """`DescribeShareGroupOffsetsResponse.groups.topics` (versions 0-1)."""
+
+    topic_name: Required[str]
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[DescribeShareGroupOffsetsResponsePartition]]
+
+
+class DescribeShareGroupOffsetsResponseGroup(TypedDict, total=False):
+    """`DescribeShareGroupOffsetsResponse.groups` (versions 0-1)."""
+
+    group_id: Required[str]
+    topics: Required[Sequence[DescribeShareGroupOffsetsResponseTopic]]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+
+
+class DescribeShareGroupOffsetsResponse(TypedDict, total=False):
+    """`DescribeShareGroupOffsetsResponse` (versions 0-1)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    groups: Required[Sequence[DescribeShareGroupOffsetsResponseGroup]]
+
+
+# ---- ALTER_SHARE_GROUP_OFFSETS (key 91) -------------------------------------------------------
+
+
+class AlterShareGroupOffsetsResponsePartition(TypedDict, total=False):
+    """`AlterShareGroupOffsetsResponse.responses.partitions` (versions 0)."""
+
+    partition_index: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+
+
+class AlterShareGroupOffsetsResponseTopic(TypedDict, total=False):
+    """`AlterShareGroupOffsetsResponse.responses` (versions 0)."""
+
+    topic_name: Required[str]
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[AlterShareGroupOffsetsResponsePartition]]
+
+
+class AlterShareGroupOffsetsResponse(TypedDict, total=False):
+    """`AlterShareGroupOffsetsResponse` (versions 0)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    responses: Required[Sequence[AlterShareGroupOffsetsResponseTopic]]
+
+
+# ---- DELETE_SHARE_GROUP_OFFSETS (key 92) ------------------------------------------------------
+
+
+class DeleteShareGroupOffsetsResponseTopic(TypedDict, total=False):
+    """`DeleteShareGroupOffsetsResponse.responses` (versions 0)."""
+
+    topic_name: Required[str]
+    topic_id: uuid.UUID | bytes | str | None
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+
+
+class DeleteShareGroupOffsetsResponse(TypedDict, total=False):
+    """`DeleteShareGroupOffsetsResponse` (versions 0)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    responses: Required[Sequence[DeleteShareGroupOffsetsResponseTopic]]

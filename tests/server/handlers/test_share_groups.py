@@ -2,15 +2,19 @@
 ShareGroupHeartbeat joins and assignments, ShareFetch acquiring records with their delivery counts,
 acknowledgements (ACCEPT, RELEASE, REJECT) piggy-backed or by ShareAcknowledge, share sessions and
 their errors, two members on one partition never given the same record, the delivery limit, lock
-expiry, the state surviving a restart, group configs, ListGroups / ShareGroupDescribe / DeleteGroups."""
+expiry, the state surviving a restart, group configs, ListGroups / ShareGroupDescribe / DeleteGroups,
+and the share-offsets admin APIs (describe with lag, alter, delete)."""
 
 from __future__ import annotations
 
 import time
 
 from tidelog.server.handlers import (
+    alter_share_group_offsets,
     delete_groups,
+    delete_share_group_offsets,
     describe_configs,
+    describe_share_group_offsets,
     incremental_alter_configs,
     list_groups,
     share_acknowledge,
@@ -260,3 +264,116 @@ async def test_group_configs_and_listing_and_deleting(broker):
     await hb(broker, "m1", -1, topics=None)
     d = await call(delete_groups, broker, 2, {"groups_names": ["sg"]})
     assert d["results"][0]["error_code"] == 0 and not broker.groups.share.groups
+
+
+def describe_offsets(broker, topics=None, group="sg", version=1):
+    return call(
+        describe_share_group_offsets,
+        broker,
+        version,
+        {"groups": [{"group_id": group, "topics": topics}]},
+    )
+
+
+def offsets_of(resp) -> dict[tuple[str, int], tuple[int, int]]:
+    (g,) = resp["groups"]
+    assert g["error_code"] == 0, g
+    return {
+        (t["topic_name"], p["partition_index"]): (p["start_offset"], p["lag"])
+        for t in g["topics"]
+        for p in t["partitions"]
+    }
+
+
+def alter_offsets(broker, offsets: dict[int, int], group="sg", topic="t"):
+    return call(
+        alter_share_group_offsets,
+        broker,
+        0,
+        {
+            "group_id": group,
+            "topics": [
+                {
+                    "topic_name": topic,
+                    "partitions": [{"partition_index": p, "start_offset": o} for p, o in offsets.items()],
+                }
+            ],
+        },
+    )
+
+
+def delete_offsets(broker, topics=("t",), group="sg"):
+    return call(
+        delete_share_group_offsets, broker, 0, {"group_id": group, "topics": [{"topic_name": t} for t in topics]}
+    )
+
+
+async def test_share_group_offsets_are_described_with_their_lag(broker):
+    await earliest(broker)
+    await produce_records(broker, 5)  # partition 0: offsets 0-4
+    await hb(broker, "m1", 0)
+    assert offsets_of(await describe_offsets(broker)) == {("t", 0): (0, 5), ("t", 1): (0, 0)}
+    await fetch(broker, "m1", 0)
+    # accept 0-1 (the start moves to 2), reject 3 (archived past the start): lag 5 - 2 - 1
+    await fetch(broker, "m1", 1, [ack(0, 1, ACCEPT), ack(2, 2, RELEASE), ack(3, 3, REJECT)])
+    assert offsets_of(await describe_offsets(broker, [{"topic_name": "t", "partitions": [0]}])) == {("t", 0): (2, 2)}
+    # a topic that does not exist, a group that has no state: absence of data, not errors
+    unknown = offsets_of(await describe_offsets(broker, [{"topic_name": "nope", "partitions": [0]}]))
+    assert unknown == {("nope", 0): (-1, -1)}
+    assert offsets_of(await describe_offsets(broker, group="other")) == {}
+    v0 = await describe_offsets(broker, [{"topic_name": "t", "partitions": [0]}], version=0)
+    assert v0["groups"][0]["topics"][0]["partitions"][0]["start_offset"] == 2
+
+
+async def test_share_group_offsets_are_altered_only_while_the_group_is_empty(broker):
+    await earliest(broker)
+    await produce_records(broker, 6)
+    await hb(broker, "m1", 0)
+    busy = await alter_offsets(broker, {0: 4})
+    assert busy["error_code"] == NON_EMPTY_GROUP and busy["responses"] == []
+    await hb(broker, "m1", -1)
+    done = await alter_offsets(broker, {0: 4, 7: 0})
+    assert done["error_code"] == 0
+    assert [(p["partition_index"], p["error_code"]) for p in done["responses"][0]["partitions"]] == [(0, 0), (7, 3)]
+    assert offsets_of(await describe_offsets(broker))[("t", 0)] == (4, 2)
+    await hb(broker, "m2", 0)
+    assert acquired(await fetch(broker, "m2", 0)) == [(4, 5, 1)]  # from the new start, afresh
+    unknown = await alter_offsets(broker, {0: 0}, group="sg2", topic="nope")
+    assert unknown["responses"][0]["partitions"][0]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def test_share_group_offsets_deleted_start_again_by_the_reset_policy(broker):
+    await earliest(broker)
+    await produce_records(broker, 3)
+    await hb(broker, "m1", 0)
+    await fetch(broker, "m1", 0)
+    await fetch(broker, "m1", 1, [ack(0, 2, ACCEPT)])
+    assert offsets_of(await describe_offsets(broker))[("t", 0)] == (3, 0)
+    assert (await delete_offsets(broker))["error_code"] == NON_EMPTY_GROUP
+    await fetch(broker, "m1", -1, forget=True)
+    await hb(broker, "m1", -1)
+    gone = await delete_offsets(broker, ("t", "nope"))
+    assert gone["error_code"] == 0
+    assert [(t["topic_name"], t["error_code"]) for t in gone["responses"]] == [("t", 0), ("nope", 3)]
+    assert offsets_of(await describe_offsets(broker)) == {}
+    again = await delete_offsets(broker)
+    assert again["responses"][0]["error_code"] == 3  # nothing left to delete
+    assert (await delete_offsets(broker, group="missing"))["error_code"] == GROUP_ID_NOT_FOUND
+    await hb(broker, "m2", 0)  # initialized again (earliest): every record once more
+    assert acquired(await fetch(broker, "m2", 0)) == [(0, 2, 1)]
+
+
+async def test_deleting_a_share_group_deletes_its_share_state(broker):
+    await earliest(broker)
+    await produce_records(broker, 2)
+    await hb(broker, "m1", 0)
+    await fetch(broker, "m1", 0)
+    await fetch(broker, "m1", 1, [ack(0, 1, ACCEPT)])
+    await fetch(broker, "m1", -1, forget=True)
+    await hb(broker, "m1", -1)
+    assert broker.share_state.of_group("sg")
+    r = await call(delete_groups, broker, 2, {"groups_names": ["sg"]})
+    assert r["results"][0]["error_code"] == 0
+    assert not broker.share_state.of_group("sg")
+    await hb(broker, "m2", 0)  # a new group of that name starts afresh
+    assert acquired(await fetch(broker, "m2", 0)) == [(0, 1, 1)]

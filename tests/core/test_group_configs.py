@@ -1,0 +1,39 @@
+"""Group configs (`kafka-configs --entity-type groups`): which values a group may set, checked as
+Kafka's GroupConfig checks them, and the defaults a group without its own value gets."""
+
+from tidelog.core.config import load_config
+from tidelog.core.group_configs import GroupConfigs
+
+
+def configs(**overrides: str) -> GroupConfigs:
+    return GroupConfigs(load_config(None, [f"{k.replace('_', '.')}={v}" for k, v in overrides.items()]), None)
+
+
+def test_numeric_values_must_lie_within_the_broker_bounds():
+    g = configs()
+    assert g.invalid("share.record.lock.duration.ms", "30000") is None
+    assert g.invalid("share.record.lock.duration.ms", "2000") == (
+        "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"
+    )
+    assert "less than or equal to group.share.max.record.lock.duration.ms" in g.invalid(
+        "share.record.lock.duration.ms", "600000"
+    )
+    assert g.invalid("share.delivery.count.limit", "11") is not None
+    assert g.invalid("consumer.session.timeout.ms", "10000") is not None
+    assert g.invalid("share.heartbeat.interval.ms", "5000") is None
+    # a broker that allows shorter locks (tests use 2 s ones)
+    assert (
+        configs(group_share_min_record_lock_duration_ms="1000").invalid("share.record.lock.duration.ms", "2000") is None
+    )
+
+
+def test_other_values_and_defaults():
+    g = configs(group_share_record_lock_duration_ms="20000")
+    assert g.invalid("share.auto.offset.reset", "by_duration:PT1H") is None
+    assert g.invalid("share.auto.offset.reset", "soon") is not None
+    assert g.invalid("no.such.key", "1") == "Unknown group config name: no.such.key"
+    assert g.get_int("g", "share.record.lock.duration.ms") == 20000
+    g.set("g", {"share.record.lock.duration.ms": "45000"})
+    assert g.get_int("g", "share.record.lock.duration.ms") == 45000 and g.own("g") == {
+        "share.record.lock.duration.ms": "45000"
+    }
