@@ -30,7 +30,7 @@ public class ClientChecks {
             case "eos" -> eos(prefix);
             case "groups" -> groups(prefix);
             case "consumer-protocol" -> consumerProtocol(prefix);
-            case "share" -> ShareChecks.share(prefix);  // ShareChecks.java
+            case "share" -> ShareChecks.share(prefix, args);  // ShareChecks.java
             case "admin" -> admin(prefix);
             case "acls" -> acls(prefix, load(args[3]), load(args[4]));
             default -> throw new IllegalArgumentException(args[1]);

@@ -1,6 +1,7 @@
 // Kafka 4.3.1's KafkaShareConsumer and AdminClient share-group calls against a running broker
-// (KIP-932, share groups): run as `java ClientChecks <bootstrap> share <prefix>`; prints one JSON
-// line that tests/kafka_ref/test_java_client.py asserts on. The broker must allow a record lock
+// (KIP-932, share groups): run as `java ClientChecks <bootstrap> share <prefix> [replication
+// factor]`; prints one JSON line that tests/kafka_ref/test_java_client.py (a single node) and
+// tests/cluster/test_share_groups.py (a cluster) assert on. The broker must allow a record lock
 // of 2 s (group.share.min.record.lock.duration.ms <= 2000).
 //
 // - explicit acknowledgement: ACCEPT, RELEASE (the record comes again, delivery count 2), REJECT
@@ -56,14 +57,16 @@ public class ShareChecks {
         return m.get(new TopicPartition(topic, 0));
     }
 
-    static void share(String prefix) throws Exception {
+    static short rf = 1;  // the topics' replication factor (3 on a cluster)
+
+    static void share(String prefix, String[] args) throws Exception {
+        if (args.length > 3) rf = Short.parseShort(args[3]);
         Map<String, Object> r = new LinkedHashMap<>();
         String tx = prefix + "-sx", tl = prefix + "-sl", tm = prefix + "-sm";
         String gx = prefix + "-sxg", gl = prefix + "-slg", gm = prefix + "-smg";
         try (Admin a = ClientChecks.admin()) {
-            ClientChecks.create(a, tx, 1);
-            ClientChecks.create(a, tl, 1);
-            ClientChecks.create(a, tm, 1);
+            for (String t : List.of(tx, tl, tm))
+                a.createTopics(List.of(new NewTopic(t, 1, rf))).all().get(30, TimeUnit.SECONDS);
             for (String g : List.of(gx, gl, gm)) groupConfig(a, g, Map.of("share.auto.offset.reset", "earliest"));
             groupConfig(a, gl, Map.of("share.record.lock.duration.ms", "2000"));
         }

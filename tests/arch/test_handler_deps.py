@@ -31,6 +31,7 @@ from tidelog.server.broker import Broker
 from tidelog.server.router import Router
 from tidelog.server.security import Security
 from tidelog.server.security.changes import SecurityChanges
+from tidelog.share.coordinator import ShareCoordinator
 from tidelog.share.manager import SharePartitions
 from tidelog.txn.producer_states import ProducerStates
 from tidelog.txn.service import TxnService
@@ -52,6 +53,7 @@ NAMES = {
     "TxnService": TxnService,
     "GroupConfigs": GroupConfigs,
     "SharePartitions": SharePartitions,
+    "ShareCoordinator": ShareCoordinator,
 }
 MODULES = handlers.modules()
 

@@ -45,6 +45,7 @@ BROKER_DEFAULTS = {
     "min.insync.replicas": "2",
     "offsets.topic.num.partitions": "2",
     "transaction.state.log.num.partitions": "2",
+    "share.coordinator.state.topic.num.partitions": "2",
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",

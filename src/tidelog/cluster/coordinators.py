@@ -1,11 +1,13 @@
 """Coordinators that move with leadership, as in Kafka: the group coordinator of group G is the
 leader of `__consumer_offsets` partition `partition_for(G)`, the transaction coordinator of
-transactional id X the leader of its `__transaction_state` partition.
+transactional id X the leader of its `__transaction_state` partition, the share coordinator of a
+share partition the leader of its `__share_group_state` partition.
 
-- The two topics are ordinary replicated topics in etcd, created on the first FindCoordinator
-  once `offsets.topic.replication.factor` / `transaction.state.log.replication.factor` brokers are
-  live (until then COORDINATOR_NOT_AVAILABLE, as Kafka), compacted, with `min.insync.replicas` =
-  `transaction.state.log.min.isr` (default 2).
+- The three topics are ordinary replicated topics in etcd, created on first use (FindCoordinator,
+  the first share state) once their replication factor's brokers are live (until then
+  COORDINATOR_NOT_AVAILABLE, as Kafka), compacted, with `min.insync.replicas` =
+  `transaction.state.log.min.isr` (default 2; `share.coordinator.state.topic.min.isr` for the
+  share state).
 - `reconcile` makes what this broker coordinates match what it leads: on becoming a partition's
   leader its groups or transactional ids are replayed from the local replica (which holds every
   record the previous leader had acknowledged: they were replicated to the ISR this broker was
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
-from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
+from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC
 from ..log.errors import LogError
 from ..wire.errors import COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR
 from .partition import Lease
@@ -45,7 +47,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.cluster")
 
-COORDINATOR_TOPICS = (OFFSETS_TOPIC, STATE_TOPIC)
+COORDINATOR_TOPICS = (OFFSETS_TOPIC, STATE_TOPIC, SHARE_STATE_TOPIC)
+# topic -> its configuration keys: partitions, replication factor, segment bytes, min ISR
+TOPIC_KEYS = {
+    OFFSETS_TOPIC: (
+        "offsets.topic.num.partitions",
+        "offsets.topic.replication.factor",
+        "offsets.topic.segment.bytes",
+        "transaction.state.log.min.isr",
+    ),
+    STATE_TOPIC: (
+        "transaction.state.log.num.partitions",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.segment.bytes",
+        "transaction.state.log.min.isr",
+    ),
+    SHARE_STATE_TOPIC: (
+        "share.coordinator.state.topic.num.partitions",
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.segment.bytes",
+        "share.coordinator.state.topic.min.isr",
+    ),
+}
 
 
 class CoordinatorWrites:
@@ -85,34 +108,26 @@ class CoordinatorWrites:
             )
 
 
-class CoordinatorPlacement:
+class CoordinatorTopics:
+    """The coordinators' internal topics: how many partitions each has, who leads a partition,
+    and their creation on first use (`ensure_topic`)."""
+
     def __init__(
         self,
         config: BrokerConfig,
         cache: MetadataCache,
-        replicas: ReplicaManager,
-        groups: Coordinator,
-        txn: Coordinator,
-        lease_valid: Callable[[], bool],
         create_topic: Callable[[str, int, int, dict[str, str]], Awaitable[Created]],
     ) -> None:
         self.config = config
         self.cache = cache
-        self.replicas = replicas
-        self.coordinators: dict[str, Coordinator] = {OFFSETS_TOPIC: groups, STATE_TOPIC: txn}
-        self.lease_valid = lease_valid
         self.create_topic = create_topic
         self._creating: dict[str, asyncio.Future[int]] = {}
-        self._loading: dict[tuple[str, int], int] = {}  # waiting for the log to be committed -> epoch
-        self._tasks: set[asyncio.Task[Any]] = set()
 
-    # ---- the topics --------------------------------------------------------------------------
     def num_partitions(self, topic: str) -> int:
         a = self.cache.topics.get(topic)
         if a is not None:
             return int(a.partitions)
-        key = "offsets.topic.num.partitions" if topic == OFFSETS_TOPIC else "transaction.state.log.num.partitions"
-        return int(self.config[key])
+        return int(self.config[TOPIC_KEYS[topic][0]])
 
     async def ensure_topic(self, topic: str) -> int:
         """NONE once `topic` exists in etcd, else COORDINATOR_NOT_AVAILABLE (too few brokers yet)."""
@@ -129,16 +144,13 @@ class CoordinatorPlacement:
         return await asyncio.shield(pending)
 
     async def _create(self, topic: str) -> int:
-        if topic == OFFSETS_TOPIC:
-            rf, segment = self.config["offsets.topic.replication.factor"], self.config["offsets.topic.segment.bytes"]
-        else:
-            rf = self.config["transaction.state.log.replication.factor"]
-            segment = self.config["transaction.state.log.segment.bytes"]
+        _, rf_key, segment_key, min_isr_key = TOPIC_KEYS[topic]
+        rf, segment = self.config[rf_key], self.config[segment_key]
         live = len(self.cache.brokers)
         if live < rf:
             log.warning("%s not created: replication factor %d needs %d live brokers, %d are", topic, rf, rf, live)
             return COORDINATOR_NOT_AVAILABLE
-        min_isr = min(int(self.config["transaction.state.log.min.isr"]), rf)
+        min_isr = min(int(self.config[min_isr_key]), rf)
         configs = {"cleanup.policy": "compact", "segment.bytes": str(segment), "min.insync.replicas": str(min_isr)}
         code, msg, _ = await self.create_topic(topic, self.num_partitions(topic), rf, configs)
         if code and topic not in self.cache.topics:
@@ -156,6 +168,34 @@ class CoordinatorPlacement:
     def leader(self, topic: str, key_partition: int) -> int:
         st = self.cache.state(topic, key_partition)
         return st.leader if st is not None and st.leader in self.cache.brokers else -1
+
+
+class CoordinatorPlacement:
+    def __init__(
+        self,
+        cache: MetadataCache,
+        replicas: ReplicaManager,
+        coordinators: dict[str, Coordinator],
+        lease_valid: Callable[[], bool],
+        topics: CoordinatorTopics,
+    ) -> None:
+        self.cache = cache
+        self.replicas = replicas
+        self.coordinators = coordinators  # each internal topic's coordinator
+        self.lease_valid = lease_valid
+        self.topics = topics
+        self._loading: dict[tuple[str, int], int] = {}  # waiting for the log to be committed -> epoch
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ---- the topics (`CoordinatorTopics`) -----------------------------------------------------
+    def num_partitions(self, topic: str) -> int:
+        return self.topics.num_partitions(topic)
+
+    async def ensure_topic(self, topic: str) -> int:
+        return await self.topics.ensure_topic(topic)
+
+    def leader(self, topic: str, key_partition: int) -> int:
+        return self.topics.leader(topic, key_partition)
 
     # ---- following leadership ------------------------------------------------------------------
     def reconcile(self, topic: str | None = None, partition: int | None = None) -> None:

@@ -34,6 +34,7 @@ class MetadataCache:
     states: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
     security: dict[str, bytes] = field(default_factory=dict)  # security/... key -> value
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # entity ("" default) -> configs
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # group id -> its own configs
     controller_id: int = -1
     controller_epoch: int = -1
     producer_ids_next: int = 0
@@ -55,6 +56,7 @@ class MetadataCache:
         self.states.clear()
         self.security.clear()
         self.broker_configs.clear()
+        self.group_configs.clear()
         self.controller_id = self.controller_epoch = -1
         for kv in kvs:
             self._apply_put(kv.key, kv.value, kv.create_revision, kv.mod_revision)
@@ -121,6 +123,12 @@ class MetadataCache:
                     str(a): str(b) for a, b in json.loads(value).items()
                 }
                 return "broker-configs", entity
+            if key.startswith(k.group_configs):
+                import json
+
+                group = key[len(k.group_configs) :]
+                self.group_configs[group] = {str(a): str(b) for a, b in json.loads(value).items()}
+                return "group-configs", group
             parsed = k.parse_topic_key(key)
             if parsed is None:
                 return None
@@ -152,6 +160,10 @@ class MetadataCache:
             entity = key[len(k.broker_configs) :]
             self.broker_configs.pop("" if entity == "default" else entity, None)
             return "broker-configs", entity
+        if key.startswith(k.group_configs):
+            group = key[len(k.group_configs) :]
+            self.group_configs.pop(group, None)
+            return "group-configs", group
         parsed = k.parse_topic_key(key)
         if parsed is None:
             return None

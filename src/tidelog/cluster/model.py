@@ -81,6 +81,10 @@ class Keys:
         """ "" (every broker's default) is stored as `default`."""
         return self.broker_configs + (entity or "default")
 
+    @property
+    def group_configs(self) -> str:
+        return self.root + "configs/groups/"
+
     def topic(self, name: str) -> str:
         return self.topics + name
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
     from ..core.config import BrokerConfig
     from ..core.dynamic_config import DynamicBrokerConfigs
+    from ..core.group_configs import GroupConfigs
     from ..wire.responses import MetadataResponseBroker
 
 log = logging.getLogger("tidelog.cluster")
@@ -60,6 +61,7 @@ class ClusterNode:
         membership: Membership,
         admin: TopicAdmin,
         dynamic: DynamicBrokerConfigs,
+        group_configs: GroupConfigs,
         replicas: ReplicaManager,
         fetchers: FetcherManager,
         placement: CoordinatorPlacement,
@@ -74,6 +76,7 @@ class ClusterNode:
         self.registry = state.registry
         self.admin = admin
         self.dynamic = dynamic
+        self.group_configs = group_configs
         self.store = state.store
         self.keys = state.keys
         self.cache = state.cache
@@ -222,6 +225,8 @@ class ClusterNode:
     def _changed(self, kind: str, detail: object) -> None:
         if kind == "broker-configs":
             self.dynamic.replace_all(self.cache.broker_configs)
+        if kind == "group-configs":
+            self.group_configs.replace_all(self.cache.group_configs)
         if kind == "security":
             self._security_changed()
         elif kind == "reload":
@@ -229,6 +234,7 @@ class ClusterNode:
             self._apply_all()
             self._security_changed()
             self.dynamic.replace_all(self.cache.broker_configs)
+            self.group_configs.replace_all(self.cache.group_configs)
         elif kind == "topic":
             assert isinstance(detail, str)
             self._sync_topic(detail)

@@ -232,6 +232,13 @@ class ClusterState:
         return E.reassignment_in_progress.value, "Topic changed meanwhile; retry."
 
     # ---- dynamic broker configs ------------------------------------------------------------------
+    async def put_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        """A group's own configs into etcd (none: deleted); returns once this broker has them."""
+        key = self.keys.group_configs + group
+        op = Op.put(key, json.dumps(configs, sort_keys=True).encode()) if configs else Op.delete(key)
+        res = await self.store.txn([], [op])
+        await self.cache.caught_up(res.revision)
+
     async def put_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """Dynamic broker configs of `entity` into etcd; returns once this broker applied them."""
         key = self.keys.broker_config(entity)

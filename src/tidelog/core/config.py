@@ -189,6 +189,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "group.share.partition.max.record.locks": (_int(100), "2000"),
     "share.coordinator.state.topic.num.partitions": (_int(1), "50"),
     "share.coordinator.state.topic.segment.bytes": (_int(1), str(100 * 1024 * 1024)),
+    "share.coordinator.state.topic.replication.factor": (_int(1), "3"),  # cluster mode
+    "share.coordinator.state.topic.min.isr": (_int(1), "2"),
+    "share.coordinator.write.timeout.ms": (_int(1), "5000"),  # a persister call, retries included
     "offsets.topic.num.partitions": (_int(1), "50"),
     "offsets.topic.segment.bytes": (_int(1), str(100 * 1024 * 1024)),
     "offsets.retention.minutes": (_int(1), "10080"),

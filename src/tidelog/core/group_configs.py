@@ -14,7 +14,9 @@ A numeric value must lie within the broker's bounds for it, as Kafka's GroupConf
 `group.share.max.record.lock.duration.ms`, and so on for each key of a `group.*` default).
 
 A single node keeps them in `group-configs.json` in its data directory (rewritten atomically on
-each change, read at start); a value is checked before it is stored (INVALID_CONFIG otherwise).
+each change, read at start); a cluster keeps them in etcd (`configs/groups/<group>`), every broker
+its copy (the same file, rewritten as etcd changes). A value is checked before it is stored
+(INVALID_CONFIG otherwise).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,8 +102,14 @@ BOUNDS: dict[str, tuple[str, str]] = {
 
 
 class GroupConfigs:
-    def __init__(self, config: BrokerConfig, data_dir: Path | None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        data_dir: Path | None,
+        publisher: Callable[[str, dict[str, str]], Awaitable[None]] | None = None,
+    ) -> None:
         self.config = config
+        self.publisher = publisher  # a cluster: changes go through etcd (`replace_all` brings them)
         self.path = None if data_dir is None else Path(data_dir) / FILE_NAME
         self.groups: dict[str, dict[str, str]] = {}
         if self.path is not None and self.path.exists():
@@ -140,6 +148,27 @@ class GroupConfigs:
             del self.groups[group]
         if self.path is not None:
             write_private_json(self.path, self.groups)
+
+    async def alter(self, group: str, values: dict[str, str | None]) -> None:
+        """Set (None: delete) keys of `group`: here, or in a cluster every broker's, through etcd
+        (returns once this broker has the change)."""
+        if self.publisher is None:
+            self.set(group, values)
+            return
+        mine = self.own(group)
+        for k, v in values.items():
+            if v is None:
+                mine.pop(k, None)
+            else:
+                mine[k] = v
+        await self.publisher(group, mine)
+
+    def replace_all(self, groups: dict[str, dict[str, str]]) -> None:
+        """A cluster: every group's configs, as etcd holds them now."""
+        if groups != self.groups:
+            self.groups = {g: dict(v) for g, v in groups.items()}
+            if self.path is not None:
+                write_private_json(self.path, self.groups)
 
     def own(self, group: str) -> dict[str, str]:
         return dict(self.groups.get(group, {}))

@@ -77,8 +77,8 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
         self.consumer = ConsumerGroups(self)
-        # share groups (KIP-932), with the share partitions that keep their records' state (a
-        # single node only, for now: None in a cluster)
+        # share groups (KIP-932), with the share state their partitions keep (None: no share groups,
+        # as in tests that give no share state)
         self.share = ShareGroups(self, shares) if shares is not None else None
         self.share_offsets = ShareOffsets(self.share, shares) if self.share is not None and shares else None
         self.offsets = GroupOffsets(self)
@@ -142,6 +142,8 @@ class GroupCoordinator:
         self.loading.discard(partition)
         n = self.store.load_partition(partition)
         restored = self._restore(partition) + self.consumer.restore(partition)
+        if self.share is not None:
+            restored += self.share.restore(partition)
         self.owned[partition] = leader_epoch
         log.info(
             "%s-%d: coordinating its groups (epoch %d): %d records, %d groups",
@@ -160,6 +162,8 @@ class GroupCoordinator:
         for group_id in [g for g in self.groups if mine(g) == partition]:
             self.membership.shutdown(self.groups.pop(group_id), E.not_coordinator)
         self.consumer.unload(partition)
+        if self.share is not None:
+            self.share.unload(partition)
         self.store.forget_partition(partition)
         log.info("%s-%d: no longer coordinating its groups", OFFSETS_TOPIC, partition)
 

@@ -56,11 +56,11 @@ UNINITIALIZED = -1
 class ShareOffsetStates(ShareStates, Protocol):
     """The share partitions' state (tidelog.share.manager), as the admin APIs need it too."""
 
-    def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None:
+    async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None:
         """(start offset, leader epoch, delivery-complete count or -1), None without state."""
         ...
 
-    def end_offset(self, topic_id: uuid.UUID, partition: int) -> int | None: ...
+    async def end_offset(self, topic_id: uuid.UUID, partition: int) -> int | None: ...
 
     async def reset(self, group_id: str, offsets: Mapping[uuid.UUID, Mapping[int, int]]) -> None: ...
 
@@ -73,7 +73,7 @@ class ShareOffsets:
         self.states = states
 
     # ---- DescribeShareGroupOffsets ---------------------------------------------------------------
-    def describe(
+    async def describe(
         self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
     ) -> DescribeShareGroupOffsetsResponseGroup:
         """`topics` None: every partition the group has initialized."""
@@ -107,12 +107,16 @@ class ShareOffsets:
                 )
                 continue
             out.append(
-                {"topic_name": name, "topic_id": topic_id, "partitions": [self._one(group_id, topic_id, p) for p in ps]}
+                {
+                    "topic_name": name,
+                    "topic_id": topic_id,
+                    "partitions": [await self._one(group_id, topic_id, p) for p in ps],
+                }
             )
         return {"group_id": group_id, "topics": out, "error_code": NONE}
 
-    def _one(self, group_id: str, topic_id: uuid.UUID, p: int) -> DescribeShareGroupOffsetsResponsePartition:
-        found = self.states.summary(group_id, topic_id, p)
+    async def _one(self, group_id: str, topic_id: uuid.UUID, p: int) -> DescribeShareGroupOffsetsResponsePartition:
+        found = await self.states.summary(group_id, topic_id, p)
         if found is None:
             return {
                 "partition_index": p,
@@ -122,7 +126,7 @@ class ShareOffsets:
                 "error_code": NONE,
             }
         start, leader_epoch, complete = found
-        end = self.states.end_offset(topic_id, p)
+        end = await self.states.end_offset(topic_id, p)
         if start == UNINITIALIZED or complete == UNINITIALIZED:
             lag = UNINITIALIZED
         elif end is None:  # the partition is not here (any more)

@@ -30,11 +30,14 @@ from ..core.config import BrokerConfig
 from ..core.dynamic_config import DynamicBrokerConfigs
 from ..core.group_configs import GroupConfigs
 from ..core.partitions import Partitions
-from ..core.topics import OFFSETS_TOPIC, TopicRegistry
+from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC, TopicRegistry
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
+from ..share.admin import ShareStateAdmin
+from ..share.coordinator import ShareCoordinator
 from ..share.manager import SharePartitions
-from ..share.state_store import ShareStateStore
+from ..share.persister import LocalPersister, state_of_read, summary_of_read
+from ..share.state_store import ShareStateStore, coordinator_partition
 from ..txn.producer_states import ProducerStates
 from ..txn.service import TxnService
 from . import handlers
@@ -74,18 +77,25 @@ class Broker:
         )
         self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
         # group configs (kafka-configs --entity-type groups): share.* and consumer.* keys per group
-        self.group_configs = GroupConfigs(config, config.log_dirs[0])
+        self.group_configs = GroupConfigs(
+            config, config.log_dirs[0], state.put_group_configs if state is not None else None
+        )
         self.cluster: ClusterView
-        # share groups (KIP-932): the share state and partitions, on a single node for now
-        self.share_state: ShareStateStore | None = None
-        self.shares: SharePartitions | None = None
+        # share groups (KIP-932): the share coordinator (the share state), the share partitions
+        # led here, and what the group coordinator asks of the share state
+        self.share_state: ShareStateStore
+        self.share_coordinator: ShareCoordinator
+        self.shares: SharePartitions
         if state is not None:
             self.groups, self.txn, self.cluster = self._cluster(state, connect)
         else:
             self.share_state = ShareStateStore(config, self.admin, self.partitions)
-            self.shares = SharePartitions(config, self.registry, self.partitions, self.share_state, self.group_configs)
+            self.share_coordinator = ShareCoordinator(self.share_state, self.registry)
+            persister = LocalPersister(self.share_coordinator)
+            self.shares = SharePartitions(config, self.registry, self.partitions, persister, self.group_configs)
+            share_admin = ShareStateAdmin(persister, self.registry, self.partitions, self.shares.leadership)
             self.groups = GroupCoordinator(
-                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), self.shares
+                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), share_admin
             )
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint, self.registry)
@@ -112,7 +122,7 @@ class Broker:
         sender, the transaction coordinator, KIP-890 verification at other coordinators, the
         coordinators' placement (they follow the leaderships of their topics' partitions), the
         ACLs and credentials shared through etcd, and the node that runs them."""
-        from ..cluster.coordinators import CoordinatorPlacement, CoordinatorWrites
+        from ..cluster.coordinators import CoordinatorPlacement, CoordinatorTopics, CoordinatorWrites
         from ..cluster.fetcher import FetcherManager
         from ..cluster.markers import MarkerSender
         from ..cluster.membership import Membership
@@ -120,6 +130,7 @@ class Broker:
         from ..cluster.peer import tcp_connect
         from ..cluster.replica import ReplicaManager
         from ..cluster.security_state import SharedSecurity
+        from ..cluster.share_persister import RoutedPersister, ShareLeadership
         from ..cluster.verify import TxnVerifier
 
         config, node_id, connect = self.config, self.node_id, connect if connect is not None else tcp_connect
@@ -139,7 +150,30 @@ class Broker:
             fetchers,
         )
         writes = CoordinatorWrites(replicas, membership.lease_valid, config["offsets.commit.timeout.ms"] / 1000)
-        groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes))
+        # share groups: the share coordinator of the __share_group_state partitions led here, the
+        # persister that reaches any share coordinator, the share partitions of data partitions
+        # led here, the group coordinator's calls on the share state
+        self.share_state = ShareStateStore(config, self.admin, self.partitions, writes)
+        self.share_coordinator = ShareCoordinator(self.share_state, self.registry)
+        topics = CoordinatorTopics(config, state.cache, state.create_topic)
+        persister = RoutedPersister(
+            node_id,
+            state.cache,
+            self.share_coordinator,
+            topics,
+            coordinator_partition,
+            state_of_read,
+            summary_of_read,
+            listener,
+            config["share.coordinator.write.timeout.ms"] / 1000,
+            connect,
+        )
+        leadership = ShareLeadership(replicas)
+        self.shares = SharePartitions(config, self.registry, self.partitions, persister, self.group_configs, leadership)
+        share_admin = ShareStateAdmin(persister, self.registry, self.partitions, leadership, persister.end_offset)
+        groups = GroupCoordinator(
+            config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes), share_admin
+        )
         markers = MarkerSender(
             node_id, state.cache, replicas, self.producers, self.partitions, listener, groups, connect
         )
@@ -155,7 +189,11 @@ class Broker:
         )
         verifier = TxnVerifier(node_id, state.cache, txn, listener, connect)
         placement = CoordinatorPlacement(
-            config, state.cache, replicas, groups, txn, membership.lease_valid, state.create_topic
+            state.cache,
+            replicas,
+            {OFFSETS_TOPIC: groups, STATE_TOPIC: txn, SHARE_STATE_TOPIC: self.share_coordinator},
+            membership.lease_valid,
+            topics,
         )
         shared = SharedSecurity(
             state.store, state.keys.security, state.cache, self.security.acls, self.security.credentials
@@ -166,6 +204,7 @@ class Broker:
             membership,
             self.admin,
             self.dynamic,
+            self.group_configs,
             replicas,
             fetchers,
             placement,
@@ -184,8 +223,7 @@ class Broker:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.pop(conn, None)
-        if self.shares is not None:  # its share sessions end; what their members held is released
-            self.shares.connection_closed(conn)
+        self.shares.connection_closed(conn)  # its share sessions end; what their members held is released
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def start(self, listen: bool = True) -> None:
@@ -199,8 +237,7 @@ class Broker:
             self.groups.start_clustered(self.config["offsets.topic.num.partitions"])
             self.txn.start()
         else:
-            if self.share_state is not None:
-                self.share_state.start()
+            self.share_state.start()
             self.groups.start()
             self.txn.start()
         await self.metrics.start()
@@ -259,7 +296,6 @@ class Broker:
         await self.metrics.stop()
         self.txn.stop()
         self.groups.stop()
-        if self.shares is not None:
-            self.shares.stop()
+        self.shares.stop()
         self.partitions.stop()
         log.info("tidelog stopped cleanly")

@@ -11,12 +11,23 @@ up to `max_records` of their records for the member under an acquisition lock of
 ShareAcknowledge) accept, release or reject acquired records; locks that expire release theirs;
 a record delivered `share.delivery.count.limit` times is archived.
 
-Durability: every change of a share partition's state other than an acquisition is written to
-`__share_group_state` (`state_store`) before the request is answered, so an acknowledged record is
-never delivered again after a crash or restart, and delivery counts survive. Acquisitions are not
-written: after a restart, records that were acquired are available again. A share partition's
-state is created (its start offset fixed by `share.auto.offset.reset`) when the group coordinator
-first assigns it, or at its first fetch.
+Durability: every change of a share partition's state other than an acquisition is written
+through the persister to its share coordinator (`persister`, `coordinator`) before the request is
+answered, so an acknowledged record is never delivered again after a crash, a restart or a
+leadership change, and delivery counts survive. Acquisitions are not written: after a restart or
+a new leader, records that were acquired are available again. Writes of one share partition are
+made one at a time, each the whole state as it is when it is sent.
+
+Leadership: only the leader of a data partition serves its share partitions (others answer
+NOT_LEADER_OR_FOLLOWER). A share partition is loaded from its coordinator at the leader epoch this
+broker leads at (the Read records that epoch, fencing the previous leader's writes), and loaded
+again when that epoch changes. A write fenced by a newer leader or a newer state (an administrator
+altered the start offset) drops the share partition here; it is loaded again when next used. A
+share partition whose state the group coordinator initialized without a start offset (-1, as
+Kafka's) starts where the group's `share.auto.offset.reset` says, fixed by its first write; a
+single node also initializes a share partition that has no state at its first fetch. A new share
+session reloads the group's share partitions that hold no acquired records, so that a change made
+by an administrator (AlterShareGroupOffsets on the empty group) is seen.
 
 Memory: the in-flight window of each share partition is bounded (`group.share.partition.max.
 record.locks`); a fetch reads at most `max_bytes` of the log.
@@ -30,7 +41,7 @@ import time
 import uuid
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
@@ -39,7 +50,7 @@ from ..log.errors import LogError, OffsetOutOfRangeError
 from . import state_records as SS
 from .partition import AckBatch, AcquiredRange, SharePartition, StateBatch
 from .sessions import ShareSessions
-from .state_store import ShareKey, ShareStateStore, delivery_complete
+from .state_store import ShareKey
 
 if TYPE_CHECKING:
     from ..core.config import BrokerConfig
@@ -47,8 +58,10 @@ if TYPE_CHECKING:
     from ..core.partitions import Partitions
     from ..core.topics import TopicRegistry
     from ..log.log import PartitionLog
+    from .persister import Persister
 
 log = logging.getLogger("tidelog.share")
+NONE = 0
 TopicIdPartition = tuple[uuid.UUID, int]
 
 
@@ -65,40 +78,47 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class Leadership(Protocol):
+    """Which data partitions this broker leads, at which leader epoch (None: not led here)."""
+
+    def leader_epoch(self, topic: str, partition: int) -> int | None: ...
+
+
+class SingleNode:
+    """A single node leads every partition, at leader epoch 0."""
+
+    def leader_epoch(self, topic: str, partition: int) -> int | None:
+        return 0
+
+
 class SharePartitions:
     def __init__(
         self,
         config: BrokerConfig,
         registry: TopicRegistry,
         partitions: Partitions,
-        store: ShareStateStore,
+        persister: Persister,
         group_configs: GroupConfigs,
+        leadership: Leadership | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         self.partitions = partitions
-        self.store = store
+        self.persister = persister
         self.group_configs = group_configs
+        self.leadership: Leadership = leadership if leadership is not None else SingleNode()
+        self.creates_state = leadership is None  # a single node initializes at the first fetch too
         self.parts: dict[ShareKey, SharePartition] = {}
+        self.epochs: dict[ShareKey, tuple[int, int]] = {}  # (leader epoch, state epoch) loaded at
+        self._locks: dict[ShareKey, asyncio.Lock] = {}  # loads and writes, one at a time per key
         self.sessions = ShareSessions()
         self._expiry: asyncio.TimerHandle | None = None
         self._expiry_at = 0.0
         self.changed = asyncio.Event()  # set when locks expire: long polls look again
         self._tasks: set[asyncio.Task[None]] = set()
 
-    # ---- state creation (the group coordinator's ShareInitializer) --------------------------------
-    async def initialize(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> None:
-        for topic_id, ps in partitions.items():
-            for p in ps:
-                key = (group_id, topic_id, p)
-                if self.store.get(key) is None:
-                    await self.store.write(key, self._reset_offset(group_id, topic_id, p), ())
-
-    def _reset_offset(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
+    def _reset_offset(self, group_id: str, plog: PartitionLog) -> int:
         """Where a new share partition starts: `share.auto.offset.reset` of the group."""
-        plog = self._log(topic_id, partition)
-        if plog is None:
-            return 0
         policy = self.group_configs.get(group_id, "share.auto.offset.reset")
         if policy == "earliest":
             return plog.log_start_offset
@@ -109,51 +129,99 @@ class SharePartitions:
             return found[0] if found is not None else plog.high_watermark
         return plog.high_watermark
 
-    def _log(self, topic_id: uuid.UUID, partition: int) -> PartitionLog | None:
+    def _log(self, topic_id: uuid.UUID, partition: int) -> tuple[str, PartitionLog] | None:
         topic = self.registry.by_id.get(topic_id)
         if topic is None:
             return None
         plog: PartitionLog | None = self.partitions.get(topic.name, partition)
-        return plog
+        return None if plog is None else (topic.name, plog)
 
-    async def _partition(self, key: ShareKey) -> SharePartition | None:
+    def _lock(self, key: ShareKey) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    def _drop(self, key: ShareKey) -> None:
+        self.parts.pop(key, None)
+        self.epochs.pop(key, None)
+
+    async def _partition(self, key: ShareKey) -> tuple[int, SharePartition | None]:
+        """(error, the share partition) at this broker's present leader epoch, loaded from its
+        coordinator when needed; (0, None) when it has no state yet (nothing to deliver)."""
+        found = self._log(key[1], key[2])
+        if found is None:
+            return E.unknown_topic_or_partition.value, None
+        name, plog = found
+        epoch = self.leadership.leader_epoch(name, key[2])
+        if epoch is None:
+            self._drop(key)
+            return E.not_leader_or_follower.value, None
         sp = self.parts.get(key)
-        if sp is not None:
-            return sp
-        plog = self._log(key[1], key[2])
-        if plog is None:
-            return None
-        state = self.store.get(key)
-        if state is None:
-            await self.store.write(key, self._reset_offset(*key), ())
-            state = self.store.get(key)
-            assert state is not None
-        sp = self.parts.get(key)  # another request may have made it meanwhile
-        if sp is None:
+        if sp is not None and self.epochs[key][0] == epoch:
+            return NONE, sp
+        async with self._lock(key):
+            sp = self.parts.get(key)  # loaded by another request meanwhile
+            if sp is not None and self.epochs[key][0] == epoch:
+                return NONE, sp
+            self._drop(key)
+            code, state = await self.persister.read(key, epoch)
+            if code:
+                return code, None
+            if state is None and not self.creates_state:
+                return NONE, None  # the group coordinator has not initialized it (yet)
+            state_epoch = state.state_epoch if state is not None else 0
+            batches: tuple[SS.StateBatch, ...] = ()
+            if state is None or state.start_offset < 0:
+                start = self._reset_offset(key[0], plog)
+                code = await self.persister.write(key, state_epoch, epoch, start, ())
+                if code:
+                    return code, None
+            else:
+                start, batches = state.start_offset, state.batches
             group = key[0]
             sp = SharePartition(
-                max(state.start_offset, plog.log_start_offset),
+                max(start, plog.log_start_offset),
                 lock_ms=self.group_configs.get_int(group, "share.record.lock.duration.ms"),
                 delivery_limit=self.group_configs.get_int(group, "share.delivery.count.limit"),
                 max_in_flight=self.config["group.share.partition.max.record.locks"],
                 state_batches=[
                     StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                    for b in state.batches
+                    for b in batches
                     if b.last_offset >= plog.log_start_offset
                 ],
             )
             self.parts[key] = sp
-        return sp
+            self.epochs[key] = (epoch, state_epoch)
+            return NONE, sp
 
     async def _persist(self, key: ShareKey, sp: SharePartition) -> None:
-        await self.store.write(
-            key,
-            sp.start_offset,
-            [
+        """Write the share partition's state as it is now; LogError when it is not written (a
+        fenced write drops the share partition: it is loaded again when next used)."""
+        async with self._lock(key):
+            if self.parts.get(key) is not sp:
+                raise LogError(E.invalid_record_state.value, f"share partition {key} was reloaded")
+            leader_epoch, state_epoch = self.epochs[key]
+            batches = [
                 SS.StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                 for b in sp.state_batches()
-            ],
-        )
+            ]
+            code = await self.persister.write(key, state_epoch, leader_epoch, sp.start_offset, batches)
+        if code:
+            if code in (E.fenced_leader_epoch.value, E.fenced_state_epoch.value):
+                log.info("share partition %s: write fenced (error %d), reloading it", key, code)
+                if self.parts.get(key) is sp:
+                    self._drop(key)
+            raise LogError(code, f"share state of {key} not written (error {code})")
+
+    def refresh(self, group_id: str, wanted: Iterable[TopicIdPartition]) -> None:
+        """A new share session of the group: its share partitions that hold no acquired records
+        are loaded again at their next use (they may have been altered by an administrator)."""
+        for topic_id, p in wanted:
+            key = (group_id, topic_id, p)
+            sp = self.parts.get(key)
+            if sp is not None and not sp.members() and not self._lock(key).locked():
+                self._drop(key)
 
     # ---- fetching ----------------------------------------------------------------------------------
     async def fetch(
@@ -167,17 +235,20 @@ class SharePartitions:
             if max_records <= 0 or max_bytes <= 0:
                 break
             key = (group_id, topic_id, p)
-            plog = self._log(topic_id, p)
-            if plog is None:
+            found = self._log(topic_id, p)
+            if found is None:
                 unknown = topic_id not in self.registry.by_id
                 out[(topic_id, p)] = Fetched(
                     E.unknown_topic_id.value if unknown else E.unknown_topic_or_partition.value
                 )
                 continue
-            sp = await self._partition(key)
-            if sp is None:
-                out[(topic_id, p)] = Fetched(E.unknown_topic_or_partition.value)
+            plog = found[1]
+            code, sp = await self._partition(key)
+            if code:
+                out[(topic_id, p)] = Fetched(code)
                 continue
+            if sp is None:
+                continue  # not initialized yet: nothing to deliver
             sp.expire(now)
             if sp.start_offset < plog.log_start_offset:
                 sp.move_start(plog.log_start_offset)
@@ -238,9 +309,15 @@ class SharePartitions:
         now = _now_ms()
         for tp, batches in acks.items():
             key = (group_id, tp[0], tp[1])
+            found = self._log(tp[0], tp[1])
+            epoch = self.leadership.leader_epoch(found[0], tp[1]) if found is not None else None
+            if found is not None and epoch is None:
+                out[tp] = E.not_leader_or_follower.value
+                continue
             sp = self.parts.get(key)
-            if sp is None:
-                out[tp] = E.invalid_record_state.value  # nothing acquired here (a restart: locks are gone)
+            if sp is None or self.epochs[key][0] != epoch:
+                # nothing acquired here at this epoch (a restart, a new leader: the locks are gone)
+                out[tp] = E.invalid_record_state.value
                 continue
             sp.expire(now)
             codes = sp.acknowledge(member_id, batches, now, atomic=True)  # as Kafka: all or nothing
@@ -312,39 +389,4 @@ class SharePartitions:
             self._expiry.cancel()
         for t in self._tasks:
             t.cancel()
-
-    # ---- admin (the group coordinator's share-offsets APIs) --------------------------------------
-    def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None:
-        """(start offset, leader epoch, records past it whose delivery is complete) of a share
-        partition with state, as ReadShareGroupStateSummary answers; None without state."""
-        key = (group_id, topic_id, partition)
-        sp = self.parts.get(key)
-        if sp is not None:
-            return sp.start_offset, 0, delivery_complete(sp.state_batches())
-        state = self.store.get(key)
-        if state is None:
-            return None
-        return state.start_offset, 0, delivery_complete(state.batches)
-
-    def end_offset(self, topic_id: uuid.UUID, partition: int) -> int | None:
-        """The partition's high watermark (the next offset a consumer could read), None when the
-        partition is not here."""
-        plog = self._log(topic_id, partition)
-        return None if plog is None else plog.high_watermark
-
-    async def reset(self, group_id: str, offsets: Mapping[uuid.UUID, Mapping[int, int]]) -> None:
-        """AlterShareGroupOffsets: each share partition starts again at its offset with nothing in
-        flight (the group is empty: nothing is acquired). Durable when this returns."""
-        for topic_id, ps in offsets.items():
-            for p, start in ps.items():
-                key = (group_id, topic_id, p)
-                self.parts.pop(key, None)
-                await self.store.write(key, start, ())
-
-    async def remove(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> None:
-        """The share state of these partitions deleted (DeleteShareGroupOffsets, DeleteGroups).
-        Durable when this returns."""
-        keys = [(group_id, t, p) for t, ps in partitions.items() for p in ps]
-        for k in keys:
-            self.parts.pop(k, None)
-        await self.store.delete(keys)
+        self.persister.close()

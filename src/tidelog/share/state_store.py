@@ -13,8 +13,10 @@ and applies the ShareUpdate records a Kafka broker may have written after it, so
 to one record per share partition.
 A tombstone deletes the share partition's state (DeleteShareGroupState, a deleted group).
 
-`write` returns once the record is in the log (and flushed when the topic's settings ask), so a
-caller that acknowledges only after it never answers a client before the state is durable.
+`write` returns once the record is in the log (and flushed when the topic's settings ask; in a
+cluster, once replicated to the ISR under the leader epoch it was appended at), so a caller that
+acknowledges only after it never answers a client before the state is durable. Who may write what
+(leader and state epochs) is the share coordinator's (`coordinator`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
     from ..core.config import BrokerConfig
     from ..core.partitions import Partitions
+    from ..groups.store import WriteGuard
 
 log = logging.getLogger("tidelog.share")
 ShareKey = tuple[str, uuid.UUID, int]  # (group, topic id, partition)
@@ -58,6 +61,7 @@ class ShareState:
     batches: tuple[SS.StateBatch, ...]
     snapshot_epoch: int = 0
     create_timestamp: int = 0
+    leader_epoch: int = 0  # the share-partition leader's epoch that last read or wrote it
 
 
 def _merged(old: tuple[SS.StateBatch, ...], new: Iterable[SS.StateBatch], start: int) -> tuple[SS.StateBatch, ...]:
@@ -103,16 +107,27 @@ def delivery_complete(batches: Iterable[_Batch]) -> int:
 
 
 class ShareStateStore:
-    def __init__(self, config: BrokerConfig, admin: TopicAdmin, partitions: Partitions) -> None:
+    """The share state in memory and in `__share_group_state`. On a single node every partition
+    of the topic is loaded at start; in a cluster (`guard` given: writes are refused off the
+    leader and count once replicated) only the partitions this broker coordinates, as the
+    coordinators' placement loads and unloads them."""
+
+    def __init__(
+        self, config: BrokerConfig, admin: TopicAdmin, partitions: Partitions, guard: WriteGuard | None = None
+    ) -> None:
         self.config = config
         self.admin = admin
+        self.clustered = guard is not None
         self.num_partitions: int = config["share.coordinator.state.topic.num.partitions"]
-        self._log = EngineGroupLog(partitions, SHARE_STATE_TOPIC)
+        self._log = EngineGroupLog(partitions, SHARE_STATE_TOPIC, guard)
         self.states: dict[ShareKey, ShareState] = {}
         self.started = False
 
     def _ensure_topic(self) -> None:
-        """The state topic, created at the first share partition's state (as Kafka creates it)."""
+        """The state topic, created at the first share partition's state (as Kafka creates it).
+        In a cluster it exists before any write reaches here (the placement creates it)."""
+        if self.clustered:
+            return
         topic = self.admin.ensure_internal(
             SHARE_STATE_TOPIC,
             self.num_partitions,
@@ -124,22 +139,34 @@ class ShareStateStore:
         self.num_partitions = topic.partitions
 
     def start(self) -> None:
+        """A single node: load every partition of the topic (if any share group had state)."""
         self.started = True
         existing = self.admin.registry.get(SHARE_STATE_TOPIC)
         if existing is None:
             return  # no share group has had state here yet
         self.num_partitions = existing.partitions
-        n = 0
-        for p in range(self.num_partitions):
-            for entry in self._log.replay(p):
-                if entry.key is None:
-                    continue
-                n += 1
-                try:
-                    self._apply(SS.decode_key(entry.key), entry.value)
-                except RecordFormatError as e:
-                    log.warning("%s-%d: skipping unreadable record: %s", SHARE_STATE_TOPIC, p, e)
+        n = sum(self.load_partition(p) for p in range(self.num_partitions))
         log.info("share state of %d share partitions loaded from %d records", len(self.states), n)
+
+    def partition_of(self, key: ShareKey) -> int:
+        return coordinator_partition(key, self.num_partitions)
+
+    def load_partition(self, partition: int) -> int:
+        """Replay one partition of the topic into memory; how many records."""
+        n = 0
+        for entry in self._log.replay(partition):
+            if entry.key is None:
+                continue
+            n += 1
+            try:
+                self._apply(SS.decode_key(entry.key), entry.value)
+            except RecordFormatError as e:
+                log.warning("%s-%d: skipping unreadable record: %s", SHARE_STATE_TOPIC, partition, e)
+        return n
+
+    def forget_partition(self, partition: int) -> None:
+        for k in [k for k in self.states if self.partition_of(k) == partition]:
+            del self.states[k]
 
     def _apply(self, key: SS.ShareStateRecordKey, data: bytes | None) -> None:
         k = (key.group, key.topic_id, key.partition)
@@ -154,6 +181,7 @@ class ShareStateStore:
                 tuple(value.state_batches),
                 value.snapshot_epoch,
                 value.create_timestamp,
+                value.leader_epoch,
             )
         elif isinstance(value, SS.ShareUpdateValue):
             old = self.states.get(k)
@@ -166,13 +194,19 @@ class ShareStateStore:
                 _merged(old.batches, value.state_batches, start),
                 old.snapshot_epoch,
                 old.create_timestamp,
+                max(old.leader_epoch, value.leader_epoch),
             )
 
     def get(self, key: ShareKey) -> ShareState | None:
         return self.states.get(key)
 
     async def write(
-        self, key: ShareKey, start_offset: int, batches: Iterable[SS.StateBatch], state_epoch: int = 0
+        self,
+        key: ShareKey,
+        start_offset: int,
+        batches: Iterable[SS.StateBatch],
+        state_epoch: int = 0,
+        leader_epoch: int = 0,
     ) -> None:
         """The share partition's whole state, durable when this returns (LogError otherwise: the
         state in memory is unchanged)."""
@@ -183,7 +217,7 @@ class ShareStateStore:
         value = SS.ShareSnapshotValue(
             snapshot_epoch=snapshot_epoch,
             state_epoch=state_epoch,
-            leader_epoch=0,
+            leader_epoch=leader_epoch,
             start_offset=start_offset,
             create_timestamp=created,
             write_timestamp=now,
@@ -192,16 +226,14 @@ class ShareStateStore:
         )
         rec = (SS.encode_key(SS.ShareSnapshotKey(*key)), SS.encode_value(value))
         self._ensure_topic()
-        await self._log.append(coordinator_partition(key, self.num_partitions), [rec])
-        self.states[key] = ShareState(start_offset, state_epoch, value.state_batches, snapshot_epoch, created)
+        await self._log.append(self.partition_of(key), [rec])
+        self.states[key] = ShareState(start_offset, state_epoch, kept, snapshot_epoch, created, leader_epoch)
 
     async def delete(self, keys: Iterable[ShareKey]) -> None:
         by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
         doomed = [k for k in keys if k in self.states]
         for k in doomed:
-            by_partition.setdefault(coordinator_partition(k, self.num_partitions), []).append(
-                (SS.encode_key(SS.ShareSnapshotKey(*k)), None)
-            )
+            by_partition.setdefault(self.partition_of(k), []).append((SS.encode_key(SS.ShareSnapshotKey(*k)), None))
         for p, recs in by_partition.items():
             await self._log.append(p, recs)
         for k in doomed:

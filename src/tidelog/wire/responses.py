@@ -1403,6 +1403,142 @@ class ShareAcknowledgeResponse(TypedDict, total=False):
     acquisition_lock_timeout: datetime.timedelta | int  # v2
 
 
+# ---- INITIALIZE_SHARE_GROUP_STATE (key 83) ----------------------------------------------------
+
+
+class InitializeShareGroupStatePartitionResult(TypedDict, total=False):
+    """`InitializeShareGroupStateResponse.results.partitions` (versions 0)."""
+
+    partition: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+
+
+class InitializeStateResult(TypedDict, total=False):
+    """`InitializeShareGroupStateResponse.results` (versions 0)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[InitializeShareGroupStatePartitionResult]]
+
+
+class InitializeShareGroupStateResponse(TypedDict, total=False):
+    """`InitializeShareGroupStateResponse` (versions 0)."""
+
+    results: Required[Sequence[InitializeStateResult]]
+
+
+# ---- READ_SHARE_GROUP_STATE (key 84) ----------------------------------------------------------
+
+
+class StateBatch(TypedDict, total=False):
+    """`ReadShareGroupStateResponse.results.partitions.state_batches` (versions 0)."""
+
+    first_offset: Required[int]
+    last_offset: Required[int]
+    delivery_state: Required[int]
+    delivery_count: Required[int]
+
+
+class ReadShareGroupStatePartitionResult(TypedDict, total=False):
+    """`ReadShareGroupStateResponse.results.partitions` (versions 0)."""
+
+    partition: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    state_epoch: Required[int]
+    start_offset: Required[int]
+    state_batches: Required[Sequence[StateBatch]]
+
+
+class ReadStateResult(TypedDict, total=False):
+    """`ReadShareGroupStateResponse.results` (versions 0)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[ReadShareGroupStatePartitionResult]]
+
+
+class ReadShareGroupStateResponse(TypedDict, total=False):
+    """`ReadShareGroupStateResponse` (versions 0)."""
+
+    results: Required[Sequence[ReadStateResult]]
+
+
+# ---- WRITE_SHARE_GROUP_STATE (key 85) ---------------------------------------------------------
+
+
+class WriteShareGroupStatePartitionResult(TypedDict, total=False):
+    """`WriteShareGroupStateResponse.results.partitions` (versions 0-1)."""
+
+    partition: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+
+
+class WriteStateResult(TypedDict, total=False):
+    """`WriteShareGroupStateResponse.results` (versions 0-1)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[WriteShareGroupStatePartitionResult]]
+
+
+class WriteShareGroupStateResponse(TypedDict, total=False):
+    """`WriteShareGroupStateResponse` (versions 0-1)."""
+
+    results: Required[Sequence[WriteStateResult]]
+
+
+# ---- DELETE_SHARE_GROUP_STATE (key 86) --------------------------------------------------------
+
+
+class DeleteShareGroupStatePartitionResult(TypedDict, total=False):
+    """`DeleteShareGroupStateResponse.results.partitions` (versions 0)."""
+
+    partition: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+
+
+class DeleteStateResult(TypedDict, total=False):
+    """`DeleteShareGroupStateResponse.results` (versions 0)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[DeleteShareGroupStatePartitionResult]]
+
+
+class DeleteShareGroupStateResponse(TypedDict, total=False):
+    """`DeleteShareGroupStateResponse` (versions 0)."""
+
+    results: Required[Sequence[DeleteStateResult]]
+
+
+# ---- READ_SHARE_GROUP_STATE_SUMMARY (key 87) --------------------------------------------------
+
+
+class ReadShareGroupStateSummaryPartitionResult(TypedDict, total=False):
+    """`ReadShareGroupStateSummaryResponse.results.partitions` (versions 0-1)."""
+
+    partition: Required[int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    state_epoch: Required[int]
+    leader_epoch: Required[int]
+    start_offset: Required[int]
+    delivery_complete_count: int  # v1
+
+
+class ReadStateSummaryResult(TypedDict, total=False):
+    """`ReadShareGroupStateSummaryResponse.results` (versions 0-1)."""
+
+    topic_id: uuid.UUID | bytes | str | None
+    partitions: Required[Sequence[ReadShareGroupStateSummaryPartitionResult]]
+
+
+class ReadShareGroupStateSummaryResponse(TypedDict, total=False):
+    """`ReadShareGroupStateSummaryResponse` (versions 0-1)."""
+
+    results: Required[Sequence[ReadStateSummaryResult]]
+
+
 # ---- DESCRIBE_SHARE_GROUP_OFFSETS (key 90) ----------------------------------------------------
 
 

@@ -312,8 +312,10 @@ async def test_share_group_offsets_are_described_with_their_lag(broker):
     await earliest(broker)
     await produce_records(broker, 5)  # partition 0: offsets 0-4
     await hb(broker, "m1", 0)
-    assert offsets_of(await describe_offsets(broker)) == {("t", 0): (0, 5), ("t", 1): (0, 0)}
-    await fetch(broker, "m1", 0)
+    # initialized by the coordinator without a start offset, as Kafka's: fixed at the first fetch
+    assert offsets_of(await describe_offsets(broker)) == {("t", 0): (-1, -1), ("t", 1): (-1, -1)}
+    await fetch(broker, "m1", 0)  # partition 0 only
+    assert offsets_of(await describe_offsets(broker)) == {("t", 0): (0, 5), ("t", 1): (-1, -1)}
     # accept 0-1 (the start moves to 2), reject 3 (archived past the start): lag 5 - 2 - 1
     await fetch(broker, "m1", 1, [ack(0, 1, ACCEPT), ack(2, 2, RELEASE), ack(3, 3, REJECT)])
     assert offsets_of(await describe_offsets(broker, [{"topic_name": "t", "partitions": [0]}])) == {("t", 0): (2, 2)}

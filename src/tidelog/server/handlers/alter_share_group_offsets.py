@@ -1,6 +1,6 @@
 """AlterShareGroupOffsets (key 91, v0; KIP-932): set the share-partition start offsets of an empty
 share group (`kafka-share-groups.sh --reset-offsets`). `groups.share_offsets` decides; this module
-only translates. In a cluster: UNSUPPORTED_VERSION (share groups are served by single nodes)."""
+only translates."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ async def handle(
         return {
             "throttle_time": 0,
             "error_code": E.unsupported_version,
-            "error_message": "Share groups are not served in cluster mode yet.",
+            "error_message": "Share groups are not served by this broker.",
             "responses": [],
         }
     return await offsets.alter(

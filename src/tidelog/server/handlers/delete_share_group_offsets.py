@@ -1,7 +1,7 @@
 """DeleteShareGroupOffsets (key 92, v0; KIP-932): delete the share state of an empty share group's
 partitions of the given topics (`kafka-share-groups.sh --delete-offsets`); its next member starts
 them again by `share.auto.offset.reset`. `groups.share_offsets` decides; this module only
-translates. In a cluster: UNSUPPORTED_VERSION (share groups are served by single nodes)."""
+translates."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ async def handle(
         return {
             "throttle_time": 0,
             "error_code": E.unsupported_version,
-            "error_message": "Share groups are not served in cluster mode yet.",
+            "error_message": "Share groups are not served by this broker.",
             "responses": [],
         }
     return await offsets.delete(request.group_id, [t.topic_name for t in request.topics])

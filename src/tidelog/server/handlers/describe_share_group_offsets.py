@@ -1,8 +1,7 @@
 """DescribeShareGroupOffsets (key 90, v0-1; KIP-932): for each share group, the share-partition
 start offset, leader epoch and (v1) lag of the partitions asked for, or of every partition the
 group has initialized when `topics` is null. What the numbers mean is `groups.share_offsets`'s;
-this module only translates. Share groups are served by single nodes only: in a cluster each group
-is UNSUPPORTED_VERSION."""
+this module only translates."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ class Deps:
     groups: GroupCoordinator
 
 
-def handle(
+async def handle(
     deps: Deps, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> DescribeShareGroupOffsetsResponse:
     offsets = deps.groups.share_offsets
@@ -43,7 +42,7 @@ def handle(
     return {
         "throttle_time": 0,
         "groups": [
-            offsets.describe(
+            await offsets.describe(
                 g.group_id,
                 None if g.topics is None else [(t.topic_name, list(t.partitions)) for t in g.topics],
             )

@@ -5,6 +5,7 @@ SET and DELETE, as Kafka: its keys are no lists)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -12,7 +13,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...wire.apis import ApiKey
 from ..router import control_route
-from ._answer import Answer
+from ._answer import Answer, answered_after
 from .alter_configs import BROKER, alter_brokers, alter_result, broker_entity_error, check_topic_resource
 
 if TYPE_CHECKING:
@@ -49,9 +50,13 @@ def handle(
     admin = deps.admin
     responses: list[IncrementalAlterConfigsAlterConfigsResourceResponse] = []
     brokers: list[tuple[Any, dict[str, str]]] = []
+    groups: list[Awaitable[None]] = []
     for r in request.resources:
         if r.resource_type == GROUP:
-            responses.append(_group_configs(deps.group_configs, r, request.validate_only))
+            result, change = _group_configs(deps.group_configs, r)
+            responses.append(result)
+            if change is not None and not request.validate_only:
+                groups.append(deps.group_configs.alter(r.resource_name, change))
             continue
         if r.resource_type == BROKER:
             err = broker_entity_error(r)
@@ -81,7 +86,11 @@ def handle(
             admin.set_configs(topic.name, cast("dict[str, str]", new))
         responses.append(alter_result(r, code, msg))
     if brokers:
-        return alter_brokers(deps.dynamic, brokers, responses)
+        return answered_after(
+            {"throttle_time": 0, "responses": responses}, alter_brokers(deps.dynamic, brokers, []), *groups
+        )
+    if groups:
+        return answered_after({"throttle_time": 0, "responses": responses}, *groups)
     return {"throttle_time": 0, "responses": responses}
 
 
@@ -92,22 +101,20 @@ GROUP = 32
 
 
 def _group_configs(
-    configs: GroupConfigs, r: Any, validate_only: bool
-) -> IncrementalAlterConfigsAlterConfigsResourceResponse:
-    """A GROUP resource: each key checked, then all set (or none)."""
+    configs: GroupConfigs, r: Any
+) -> tuple[IncrementalAlterConfigsAlterConfigsResourceResponse, dict[str, str | None] | None]:
+    """A GROUP resource: each key checked; (its result, the change to make, None when refused)."""
     if not r.resource_name:
-        return alter_result(r, E.invalid_request.value, "The group id must not be empty.")
+        return alter_result(r, E.invalid_request.value, "The group id must not be empty."), None
     new: dict[str, str | None] = {}
     for c in r.configs:
         if c.config_operation not in (SET, DELETE):
-            return alter_result(r, E.invalid_config.value, f"{c.name} is not a list config.")
+            return alter_result(r, E.invalid_config.value, f"{c.name} is not a list config."), None
         value = c.value if c.config_operation == SET else None
         if reason := configs.invalid(c.name, value):
-            return alter_result(r, E.invalid_config.value, reason)
+            return alter_result(r, E.invalid_config.value, reason), None
         new[c.name] = value
-    if not validate_only:
-        configs.set(r.resource_name, new)
-    return alter_result(r, 0, None)
+    return alter_result(r, 0, None), new
 
 
 def apply_ops(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class Deps:
     """The broker parts this handler uses, bound to it by `register_all`."""
 
-    shares: SharePartitions | None
+    shares: SharePartitions
     group_configs: GroupConfigs
 
 
@@ -41,8 +41,6 @@ def _error(code: E, message: str | None) -> ShareAcknowledgeResponse:
 
 async def handle(deps: Deps, ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     shares = deps.shares
-    if shares is None:
-        return _error(E.unsupported_version, "Share groups are not served in cluster mode yet.")
     group, member = request.group_id, request.member_id
     if group is None:
         return _error(E.invalid_request, "Invalid group id in the request.")

@@ -8,8 +8,9 @@ its acknowledgements (nothing is fetched) and releases what the member still hol
 
 Error answers as Kafka: a null group or an empty member id INVALID_REQUEST; session errors
 (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED) at the top
-level; an unknown topic id UNKNOWN_TOPIC_ID per partition. A cluster member answers
-UNSUPPORTED_VERSION (share groups are served by a single node, for now).
+level; an unknown topic id UNKNOWN_TOPIC_ID per partition; a partition this broker does not lead
+NOT_LEADER_OR_FOLLOWER (the consumer asks the new leader). A new session reloads the group's idle
+share partitions (`SharePartitions.refresh`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ TopicIdPartition = tuple[uuid.UUID, int]
 class Deps:
     """The broker parts this handler uses, bound to it by `register_all`."""
 
-    shares: SharePartitions | None
+    shares: SharePartitions
     partitions: Partitions
     group_configs: GroupConfigs
     stopping: asyncio.Event
@@ -75,8 +76,6 @@ def acks_of(topics: object) -> dict[TopicIdPartition, list[AckBatch]]:
 
 async def handle(deps: Deps, ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     shares = deps.shares
-    if shares is None:
-        return error_answer(E.unsupported_version, "Share groups are not served in cluster mode yet.")
     group, member = request.group_id, request.member_id
     if group is None:
         return error_answer(E.invalid_request, "Invalid group id in the request.")
@@ -92,6 +91,8 @@ async def handle(deps: Deps, ctx: RequestContext, request: ShareFetchRequest) ->
         )
     except ShareSessionError as e:
         return error_answer(e.code, str(e), lock_ms)
+    if context.full:
+        shares.refresh(group, context.session.partitions)
     ack_errors = await shares.acknowledge(group, member, acks) if acks else {}
     fetched: dict[TopicIdPartition, Fetched] = {}
     if context.final:

@@ -35,7 +35,7 @@ def handle(deps: Deps, ctx: RequestContext, request: ShareGroupDescribeRequest) 
             "groups": [
                 {
                     "error_code": E.unsupported_version,
-                    "error_message": "Share groups are not served in cluster mode yet.",
+                    "error_message": "Share groups are not served by this broker.",
                     "group_id": g,
                     "group_state": "",
                     "group_epoch": 0,

@@ -31,11 +31,11 @@ class Deps:
 
 async def handle(deps: Deps, ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     shares = deps.groups.share
-    if shares is None:  # a cluster member: share groups are served by single nodes only, for now
+    if shares is None:  # a group coordinator built without share state (tests)
         return {
             "throttle_time": 0,
             "error_code": E.unsupported_version,
-            "error_message": "Share groups are not served in cluster mode yet.",
+            "error_message": "Share groups are not served by this broker.",
             "member_id": None,
             "member_epoch": 0,
             "heartbeat_interval": 0,

@@ -12,7 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.acls import Operation as Op
 from ...core.acls import ResourceType as R
-from .rule_kit import GROUP_DENIED, TOPIC_DENIED, Partial, Reply, Verdict, extend, plain, rule, split, topic_allowed
+from .rule_kit import (
+    CLUSTER_DENIED,
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    Partial,
+    Reply,
+    Verdict,
+    cluster,
+    extend,
+    plain,
+    rule,
+    split,
+    topic_allowed,
+)
 
 if TYPE_CHECKING:
     from ..connection import RequestContext
@@ -258,3 +271,35 @@ def delete_share_group_offsets(session: Session, ctx: RequestContext, req: Any) 
         return d
 
     return Partial(dataclasses.replace(req, topics=tuple(ok)), merge)
+
+
+@rule(83, 84, 85, 86, 87)  # Initialize / Read / Write / Delete / ReadSummary ShareGroupState
+def share_group_state(session: Session, ctx: RequestContext, req: Any) -> Verdict:
+    """The persister APIs are between brokers: ClusterAction on the cluster, else each partition
+    CLUSTER_AUTHORIZATION_FAILED (its other fields at their defaults)."""
+    if cluster(session, Op.CLUSTER_ACTION):
+        return None
+    extra: dict[str, Any] = {}
+    if req.__api_key__ == 84:
+        extra = {"state_epoch": -1, "start_offset": -1, "state_batches": []}
+    elif req.__api_key__ == 87:
+        extra = {"state_epoch": -1, "leader_epoch": -1, "start_offset": -1}
+    return Reply(
+        {
+            "results": [
+                {
+                    "topic_id": t.topic_id,
+                    "partitions": [
+                        {
+                            "partition": p.partition,
+                            "error_code": CLUSTER_DENIED,
+                            "error_message": "Cluster authorization failed.",
+                            **extra,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in req.topics
+            ]
+        }
+    )
