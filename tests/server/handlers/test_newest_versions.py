@@ -1,0 +1,81 @@
+"""The newest versions Kafka 4.3.1 serves of APIs tidelog served at older ones, through their
+handlers: what each version changes, answered as Kafka's broker answers it (each section names
+the versions and what they add)."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+from tidelog.server.handlers import (
+    bound,
+    fetch,
+    list_offsets,
+)
+from tidelog.wire import fetch as fetch_codec
+from tidelog.wire import list_offsets as lo_codec
+
+from .kit import (
+    UNKNOWN_TOPIC_OR_PARTITION,
+    answer,
+    ctx,
+    produce_records,
+)
+
+UNSUPPORTED_VERSION = 35
+STALE_MEMBER_EPOCH = 113
+INVALID_REGULAR_EXPRESSION = 128
+
+
+def kafka_uuid(u: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+# ---- Fetch 17-18 ----------------------------------------------------------------------------
+
+
+async def test_fetch_v18_reads_a_follower_s_directory_id_and_high_watermark(broker):
+    await produce_records(broker, 3)
+    topic_id = broker.registry.get("t").topic_id
+    part = fetch_codec.FetchRequestPartition(0, 1, 1 << 20, replica_directory_id=uuid.uuid4(), high_watermark=1)
+    req = fetch_codec.FetchRequest(0, 1, [fetch_codec.FetchRequestTopic("", [part], topic_id)], max_bytes=1 << 20)
+    for version in (17, 18):
+        body = b"".join(bytes(c) for c in fetch_codec.encode_request(req, version))
+        decoded = fetch_codec.decode_request(body, version, strict=True)
+        got = decoded.topics[0].partitions[0]
+        assert got.replica_directory_id == part.replica_directory_id and got.tagged_fields is None
+        assert got.high_watermark == (1 if version == 18 else fetch_codec.NO_REQUEST_HW)
+        resp = await answer(bound(fetch, broker)(ctx(broker, 1, version), decoded))
+        p = resp.responses[0].partitions[0]
+        # a consumer's fetch: the partition's own high watermark, whatever the request says
+        assert (p.error_code, p.high_watermark) == (0, 3) and p.records
+    # v17 has no tag 1 in a partition: kept as an unknown tag, as Kafka's parser keeps it
+    raw = fetch_codec.encode_request(req, 18)
+    v17 = fetch_codec.decode_request(b"".join(bytes(c) for c in raw), 17)
+    assert v17.topics[0].partitions[0].tagged_fields == {1: (1).to_bytes(8, "big")}
+
+
+# ---- ListOffsets 9-11 -------------------------------------------------------------------------
+
+
+async def test_list_offsets_sentinels_by_version(broker):
+    await produce_records(broker, 3)
+
+    def ask(ts: int, version: int, topic: str = "t"):
+        req = lo_codec.ListOffsetsRequest(
+            -1, [lo_codec.ListOffsetsRequestTopic(topic, [lo_codec.ListOffsetsRequestPartition(0, ts)])], timeout_ms=5
+        )
+        p = bound(list_offsets, broker)(ctx(broker, 2, version), req).topics[0].partitions[0]
+        return p.error_code, p.timestamp, p.offset
+
+    for version in range(1, 12):
+        assert ask(-3, version)[0] == (0 if version >= 7 else UNSUPPORTED_VERSION)  # as Kafka 4.3.1
+        assert ask(-4, version) == ((0, -1, 0) if version >= 8 else (UNSUPPORTED_VERSION, -1, -1))
+        # no tiered storage: nothing tiered, nothing waiting to be uploaded
+        assert ask(-5, version) == ((0, -1, -1) if version >= 9 else (UNSUPPORTED_VERSION, -1, -1))
+        assert ask(-6, version) == ((0, -1, -1) if version >= 11 else (UNSUPPORTED_VERSION, -1, -1))
+        assert ask(-7, version) == (UNSUPPORTED_VERSION, -1, -1)
+        assert ask(-1, version) == (0, -1, 3)
+    # the version gate comes before the partition is looked up, as in Kafka's ReplicaManager
+    assert ask(-7, 11, topic="nope")[0] == UNSUPPORTED_VERSION
+    assert ask(-5, 11, topic="nope")[0] == UNKNOWN_TOPIC_OR_PARTITION
