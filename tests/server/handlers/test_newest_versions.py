@@ -9,15 +9,22 @@ import uuid
 
 from tidelog.server.handlers import (
     bound,
+    describe_cluster,
     fetch,
+    init_producer_id,
     list_offsets,
+    list_transactions,
+    metadata,
 )
 from tidelog.wire import fetch as fetch_codec
 from tidelog.wire import list_offsets as lo_codec
 
 from .kit import (
+    HOST,
+    PORT,
     UNKNOWN_TOPIC_OR_PARTITION,
     answer,
+    call,
     ctx,
     produce_records,
 )
@@ -79,3 +86,60 @@ async def test_list_offsets_sentinels_by_version(broker):
     # the version gate comes before the partition is looked up, as in Kafka's ReplicaManager
     assert ask(-7, 11, topic="nope")[0] == UNSUPPORTED_VERSION
     assert ask(-5, 11, topic="nope")[0] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+# ---- Metadata 13, DescribeCluster 2 ---------------------------------------------------------
+
+
+async def test_metadata_v13_has_a_top_level_error_code(broker):
+    r = await call(
+        metadata,
+        broker,
+        13,
+        {
+            "topics": [{"name": "t", "topic_id": None}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    assert r["error_code"] == 0 and r["topics"][0]["error_code"] == 0 and len(r["topics"][0]["partitions"]) == 2
+
+
+async def test_describe_cluster_v2_marks_brokers_unfenced(broker):
+    for include in (False, True):
+        r = await call(
+            describe_cluster,
+            broker,
+            2,
+            {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": include},
+        )
+        assert r["error_code"] == 0
+        assert [(b["host"], b["port"], b["is_fenced"]) for b in r["brokers"]] == [(HOST, PORT, False)]
+
+
+# ---- ListTransactions 2 -------------------------------------------------------------------------
+
+
+async def test_list_transactions_v2_filters_by_a_transactional_id_pattern(broker):
+    for txn_id in ("orders-1", "orders-2", "billing-1"):
+        r = await call(
+            init_producer_id,
+            broker,
+            4,
+            {"transactional_id": txn_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1},
+        )
+        assert r["error_code"] == 0
+
+    async def listed(pattern: str | None, version: int = 2) -> tuple[int, list[str]]:
+        data = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+        if version >= 2:
+            data["transactional_id_pattern"] = pattern
+        r = await call(list_transactions, broker, version, data)
+        return r["error_code"], sorted(t["transactional_id"] for t in r["transaction_states"])
+
+    everything = (0, ["billing-1", "orders-1", "orders-2"])
+    assert await listed(None) == everything and await listed("") == everything
+    assert await listed("orders-.*") == (0, ["orders-1", "orders-2"])
+    assert await listed("orders") == (0, [])  # the whole id must match, as Java's Matcher.matches
+    assert await listed("(orders") == (INVALID_REGULAR_EXPRESSION, [])
+    assert await listed(None, version=1) == everything
