@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import uuid
+from types import SimpleNamespace
 
 from tidelog.server.handlers import (
     bound,
     describe_cluster,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     list_transactions,
@@ -20,13 +22,17 @@ from tidelog.wire import fetch as fetch_codec
 from tidelog.wire import list_offsets as lo_codec
 
 from .kit import (
+    COORDINATOR_NOT_AVAILABLE,
     HOST,
+    INVALID_REQUEST,
     PORT,
     UNKNOWN_TOPIC_OR_PARTITION,
     answer,
     call,
+    control_request,
     ctx,
     produce_records,
+    wire,
 )
 
 UNSUPPORTED_VERSION = 35
@@ -115,6 +121,36 @@ async def test_describe_cluster_v2_marks_brokers_unfenced(broker):
         )
         assert r["error_code"] == 0
         assert [(b["host"], b["port"], b["is_fenced"]) for b in r["brokers"]] == [(HOST, PORT, False)]
+
+
+# ---- FindCoordinator 5-6 ----------------------------------------------------------------------
+
+
+async def test_find_coordinator_v6_answers_share_keys_on_a_single_node(broker):
+    topic_id = kafka_uuid(broker.registry.get("t").topic_id)
+
+    async def find(version: int, keys: list[str], key_type: int = 2) -> list[tuple[int, int]]:
+        r = await call(find_coordinator, broker, version, {"key_type": key_type, "coordinator_keys": keys})
+        return [(c["error_code"], c["port"]) for c in r["coordinators"]]
+
+    good = [f"sg:{topic_id}:0", f"a:b:{topic_id}:1"]  # the group may hold ':'
+    assert await find(6, good) == [(0, PORT), (0, PORT)]
+    bad = [f"sg:{topic_id}", f"sg:{topic_id}:x", f" :{topic_id}:0", "sg:not-an-id:0", f"sg:{topic_id}:9999999999"]
+    assert await find(6, bad) == [(INVALID_REQUEST, -1)] * len(bad)
+    assert await find(5, good[:1]) == [(INVALID_REQUEST, -1)]  # share keys are v6's
+    assert await find(5, ["g1"], key_type=0) == [(0, PORT)]
+    assert await find(6, ["g1"], key_type=3) == [(INVALID_REQUEST, -1)]
+
+
+async def test_find_coordinator_share_keys_in_a_cluster_member(broker):
+    """Share groups are served by single nodes: a cluster member's group coordinator has no share
+    groups (`share` None), and answers a share key as Kafka answers while no share coordinator is
+    there. The handler is called with such a coordinator's view in place of the single node's."""
+    topic_id = kafka_uuid(broker.registry.get("t").topic_id)
+    deps = find_coordinator.Deps(cluster=broker.cluster, groups=SimpleNamespace(share=None, loaded=True))
+    req = control_request(10, 6, {"key_type": 2, "coordinator_keys": [f"sg:{topic_id}:0", "bad"]})
+    r = wire(10, 6, await answer(find_coordinator.handle(deps, ctx(broker, 10, 6), req)))
+    assert [c["error_code"] for c in r["coordinators"]] == [COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST]
 
 
 # ---- ListTransactions 2 -------------------------------------------------------------------------
