@@ -14,9 +14,11 @@ from tidelog.server.handlers import (
     fetch,
     find_coordinator,
     init_producer_id,
+    join_group,
     list_offsets,
     list_transactions,
     metadata,
+    sync_group,
 )
 from tidelog.wire import fetch as fetch_codec
 from tidelog.wire import list_offsets as lo_codec
@@ -26,6 +28,7 @@ from .kit import (
     HOST,
     INVALID_REQUEST,
     PORT,
+    SUBSCRIPTION,
     UNKNOWN_TOPIC_OR_PARTITION,
     answer,
     call,
@@ -151,6 +154,52 @@ async def test_find_coordinator_share_keys_in_a_cluster_member(broker):
     req = control_request(10, 6, {"key_type": 2, "coordinator_keys": [f"sg:{topic_id}:0", "bad"]})
     r = wire(10, 6, await answer(find_coordinator.handle(deps, ctx(broker, 10, 6), req)))
     assert [c["error_code"] for c in r["coordinators"]] == [COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST]
+
+
+# ---- JoinGroup 8-9 ----------------------------------------------------------------------------
+
+
+def _static_join(member_id: str, reason: str | None = None) -> dict:
+    return {
+        "group_id": "sg",
+        "session_timeout": 30_000,
+        "rebalance_timeout": 30_000,
+        "member_id": member_id,
+        "group_instance_id": "i1",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": SUBSCRIPTION}],
+        "reason": reason,
+    }
+
+
+async def test_join_group_v9_tells_a_returning_static_leader_to_skip_the_assignment(broker):
+    first = await call(join_group, broker, 9, _static_join("", "starting"))
+    leader, gen = first["member_id"], first["generation_id"]
+    assert first["error_code"] == 0 and first["leader"] == leader and not first["skip_assignment"]
+    synced = await call(
+        sync_group,
+        broker,
+        5,
+        {
+            "group_id": "sg",
+            "generation_id": gen,
+            "member_id": leader,
+            "group_instance_id": "i1",
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": [{"member_id": leader, "assignment": b"a"}],
+        },
+    )
+    assert synced["error_code"] == 0
+    # the instance restarts: a new member id, the same generation, no rebalance
+    back = await call(join_group, broker, 9, _static_join("", "restarted"))
+    assert back["error_code"] == 0 and back["generation_id"] == gen and back["member_id"] != leader
+    assert back["leader"] == back["member_id"] and back["skip_assignment"]
+    assert [m["group_instance_id"] for m in back["members"]] == ["i1"]  # it leads: it sees the members
+    # before v9 the returning leader is told the old leader id, and gets no members: it does not assign
+    again = await call(join_group, broker, 8, _static_join(""))
+    assert again["error_code"] == 0 and again["generation_id"] == gen
+    assert again["leader"] == back["member_id"] != again["member_id"] and again["members"] == []
 
 
 # ---- ListTransactions 2 -------------------------------------------------------------------------
