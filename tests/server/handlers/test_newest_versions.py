@@ -18,6 +18,8 @@ from tidelog.server.handlers import (
     list_offsets,
     list_transactions,
     metadata,
+    offset_commit,
+    offset_fetch,
     sync_group,
 )
 from tidelog.wire import fetch as fetch_codec
@@ -29,6 +31,8 @@ from .kit import (
     INVALID_REQUEST,
     PORT,
     SUBSCRIPTION,
+    UNKNOWN_MEMBER_ID,
+    UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
     answer,
     call,
@@ -228,3 +232,128 @@ async def test_list_transactions_v2_filters_by_a_transactional_id_pattern(broker
     assert await listed("orders") == (0, [])  # the whole id must match, as Java's Matcher.matches
     assert await listed("(orders") == (INVALID_REGULAR_EXPRESSION, [])
     assert await listed(None, version=1) == everything
+
+
+# ---- OffsetCommit 10, OffsetFetch 10 ----------------------------------------------------------
+
+
+def _commit(topics: list[dict], *, group: str = "g10", member: str = "", epoch: int = -1) -> dict:
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": epoch,
+        "member_id": member,
+        "group_instance_id": None,
+        "topics": topics,
+    }
+
+
+def _parts(*ps: int, offset: int = 7) -> list[dict]:
+    return [{"partition_index": p, "committed_offset": offset + p, "committed_metadata": "m"} for p in ps]
+
+
+def _fetch(topics: list[dict] | None, *, group: str = "g10", member: str | None = None, epoch: int = -1) -> dict:
+    return {"groups": [{"group_id": group, "member_id": member, "member_epoch": epoch, "topics": topics}]}
+
+
+def _codes(resp: dict) -> dict:
+    return {(t["topic_id"], p["partition_index"]): p["error_code"] for t in resp["topics"] for p in t["partitions"]}
+
+
+async def test_offset_commit_and_fetch_v10_name_topics_by_id(broker):
+    tid = broker.registry.get("t").topic_id
+    nope = uuid.uuid4()
+    c = await call(
+        offset_commit,
+        broker,
+        10,
+        _commit([{"topic_id": tid, "partitions": _parts(0, 1, 5)}, {"topic_id": nope, "partitions": _parts(0)}]),
+    )
+    assert _codes(c) == {(tid, 0): 0, (tid, 1): 0, (tid, 5): UNKNOWN_TOPIC_OR_PARTITION, (nope, 0): UNKNOWN_TOPIC_ID}
+    # only unknown ids: answered without the group (which a generation of 5 would refuse)
+    c = await call(offset_commit, broker, 10, _commit([{"topic_id": nope, "partitions": _parts(0)}], epoch=5))
+    assert _codes(c) == {(nope, 0): UNKNOWN_TOPIC_ID}
+    # refused by the group: the partitions it was asked about; the unknown id keeps its error
+    c = await call(
+        offset_commit,
+        broker,
+        10,
+        _commit([{"topic_id": tid, "partitions": _parts(0, 5)}, {"topic_id": nope, "partitions": _parts(0)}], epoch=5),
+    )
+    # a generation needs a member; what does not exist is said so first, as Kafka
+    assert _codes(c) == {(tid, 0): UNKNOWN_MEMBER_ID, (tid, 5): UNKNOWN_TOPIC_OR_PARTITION, (nope, 0): UNKNOWN_TOPIC_ID}
+
+    f = await call(
+        offset_fetch,
+        broker,
+        10,
+        _fetch([{"topic_id": tid, "partition_indexes": [0, 1]}, {"topic_id": nope, "partition_indexes": [3]}]),
+    )
+    g = f["groups"][0]
+    assert g["error_code"] == 0
+    assert [
+        (t["topic_id"], [(p["partition_index"], p["committed_offset"], p["error_code"]) for p in t["partitions"]])
+        for t in g["topics"]
+    ] == [(tid, [(0, 7, 0), (1, 8, 0)]), (nope, [(3, -1, UNKNOWN_TOPIC_ID)])]
+    # every committed topic, by id
+    every = await call(offset_fetch, broker, 10, _fetch(None))
+    assert [
+        (t["topic_id"], sorted(p["partition_index"] for p in t["partitions"])) for t in every["groups"][0]["topics"]
+    ] == [(tid, [0, 1])]
+    # the same offsets by name at v9
+    v9 = await call(
+        offset_fetch,
+        broker,
+        9,
+        {
+            "groups": [
+                {
+                    "group_id": "g10",
+                    "member_id": None,
+                    "member_epoch": -1,
+                    "topics": [{"name": "t", "partition_indexes": [1]}],
+                }
+            ]
+        },
+    )
+    assert v9["groups"][0]["topics"][0]["partitions"][0]["committed_offset"] == 8
+
+
+async def test_offset_commit_v10_checks_a_consumer_group_member_s_epochs(broker):
+    from .test_consumer_groups import hb, joined, owned, parts
+
+    await joined(broker, "a")  # epoch 2: partitions 0 and 1
+    await joined(broker, "b")  # epoch 3: a gives partition 1 to b
+    a = await hb(broker, "a", 2, owned=owned(broker, {0, 1}), topics=None)
+    assert (a["member_epoch"], parts(a)) == (2, {0})
+    a = await hb(broker, "a", 2, owned=owned(broker, {0}), topics=None)
+    assert a["member_epoch"] == 3  # partition 0 has been a's since epoch 2, partition 1 is b's
+    tid = broker.registry.get("t").topic_id
+
+    async def commit(epoch: int, *ps: int, offset: int = 7) -> set[int]:
+        parts_ = _parts(*ps, offset=offset)
+        body = _commit([{"topic_id": tid, "partitions": parts_}], group="cg", member="a", epoch=epoch)
+        return set(_codes(await call(offset_commit, broker, 10, body)).values())
+
+    assert await commit(3, 0, 1) == {0}  # the current epoch: any partition
+    assert await commit(4, 0) == {STALE_MEMBER_EPOCH}  # newer than the member's
+    assert await commit(2, 0) == {0}  # older, but partition 0 was a's at epoch 2 (KIP-1251)
+    assert await commit(1, 0) == {STALE_MEMBER_EPOCH}  # not yet a's at epoch 1
+    # one partition it did not hold at that epoch fails the whole request: nothing is written
+    assert await commit(2, 0, 1, offset=100) == {STALE_MEMBER_EPOCH}
+    got = await call(offset_fetch, broker, 10, _fetch([{"topic_id": tid, "partition_indexes": [0, 1]}], group="cg"))
+    assert [p["committed_offset"] for p in got["groups"][0]["topics"][0]["partitions"]] == [7, 8]
+
+    async def fetch_error(member: str, epoch: int) -> int:
+        body = _fetch(
+            [{"topic_id": tid, "partition_indexes": [0]}, {"topic_id": uuid.uuid4(), "partition_indexes": [0]}],
+            group="cg",
+            member=member,
+            epoch=epoch,
+        )
+        g = (await call(offset_fetch, broker, 10, body))["groups"][0]
+        assert g["error_code"] or len(g["topics"]) == 2
+        return g["error_code"] if g["error_code"] else len(g["topics"][0]["partitions"]) and 0
+
+    assert await fetch_error("a", 3) == 0
+    assert await fetch_error("a", 2) == STALE_MEMBER_EPOCH  # a fetch needs the current epoch; no topics then
+    assert await fetch_error("zz", 3) == UNKNOWN_MEMBER_ID
