@@ -407,6 +407,15 @@ public class ClientChecks {
             ListOffsetsResult.ListOffsetsResultInfo max = a.listOffsets(Map.of(tp, OffsetSpec.maxTimestamp())).all().get().get(tp);
             r.put("max_timestamp_offset", max.offset());
             r.put("max_timestamp", max.timestamp());
+            // ListOffsets 8, 9 and 11's sentinels: no tiered storage, so the log start and no offset (-1)
+            r.put("earliest_local", a.listOffsets(Map.of(tp, OffsetSpec.earliestLocal())).all().get().get(tp).offset());
+            r.put("latest_tiered", a.listOffsets(Map.of(tp, OffsetSpec.latestTiered())).all().get().get(tp).offset());
+            r.put("earliest_pending_upload",
+                a.listOffsets(Map.of(tp, OffsetSpec.earliestPendingUpload())).all().get().get(tp).offset());
+            // DescribeCluster 2: fenced brokers asked for (none), each broker's is_fenced
+            Collection<Node> nodes = a.describeCluster(new DescribeClusterOptions().includeFencedBrokers(true)).nodes().get();
+            r.put("cluster_nodes", nodes.size());
+            r.put("fenced_nodes", nodes.stream().filter(Node::isFenced).count());
             a.alterConsumerGroupOffsets(group, Map.of(tp, new OffsetAndMetadata(4))).all().get();
             r.put("group_offset", a.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().get(tp).offset());
             a.deleteConsumerGroupOffsets(group, Set.of(tp)).all().get();
@@ -423,6 +432,11 @@ public class ClientChecks {
                     .get(new TopicPartition(topic, 1)).activeProducers().size());
                 r.put("listed_transactions", a.listTransactions().all().get().stream()
                     .filter(l -> l.transactionalId().equals(prefix + "-admtx")).count());
+                // ListTransactions 2: by a transactional id pattern (matched whole)
+                r.put("listed_by_pattern", a.listTransactions(new ListTransactionsOptions()
+                    .filterOnTransactionalIdPattern(prefix + "-adm.*")).all().get().size());
+                r.put("listed_by_other_pattern", a.listTransactions(new ListTransactionsOptions()
+                    .filterOnTransactionalIdPattern(prefix + "-adm")).all().get().size());
                 r.put("transaction_state", a.describeTransactions(List.of(prefix + "-admtx")).all().get()
                     .get(prefix + "-admtx").state().toString());
                 producer.commitTransaction();

@@ -158,3 +158,28 @@ def test_kafka_share_consumer_and_admin_on_a_cluster(cluster, java_checks):  # n
     assert r["several_distinct"] == 200 and r["several_duplicates"] == 0
     assert (r["altered_start"], r["altered_lag"]) == (4, 6)
     assert r["after_rewind"] == "x4,x5,x6,x7,x8,x9" and r["after_delete"] == 0
+
+
+def test_find_coordinator_names_the_share_coordinator(cluster):
+    """FindCoordinator v6, key type 2 ("<group>:<topic id>:<partition>", asked by brokers): the
+    leader of the key's `__share_group_state` partition (created on first use)."""
+    from tidelog.share.state_store import kafka_uuid
+
+    c = cluster
+    topic = f"fc-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, topic, partitions=1)
+    with KafkaClient(next(iter_live(c)).bootstrap) as client:
+        md = client.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}, version=10)
+        topic_id = md.topics[0].topic_id
+        key = f"g:{kafka_uuid(topic_id)}:0"
+        found: list[int] = []
+
+        def ask() -> bool:
+            r = client.request(10, {"key_type": 2, "coordinator_keys": [key]}, version=6)
+            if r.coordinators[0].error_code.value == 0:
+                found.append(int(r.coordinators[0].node_id))
+            return bool(found)
+
+        wait_for(ask, 30, "a share coordinator")
+    p = coordinator_partition(("g", topic_id, 0), 3)
+    assert found[0] == int(describe(c, "__share_group_state")[p]["leader"])

@@ -36,6 +36,9 @@ T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in both logs' records
 TOPIC = "diff-t"
 SMALL = "diff-small"
 PARTITIONS = 2
+SHARE_KEY = "diff-sg:AAAAAAAAAAAAAAAAAAAAAQ:0"  # a share coordinator key: group, topic id, partition
+NO_SUCH_ID = uuid.UUID(int=7)  # a topic id neither broker knows
+CG_MEMBER = str(uuid.UUID(int=77))  # a consumer group member both brokers know (diff-cgo)
 
 # field name -> why it may differ between two correct brokers
 IGNORED = {
@@ -144,6 +147,7 @@ def pair(tmp_path_factory):
             _prepare_errors(c)
             md = c.request(3, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, version=12)
             c.topic_ids = {TOPIC: md.topics[0].topic_id}
+            _prepare_groups_and_txns(c)
         yield clients
         for c in clients.values():
             c.close()
@@ -274,6 +278,51 @@ def _coordinators_ready(c: KafkaClient) -> None:
     while c.request(16, {"states_filter": [], "types_filter": []}, version=4).error_code.value != 0:
         assert time.monotonic() < deadline
         time.sleep(0.3)
+    # Kafka creates __share_group_state on the first share key (FindCoordinator v6)
+    while c.request(10, {"key_type": 2, "coordinator_keys": [SHARE_KEY]}, version=6).coordinators[0].error_code.value:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+
+
+def _prepare_groups_and_txns(c: KafkaClient) -> None:
+    """Offsets committed by a simple consumer (group diff-of), a consumer group with one member
+    (diff-cgo: its epoch in `c.cg_epoch`), and two transactional ids (Empty transactions)."""
+    commit = c.request(
+        8,
+        {
+            "group_id": "diff-of",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [{"name": TOPIC, "partitions": [_committed(0), _committed(1)]}],
+        },
+        version=9,
+    )
+    assert all(p.error_code.value == 0 for t in commit.topics for p in t.partitions), commit
+    joined = c.request(68, {**_consumer_heartbeats(1)[-1], "group_id": "diff-cgo", "member_id": CG_MEMBER}, version=1)
+    assert joined.error_code.value == 0, joined
+    c.cg_epoch = joined.member_epoch
+    deadline = time.monotonic() + 60
+    for txn_id in ("diff-txn-1", "other-txn-1"):
+        while True:
+            init = c.request(
+                22,
+                {"transactional_id": txn_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1},
+                version=4,
+            )
+            if init.error_code.value not in (14, 15, 16) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert init.error_code.value == 0, init
+
+
+def _committed(partition: int, offset: int = 3) -> dict:
+    return {
+        "partition_index": partition,
+        "committed_offset": offset,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "m",
+    }
 
 
 def _common_versions(clients, api_key: int) -> list[int]:
@@ -290,12 +339,73 @@ def _list_offsets(v):
         {"partition_index": 0, "timestamp": ts, "current_leader_epoch": -1, "max_num_offsets": 1}
         for ts in (-2, -1, T0 + 2500, T0 + 99_000)
     ]
-    if v >= 7:
-        parts.append({"partition_index": 1, "timestamp": -3, "current_leader_epoch": -1, "max_num_offsets": 1})
+    # the other sentinels at every version (each before its version: UNSUPPORTED_VERSION), and one
+    # that is no sentinel: -3 max timestamp (v7), -4 earliest local (v8), -5 latest tiered (v9),
+    # -6 earliest pending upload (v11), -7
+    for ts in (-3, -4, -5, -6, -7):
+        parts.append({"partition_index": 1, "timestamp": ts, "current_leader_epoch": -1, "max_num_offsets": 1})
     # one timestamp per partition and request (Kafka refuses repeats): one partition each
-    return [{"replica_id": -1, "isolation_level": 0, "topics": [{"name": TOPIC, "partitions": [p]}]} for p in parts] + [
-        {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "no-such-topic", "partitions": [parts[0]]}]}
+    return [
+        {"replica_id": -1, "isolation_level": 0, "timeout": 1000, "topics": [{"name": TOPIC, "partitions": [p]}]}
+        for p in parts
+    ] + [
+        {"replica_id": -1, "isolation_level": 1, "topics": [{"name": "no-such-topic", "partitions": [parts[0]]}]},
+        {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "no-such-topic", "partitions": [parts[-1]]}]},
     ]
+
+
+def _offset_commits(v: int) -> list[dict]:
+    """A simple consumer's commits (group diff-oc): a partition that exists, one that does not, a
+    topic this broker does not know (by name before v10, by id from v10); then a consumer group
+    member's commit at an epoch newer than its own (STALE_MEMBER_EPOCH, v9+; before v9 the
+    consumer protocol's member is refused UNSUPPORTED_VERSION)."""
+    topics = [
+        {"name": TOPIC, "topic_id": None, "partitions": [_committed(0), _committed(99)]},
+        {"name": "no-such-topic", "topic_id": NO_SUCH_ID, "partitions": [_committed(0)]},
+    ]
+    base = {"generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None, "retention_time": -1}
+    return [
+        {**base, "group_id": "diff-oc", "topics": topics},
+        {**base, "group_id": "diff-cgo", "member_id": CG_MEMBER, "generation_id_or_member_epoch": 99, "topics": topics},
+    ]
+
+
+def _offset_fetches(v: int, c: KafkaClient) -> list[dict]:
+    """diff-of's offsets: named partitions (one never committed, one of a topic neither broker
+    knows: UNKNOWN_TOPIC_ID by id in v10), then all of them (v2+); diff-cgo's member checks (v9+)."""
+
+    def group(group_id: str, topics, member: str | None = None, epoch: int = -1) -> dict:
+        one = {"group_id": group_id, "member_id": member, "member_epoch": epoch, "topics": topics}
+        return {"group_id": group_id, "topics": topics, "groups": [one], "require_stable": False}
+
+    named = [
+        {"name": TOPIC, "topic_id": c.topic_ids[TOPIC], "partition_indexes": [0, 1, 7]},
+        {"name": "no-such-topic", "topic_id": NO_SUCH_ID, "partition_indexes": [0]},
+    ]
+    out = [group("diff-of", named)]
+    if v >= 2:
+        out.append(group("diff-of", None))
+    mine = [{"name": TOPIC, "topic_id": c.topic_ids[TOPIC], "partition_indexes": [0]}]
+    out += [
+        group("diff-cgo", mine, CG_MEMBER, c.cg_epoch),
+        group("diff-cgo", mine, CG_MEMBER, c.cg_epoch + 5),  # STALE_MEMBER_EPOCH (v9+)
+        group("diff-cgo", mine, "no-such-member", c.cg_epoch),  # UNKNOWN_MEMBER_ID (v9+)
+    ]
+    return out
+
+
+def _join_group_errors(v: int) -> list[dict]:
+    base = {
+        "group_id": "diff-jg",
+        "session_timeout": 10_000,
+        "rebalance_timeout": 10_000,
+        "member_id": "no-such-member",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+        "reason": "difference test",
+    }
+    return [base, {**base, "session_timeout": 1}]  # UNKNOWN_MEMBER_ID, INVALID_SESSION_TIMEOUT
 
 
 def _consumer_heartbeats(v: int) -> list[dict]:
@@ -461,6 +571,8 @@ CASES = {
                                 "last_fetched_epoch": -1,
                                 "log_start_offset": -1,
                                 "partition_max_bytes": 1 << 20,
+                                "replica_directory_id": uuid.UUID(int=5),  # v17+: a follower's, unused
+                                "high_watermark": 3,  # v18+: a follower's, unused
                             }
                         ],
                     }
@@ -533,7 +645,32 @@ CASES = {
             }
         ],
     ),
-    "FindCoordinator": (10, lambda v: [{"key": "g1", "key_type": 0, "coordinator_keys": ["g1"]}]),
+    "FindCoordinator": (
+        10,
+        lambda v: [
+            {"key": "g1", "key_type": 0, "coordinator_keys": ["g1"]},
+            # share keys: v6+ (INVALID_REQUEST before); a key SharePartitionKey cannot parse
+            {"key": SHARE_KEY, "key_type": 2, "coordinator_keys": [SHARE_KEY, "diff-sg:no-id:0"]},
+            {"key": "g1", "key_type": 9, "coordinator_keys": ["g1"]},  # no such key type
+        ],
+    ),
+    "JoinGroup errors": (11, _join_group_errors),
+    "DescribeCluster": (
+        60,
+        lambda v: [
+            {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": fenced}
+            for fenced in (False, True)
+        ],
+    ),
+    "ListTransactions": (
+        66,
+        lambda v: [
+            {"state_filters": [], "producer_id_filters": [], "duration_filter": -1, "transactional_id_pattern": p}
+            for p in (None, "", "diff-.*", "diff", "(unclosed")
+        ],
+    ),
+    "OffsetCommit": (8, _offset_commits),
+    "OffsetFetch": (9, _offset_fetches),
     "DescribeGroups unknown": (15, lambda v: [{"groups": ["no-such-group"], "include_authorized_operations": False}]),
     "ConsumerGroupHeartbeat": (68, lambda v: _consumer_heartbeats(v)),
     "ShareGroupHeartbeat": (76, _share_heartbeats),

@@ -129,6 +129,9 @@ def test_admin_client(module_broker, java_checks):
     assert r["retention_ms"] == "3600000" and r["retention_bytes_type"] == "LONG"
     assert (r["earliest"], r["latest"], r["for_timestamp"]) == (0, 10, 4)
     assert (r["max_timestamp_offset"], r["max_timestamp"]) == (9, 1_767_225_609_000)
+    assert (r["earliest_local"], r["latest_tiered"], r["earliest_pending_upload"]) == (0, -1, -1)  # ListOffsets 8-11
+    assert (r["cluster_nodes"], r["fenced_nodes"]) == (1, 0)  # DescribeCluster 2
+    assert (r["listed_by_pattern"], r["listed_by_other_pattern"]) == (1, 0)  # ListTransactions 2
     assert r["group_offset"] == 4 and r["group_offset_after_delete"] is True
     assert r["earliest_after_delete"] == 3
     assert r["producers_on_partition"] == 1 and r["listed_transactions"] == 1

@@ -273,3 +273,20 @@ def test_every_refusal_encodes_in_every_version(broker):
                 control.encode_response(api_key, version, verdict.response)
                 checked += 1
     assert checked > 60
+
+
+def test_find_coordinator_share_keys_need_cluster_action(broker):
+    """v6 share coordinator keys: Kafka authorizes ClusterAction on the cluster and fails the whole
+    request when it is missing (group keys keep their Describe-on-the-group check)."""
+    alice = session_for(broker, "User:alice")
+    keys = {"key_type": 2, "coordinator_keys": ["g:AAAAAAAAAAAAAAAAAAAAAQ:0", "g:AAAAAAAAAAAAAAAAAAAAAQ:1"]}
+    verdict, _ = run(broker, alice, 10, 6, keys)
+    assert isinstance(verdict, Reply)
+    cluster_denied = 31  # CLUSTER_AUTHORIZATION_FAILED
+    assert [(c["key"], c["error_code"]) for c in verdict.response["coordinators"]] == [
+        (k, cluster_denied) for k in keys["coordinator_keys"]
+    ]
+    control.encode_response(10, 6, verdict.response)
+    assert run(broker, alice, 10, 5, keys)[0] is None  # before v6 the handler refuses the key itself
+    grant(broker, R.CLUSTER, "kafka-cluster", Op.CLUSTER_ACTION)
+    assert run(broker, alice, 10, 6, keys)[0] is None

@@ -55,10 +55,10 @@ async def fetch_until(sim, sc: ShareConsumer, done, acks=None, timeout_s: float 
         if pending and not any(p in errors for p in pending):
             pending = None
         got += new
-        if done(got):
+        if pending is None and done(got):
             return got
         await asyncio.sleep(0.3)
-    raise AssertionError(f"not done after {timeout_s} s: {got}")
+    raise AssertionError(f"not done after {timeout_s} s: {got}, acknowledgements {pending} not taken")
 
 
 def offsets(ds: list[Delivery]) -> set[int]:
@@ -145,8 +145,8 @@ def describe_start(sim, c, topic_id) -> int:
 
 
 def test_a_deposed_share_partition_leader_cannot_overwrite_its_successors_state():
-    """The data partition's leader is paused past its session while a member holds records (short
-    locks). The next leader loads the state (recording its leader epoch at the coordinator), gives
+    """The data partition's leader is paused past its session while a member holds records. The
+    next leader loads the state (recording its leader epoch at the coordinator), gives
     the records again and they are accepted. When the old leader resumes, its locks have expired:
     it writes the records as available again - at its old epoch, which the coordinator refuses.
     So the accepted records are never delivered again, and the start offset stays past them."""
@@ -166,7 +166,7 @@ def test_a_deposed_share_partition_leader_cannot_overwrite_its_successors_state(
                             "resource_type": 32,
                             "resource_name": GROUP,
                             "configs": [
-                                {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": "3000"}
+                                {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": "15000"}
                             ],
                         }
                     ],
@@ -188,7 +188,8 @@ def test_a_deposed_share_partition_leader_cannot_overwrite_its_successors_state(
         await fetch_until(sim, sc, lambda ds: offsets(ds) == set(range(5)))
         await fetch_until(sim, sc, lambda ds: True, acks={0: [(0, 4, ACCEPT)]})
         assert await as_client(c, describe_start(sim, c, sc.topic_id)) == 5
-        sim.brokers[old.leader].resume()  # its locks expired long ago: it writes them available
+        await asyncio.sleep(16)  # virtual seconds: the paused leader's locks (15 s) have expired
+        sim.brokers[old.leader].resume()  # it writes its expired records as available again
         await asyncio.sleep(10)  # virtual seconds: the resumed broker's expiry and its write run
         assert await as_client(c, describe_start(sim, c, sc.topic_id)) == 5, "the deposed leader's write was taken"
         code, _ = await produce(c, TOPIC, 0, ["v5"])

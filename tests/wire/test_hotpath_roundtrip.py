@@ -82,7 +82,10 @@ def fetch_request(v: int):
         when(v >= 9, I32, -1),
         when(v >= 12, I32, -1),
         when(v >= 5, I64, -1),
-        tags(flex),
+        # v17+: tags 0 (directory id) and 1 (v18: high watermark) are fields of their own
+        tags(flex, first=2 if v >= F.FIRST_DIRECTORY_ID_VERSION else 0),
+        when(v >= F.FIRST_DIRECTORY_ID_VERSION, UUIDS, None),
+        when(v >= F.FIRST_REQUEST_HW_VERSION, I64, F.NO_REQUEST_HW),
     )
     topic = st.builds(
         F.FetchRequestTopic, when(not by_id, TEXT, ""), st.lists(part, **SMALL), when(by_id, UUIDS, None), tags(flex)
@@ -145,7 +148,14 @@ def list_offsets_request(v: int):
     flex = v >= L.FIRST_FLEXIBLE_VERSION
     part = st.builds(L.ListOffsetsRequestPartition, I32, I64, when(v >= 4, I32, -1), when(v == 0, I32, 1), tags(flex))
     topic = st.builds(L.ListOffsetsRequestTopic, TEXT, st.lists(part, **SMALL), tags(flex))
-    return st.builds(L.ListOffsetsRequest, I32, st.lists(topic, **SMALL), when(v >= 2, I8, 0), tags(flex))
+    return st.builds(
+        L.ListOffsetsRequest,
+        I32,
+        st.lists(topic, **SMALL),
+        when(v >= 2, I8, 0),
+        tags(flex),
+        when(v >= L.FIRST_TIMEOUT_VERSION, I32, 0),
+    )
 
 
 def list_offsets_response(v: int):

@@ -275,7 +275,10 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
+        skip_assignment: bool = False,
+        reason: str | None = None,
     ) -> JoinGroupResponse:
+        """JoinGroup (see `membership.GroupMembership.join`)."""
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None and not self.status(group_id):
             if consumer.members:
@@ -296,6 +299,8 @@ class GroupCoordinator:
             protocol_type,
             protocols,
             require_known_member_id,
+            skip_assignment,
+            reason,
         )
 
     async def sync(

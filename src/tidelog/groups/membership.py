@@ -283,7 +283,15 @@ class Membership:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
+        skip_assignment: bool = False,
+        reason: str | None = None,
     ) -> JoinGroupResponse:
+        """A member joins or rejoins; answered when the rebalance completes. `require_known_member_id`
+        (v4+, KIP-394): a new dynamic member first gets its id with MEMBER_ID_REQUIRED.
+        `skip_assignment` (v9+, KIP-814): a static leader that comes back to a Stable group is told
+        it leads, with the members, but not to assign; before v9 it is told the old leader id, so
+        that it does not assign. `reason` (v8+, KIP-800) goes into the rebalance's log line."""
+        why = f" (client reason: {reason})" if reason else ""
         if code := self.coord.status(group_id):
             return join_error(E(code), member_id)
         if not group_id:
@@ -306,26 +314,28 @@ class Membership:
             member_id, instance_id, client_id, client_host, rebalance_ms, session_ms, protocol_type, list(protocols)
         )
         if not member_id:
-            return await self._join_unknown(group, fresh, require_known_member_id)
+            return await self._join_unknown(group, fresh, require_known_member_id, skip_assignment, why)
         if member_id in group.pending_members:
             handle = group.pending_members.pop(member_id)
             if handle is not None:
                 handle.cancel()
-            return await self._add_and_rebalance(group, fresh)
+            return await self._add_and_rebalance(group, fresh, why)
         if group.static_member_fenced(member_id, instance_id):
             return join_error(E.fenced_instance_id, member_id)
         member = group.members.get(member_id)
         if member is None:
             return join_error(E.unknown_member_id, member_id)
-        return await self._join_known(group, member, fresh)
+        return await self._join_known(group, member, fresh, why)
 
-    async def _join_unknown(self, group: Group, fresh: Member, require_known_member_id: bool) -> JoinGroupResponse:
+    async def _join_unknown(
+        self, group: Group, fresh: Member, require_known_member_id: bool, skip_assignment: bool, why: str
+    ) -> JoinGroupResponse:
         fresh.member_id = f"{fresh.group_instance_id or fresh.client_id}-{uuid.uuid4()}"
         if fresh.group_instance_id is not None:
             old_id = group.static_members.get(fresh.group_instance_id)
             if old_id is not None and old_id in group.members:
-                return await self._replace_static(group, group.members[old_id], fresh)
-            return await self._add_and_rebalance(group, fresh)
+                return await self._replace_static(group, group.members[old_id], fresh, skip_assignment, why)
+            return await self._add_and_rebalance(group, fresh, why)
         if require_known_member_id:
             # KIP-394: hand out the id first; the member joins for real with it.
             loop = asyncio.get_running_loop()
@@ -334,13 +344,15 @@ class Membership:
                 fresh.session_timeout_ms / 1000, self._pending_expired, group, mid
             )
             return join_error(E.member_id_required, mid)
-        return await self._add_and_rebalance(group, fresh)
+        return await self._add_and_rebalance(group, fresh, why)
 
     def _pending_expired(self, group: Group, member_id: str) -> None:
         if group.pending_members.pop(member_id, 0) != 0:
             self._try_complete_join(group)
 
-    async def _replace_static(self, group: Group, old: Member, fresh: Member) -> JoinGroupResponse:
+    async def _replace_static(
+        self, group: Group, old: Member, fresh: Member, skip_assignment: bool, why: str
+    ) -> JoinGroupResponse:
         """A static member came back with a new member id: it takes over the old one's place."""
         log.info("group %s: static member %s replaces %s", group.group_id, fresh.member_id, old.member_id)
         group.members.pop(old.member_id)
@@ -351,8 +363,8 @@ class Membership:
         fresh.is_new = False
         group.members[fresh.member_id] = fresh
         group.static_members[fresh.group_instance_id] = fresh.member_id  # type: ignore[index]  # static: has an id
-        was_leader = group.leader_id == old.member_id
-        if was_leader:
+        current_leader = group.leader_id
+        if current_leader == old.member_id:
             group.leader_id = fresh.member_id
         # As Kafka: a Stable group keeps its generation unless the protocol the next generation
         # would select changes; the member's subscription bytes may differ (new metadata, a new
@@ -360,29 +372,34 @@ class Membership:
         if group.is_(S.STABLE) and group.protocol_name == group.select_protocol():
             self.touch(fresh, group)
             await self._persist_group(group)
-            # No rebalance: the member gets the current generation; as leader it gets no member
-            # list, so it does not compute a new assignment.
+            # No rebalance: the member gets the current generation. v9+: a leader gets the members
+            # and is told to skip the assignment (it keeps watching metadata); before v9 no member
+            # gets the members, and the leader is told the old leader id, so it does not assign.
             answer = self._join_answer(group, fresh)
-            answer["members"] = []
+            if skip_assignment:
+                answer["skip_assignment"] = fresh.member_id == group.leader_id
+            else:
+                answer["members"] = []
+                answer["leader"] = current_leader or ""
             return answer
-        return await self._await_join(group, fresh)
+        return await self._await_join(group, fresh, why)
 
-    async def _add_and_rebalance(self, group: Group, member: Member) -> JoinGroupResponse:
+    async def _add_and_rebalance(self, group: Group, member: Member, why: str = "") -> JoinGroupResponse:
         group.add(member)
         self.touch(member, group)
-        return await self._await_join(group, member)
+        return await self._await_join(group, member, why)
 
-    async def _await_join(self, group: Group, member: Member) -> JoinGroupResponse:
+    async def _await_join(self, group: Group, member: Member, why: str = "") -> JoinGroupResponse:
         loop = asyncio.get_running_loop()
         resolve(member.join_waiter, join_error(E.rebalance_in_progress, member.member_id))
         member.join_waiter = waiter = loop.create_future()
         if group.is_(S.PREPARING_REBALANCE):
             self._try_complete_join(group)
         else:
-            self._prepare_rebalance(group, f"member {member.member_id} joined")
+            self._prepare_rebalance(group, f"member {member.member_id} joined{why}")
         return await asyncio.shield(waiter)
 
-    async def _join_known(self, group: Group, member: Member, fresh: Member) -> JoinGroupResponse:
+    async def _join_known(self, group: Group, member: Member, fresh: Member, why: str) -> JoinGroupResponse:
         same = member.same_protocols(fresh.protocols)
         member.protocols = fresh.protocols
         member.session_timeout_ms = fresh.session_timeout_ms
@@ -390,13 +407,13 @@ class Membership:
         member.client_id, member.client_host = fresh.client_id, fresh.client_host
         self.touch(member, group)
         if group.is_(S.PREPARING_REBALANCE):
-            return await self._await_join(group, member)
+            return await self._await_join(group, member, why)
         if group.is_(S.COMPLETING_REBALANCE) and same:
             return self._join_answer(group, member)  # the JoinGroup response was lost: repeat it
         if group.is_(S.STABLE) and same and member.member_id != group.leader_id:
             return self._join_answer(group, member)
         if group.is_(S.STABLE, S.COMPLETING_REBALANCE):
-            return await self._await_join(group, member)
+            return await self._await_join(group, member, why)
         return join_error(E.unknown_member_id, member.member_id)
 
     # ---- SyncGroup ---------------------------------------------------------------------------

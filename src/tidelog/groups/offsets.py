@@ -4,9 +4,10 @@ when a topic is deleted.
 
 Who may commit is checked against the group's membership (generation, member id, static
 instance); for a consumer group (KIP-848) against the member's epoch, and a commit with an older
-epoch only for partitions assigned to the member at or before it (KIP-1251). What is committed goes
-through the coordinator's `OffsetStore`, which writes it to `__consumer_offsets` before it becomes
-visible.
+epoch only when every partition it commits was assigned to the member at or before it (KIP-1251;
+otherwise the whole OffsetCommit is STALE_MEMBER_EPOCH, as Kafka's validator throws). What is
+committed goes through the coordinator's `OffsetStore`, which writes it to `__consumer_offsets`
+before it becomes visible.
 
 For the transaction coordinator (the whole API it needs):
 
@@ -156,15 +157,33 @@ class GroupOffsets:
         offsets: dict[TopicPartition, OffsetValue],
         version: int = 8,
     ) -> dict[TopicPartition, int]:
+        """OffsetCommit: the error code of each partition. As Kafka (KafkaApis, then the group
+        coordinator): a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION whatever
+        else is wrong, and when none exists the group is not asked; a refusal of the committer
+        (or a consumer group member's partition at an older epoch it did not hold then: Kafka's
+        validator throws) answers every existing partition, and nothing is written."""
+        results: dict[TopicPartition, int] = {}
+        existing: dict[TopicPartition, OffsetValue] = {}
+        for tp, value in offsets.items():
+            if err := self._partition_error(*tp):
+                results[tp] = err
+            else:
+                existing[tp] = value
+        if not existing:
+            return results
         check = None
         consumer = self._consumer_check(group_id, member_id, instance_id, generation, version, txn=False)
         if consumer is not None:
             err, check = consumer
         else:
             err = self._committer_error(group_id, generation, member_id, instance_id)
+        if not err and check is not None:  # a partition whose metadata is too large is not checked
+            fits = (tp for tp, v in existing.items() if len(v.metadata.encode()) <= MAX_METADATA_BYTES)
+            err = next((code for tp in fits if (code := check(tp))), NONE)
         if err:
-            return {tp: err for tp in offsets}
-        results, accepted = self._checked(offsets, check)
+            return results | {tp: err for tp in existing}
+        checked, accepted = self._validate(existing)
+        results.update(checked)
         try:
             await self.store.commit(group_id, accepted)
         except Exception as e:  # noqa: BLE001 - any failed write is answered, with the guard's code if any

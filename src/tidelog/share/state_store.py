@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -47,6 +48,37 @@ ShareKey = tuple[str, uuid.UUID, int]  # (group, topic id, partition)
 def kafka_uuid(u: uuid.UUID) -> str:
     """A topic id as Kafka's Uuid.toString prints it."""
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+_URL_BASE64 = re.compile(r"[A-Za-z0-9_-]*={0,2}")
+
+
+def parse_coordinator_key(key: str) -> ShareKey | None:
+    """The share partition of a share coordinator key "<group>:<topic id>:<partition>"
+    (FindCoordinator v6 key type 2), or None where Kafka's SharePartitionKey.validate refuses it:
+    split as Java's String.split (trailing empty parts dropped; the group may hold ':'), a group
+    of blanks, a topic id that is not a base64 UUID, a partition that is not a 32-bit integer."""
+    parts = key.split(":")
+    while parts and parts[-1] == "":
+        parts.pop()
+    if len(parts) < 3:
+        return None
+    group, topic_id, partition = ":".join(parts[:-2]), parts[-2], parts[-1]
+    if all(c <= " " for c in group):  # Java's trim().isEmpty()
+        return None
+    if len(topic_id) > 24 or not _URL_BASE64.fullmatch(topic_id):
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+    except ValueError:  # a length no base64 text has
+        return None
+    digits = partition[1:] if partition[:1] in ("+", "-") else partition
+    if len(raw) != 16 or not digits.isascii() or not digits.isdigit():
+        return None
+    n = int(partition)
+    if not -(2**31) <= n < 2**31:
+        return None
+    return group, uuid.UUID(bytes=raw), n
 
 
 def coordinator_partition(key: ShareKey, partitions: int) -> int:

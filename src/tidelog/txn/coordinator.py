@@ -35,6 +35,7 @@ All on the event loop; no locks. Error results are Kafka error codes (ints).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -497,9 +498,15 @@ class TxnCoordinator:
 
     # ---- admin -------------------------------------------------------------------------------------
     def list(
-        self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), min_duration_ms: int = -1
+        self,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        min_duration_ms: int = -1,
+        id_pattern: re.Pattern[str] | None = None,
     ) -> tuple[list[str], list[TxnMetadata]]:
-        """(unknown state filters, matching transactions)."""
+        """(unknown state filters, matching transactions), as Kafka's TransactionStateManager: Dead
+        ones (being removed) never; with `min_duration_ms` >= 0 only those that started more than
+        that long ago; with `id_pattern` only transactional ids it matches whole."""
         wanted, unknown = set(), []
         for name in states:
             st = S.from_kafka_name(name)
@@ -511,11 +518,15 @@ class TxnCoordinator:
         now = self.clock()
         out = []
         for meta in self.txns.values():
+            if meta.state == S.DEAD:
+                continue
             if wanted and meta.state not in wanted:
                 continue
             if pids and meta.producer_id not in pids:
                 continue
-            if min_duration_ms >= 0 and now - meta.start_ms < min_duration_ms:  # as Kafka: by start time
+            if min_duration_ms >= 0 and now - meta.start_ms <= min_duration_ms:  # as Kafka: by start time
+                continue
+            if id_pattern is not None and not id_pattern.fullmatch(meta.transactional_id):
                 continue
             out.append(meta)
         return unknown, sorted(out, key=lambda m: m.transactional_id)

@@ -1,4 +1,4 @@
-"""Fetch (api key 1) v0-v16 codec, sans-IO: request and response bodies (no size, no header).
+"""Fetch (api key 1) v0-v18 codec, sans-IO: request and response bodies (no size, no header).
 
 Request layout (fields present from the version given; v12+ flexible: compact strings, arrays
 and records, and a tagged-field section after every struct):
@@ -15,6 +15,8 @@ and records, and a tagged-field section after every struct):
                               partition int32, current_leader_epoch int32 (v9+),
                               fetch_offset int64, last_fetched_epoch int32 (v12+),
                               log_start_offset int64 (v5+), partition_max_bytes int32
+                              [tag 0 replica_directory_id uuid, v17+ (KIP-853);
+                               tag 1 high_watermark int64, v18+ (KIP-1166)]
     forgotten_topics_data[] v7+: topic string (v7-v12) | topic_id uuid (v13+), partitions []int32
     rack_id                 string   v11+
     [tag 0 cluster_id nullable string, v12+]
@@ -71,14 +73,20 @@ __all__ = [
 
 API_KEY = 1
 MIN_VERSION = 0
-MAX_VERSION = 16
+MAX_VERSION = 18
 FIRST_FLEXIBLE_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_REPLICA_STATE_VERSION = 15
+FIRST_DIRECTORY_ID_VERSION = 17
+FIRST_REQUEST_HW_VERSION = 18
+NO_REQUEST_HW = 0x7FFF_FFFF_FFFF_FFFF  # v18's default: the follower does not send its high watermark
 
 _CLUSTER_ID_TAG = 0
 _REPLICA_STATE_TAG = 1
 _REPLICA_STATE = struct.Struct(">iq")
+_DIRECTORY_ID_TAG = 0  # in a request partition, v17+
+_HW_TAG = 1  # in a request partition, v18+
+_INT64 = struct.Struct(">q")
 
 # Request: the fixed fields before `topics`, by version.
 _REQ_HEAD_V0 = struct.Struct(">iii")  # replica_id, max_wait_ms, min_bytes
@@ -107,7 +115,9 @@ class FetchRequestPartition:
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
-    tagged_fields: dict[int, bytes] | None = None
+    tagged_fields: dict[int, bytes] | None = None  # unknown tags
+    replica_directory_id: uuid.UUID | None = None  # v17+ tag 0: the follower's log directory
+    high_watermark: int = NO_REQUEST_HW  # v18+ tag 1: the high watermark the follower knows
 
 
 @dataclass(slots=True)
@@ -245,7 +255,10 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
             for _ in range(count()):
                 p, cle, fo, lfe, lso, mb = fixed(ps)
                 assert tags is not None  # v12+ is flexible
-                parts.append(FetchRequestPartition(p, fo, mb, cle, lfe, lso, tags()))
+                part = FetchRequestPartition(p, fo, mb, cle, lfe, lso, tags())
+                if part.tagged_fields and version >= FIRST_DIRECTORY_ID_VERSION:
+                    _take_partition_tags(part, part.tagged_fields, version)
+                parts.append(part)
         elif version >= 9:
             for _ in range(count()):
                 p, cle, fo, lso, mb = fixed(ps)
@@ -296,6 +309,38 @@ def _take_request_tags(req: FetchRequest, extra: dict[int, bytes], version: int)
             tr.expect_end()
 
 
+def _take_partition_tags(part: FetchRequestPartition, extra: dict[int, bytes], version: int) -> None:
+    """v17+: the follower's directory id (tag 0), v18+: its high watermark (tag 1), out of the
+    partition's tags (what is left are unknown ones)."""
+    raw = extra.pop(_DIRECTORY_ID_TAG, None)
+    if raw is not None:
+        tr = Reader(raw)
+        part.replica_directory_id = tr.uuid()
+        tr.expect_end()
+    if version >= FIRST_REQUEST_HW_VERSION:
+        raw = extra.pop(_HW_TAG, None)
+        if raw is not None:
+            tr = Reader(raw)
+            part.high_watermark = tr.int64()
+            tr.expect_end()
+    if not extra:
+        part.tagged_fields = None
+
+
+def _partition_tags(p: FetchRequestPartition, version: int) -> dict[int, bytes] | None:
+    tags = p.tagged_fields
+    if version < FIRST_DIRECTORY_ID_VERSION:
+        return tags
+    known: dict[int, bytes] = {}
+    if p.replica_directory_id is not None:
+        known[_DIRECTORY_ID_TAG] = p.replica_directory_id.bytes
+    if version >= FIRST_REQUEST_HW_VERSION and p.high_watermark != NO_REQUEST_HW:
+        known[_HW_TAG] = _INT64.pack(p.high_watermark)
+    if not known:
+        return tags
+    return {**tags, **known} if tags else known
+
+
 def _request_tags(req: FetchRequest, version: int) -> dict[int, bytes] | None:
     tags = req.tagged_fields
     known: dict[int, bytes] = {}
@@ -344,7 +389,7 @@ def encode_request(req: FetchRequest, version: int) -> list[Chunk]:
                     p.partition_max_bytes,
                 )
                 assert tags is not None  # v12+ is flexible
-                tags(p.tagged_fields)
+                tags(_partition_tags(p, version))
             elif version >= 9:
                 fixed(
                     ps, p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset, p.partition_max_bytes

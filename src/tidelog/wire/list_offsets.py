@@ -1,4 +1,4 @@
-"""ListOffsets (api key 2) v0-v8 codec, sans-IO: request and response bodies (no size, no header).
+"""ListOffsets (api key 2) v0-v11 codec, sans-IO: request and response bodies (no size, no header).
 
 Request layout (fields present from the version given; v6+ flexible: compact strings and arrays,
 and a tagged-field section after every struct):
@@ -8,6 +8,7 @@ and a tagged-field section after every struct):
     topics[]            name string, partitions[]:
                           partition_index int32, current_leader_epoch int32 (v4+),
                           timestamp int64, max_num_offsets int32 (v0 only)
+    timeout_ms          int32    v10+
 
 Response layout:
 
@@ -17,8 +18,10 @@ Response layout:
                           old_style_offsets []int64 (v0 only),
                           timestamp int64 (v1+), offset int64 (v1+), leader_epoch int32 (v4+)
 
-Timestamps -1 (latest), -2 (earliest), -3 (max timestamp, v7+) and others are the caller's to
-interpret; this module only moves the numbers.
+Timestamps -1 (latest), -2 (earliest), -3 (max timestamp, v7+), -4 (earliest local, v8+), -5
+(latest tiered, v9+), -6 (earliest pending upload, v11+) and others are the caller's to
+interpret; this module only moves the numbers. v9 and v11 change only which sentinels a broker
+accepts; v10 adds the request's timeout (for tiered storage lookups).
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ __all__ = [
 
 API_KEY = 2
 MIN_VERSION = 0
-MAX_VERSION = 8
+MAX_VERSION = 11
+FIRST_TIMEOUT_VERSION = 10
 FIRST_FLEXIBLE_VERSION = 6
 
 _REQ_HEAD_V2 = struct.Struct(">ib")  # replica_id, isolation_level
@@ -81,6 +85,7 @@ class ListOffsetsRequest:
     topics: list[ListOffsetsRequestTopic]
     isolation_level: int = 0  # v2+
     tagged_fields: dict[int, bytes] | None = None
+    timeout_ms: int = 0  # v10+
 
 
 @dataclass(slots=True)
@@ -140,6 +145,8 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
                 p, ts, n = fixed(_REQ_PART_V0)
                 parts.append(ListOffsetsRequestPartition(p, ts, -1, n))
         req.topics.append(ListOffsetsRequestTopic(name, parts, tags() if tags else None))
+    if version >= FIRST_TIMEOUT_VERSION:
+        req.timeout_ms = r.int32()
     if tags:
         req.tagged_fields = tags()
     if strict:
@@ -170,6 +177,8 @@ def encode_request(req: ListOffsetsRequest, version: int) -> list[Chunk]:
                 tags(p.tagged_fields)
         if tags:
             tags(t.tagged_fields)
+    if version >= FIRST_TIMEOUT_VERSION:
+        w.int32(req.timeout_ms)
     if tags:
         tags(req.tagged_fields)
     return w.finish()

@@ -92,6 +92,7 @@ async def unloaded(tmp_path):
     """A broker whose group coordinator has not loaded `__consumer_offsets` yet."""
     b = Broker(load_config(None, [f"log.dirs={tmp_path / 'data'}", "listeners=PLAINTEXT://127.0.0.1:0", ADVERTISED]))
     b.partitions.start()
+    b.admin.create("t", 2, {})  # a commit to a topic that does not exist is refused before the group is asked
     assert not b.groups.loaded
     try:
         yield b

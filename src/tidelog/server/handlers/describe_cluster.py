@@ -1,4 +1,9 @@
-"""DescribeCluster (key 60, v0-1): this node is the whole cluster and its controller."""
+"""DescribeCluster (key 60, v0-2): the live brokers (a single node: itself), the controller.
+
+v2 (KIP-1073) asks whether to include fenced brokers and marks each broker's `is_fenced`. Kafka
+keeps a registered broker that stopped heartbeating as fenced; a tidelog broker's registration
+lives with its etcd lease, so a broker that is not live is not registered at all: every broker
+listed is unfenced, and `include_fenced_brokers` has none to add."""
 
 from __future__ import annotations
 
@@ -61,7 +66,7 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeClusterRequest) -> 
         "cluster_id": deps.registry.cluster_id,
         "controller_id": deps.cluster.controller_id(),
         "brokers": [
-            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"], "is_fenced": False}
             for b in broker_entries(deps.cluster, ctx.connection.listener_name)
         ],
         "cluster_authorized_operations": (
@@ -70,4 +75,4 @@ def handle(deps: Deps, ctx: RequestContext, request: DescribeClusterRequest) -> 
     }
 
 
-ROUTE = control_route(ApiKey.DESCRIBE_CLUSTER, 0, 1, handle)
+ROUTE = control_route(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle)

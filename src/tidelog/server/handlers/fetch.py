@@ -1,4 +1,4 @@
-"""Fetch (key 1, v0-16): whole batches from partition logs, with long polling.
+"""Fetch (key 1, v0-18): whole batches from partition logs, with long polling.
 
 The response carries each partition's file bytes as they are on disk (no record is decoded),
 v4+ as a `FileSlice` the connection sends with os.sendfile;
@@ -7,6 +7,9 @@ for the first partition with data even past `max_bytes`. When less than `min_byt
 the request parks until an append to one of its partitions, or `max_wait_ms`, or shutdown.
 Fetch sessions (KIP-227) are declined: every response has session_id 0, so clients send full
 fetch requests (the measured choice for a single node; see bench/README.md).
+v17's replica directory id (KIP-853) and v18's follower high watermark (KIP-1166) are decoded and
+not used, as Kafka's brokers use neither (only its KRaft controllers' quorum fetches do): a
+follower's fetch is answered from its fetch offset and the leader's own high watermark.
 """
 
 from __future__ import annotations

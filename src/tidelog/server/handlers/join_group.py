@@ -1,7 +1,9 @@
-"""JoinGroup (key 11, v0-7): join or rejoin a classic group; answered when the rebalance completes.
+"""JoinGroup (key 11, v0-9): join or rejoin a classic group; answered when the rebalance completes.
 
 v4+ first answers MEMBER_ID_REQUIRED with the member id to use (KIP-394); v5+ carries
-group_instance_id for static membership (KIP-345)."""
+group_instance_id for static membership (KIP-345); v8 a reason for the (re)join, logged with the
+rebalance it starts (KIP-800); v9 lets a static leader that rejoins a Stable group know it leads
+and skip the assignment (`skip_assignment`, KIP-814; `groups.membership`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from ..router import control_route
 from ._txn_util import millis
 
 if TYPE_CHECKING:
-    from kio.schema.join_group.v7.request import JoinGroupRequest
+    from kio.schema.join_group.v9.request import JoinGroupRequest
 
     from ...groups import GroupCoordinator
     from ...wire.responses import JoinGroupResponse
@@ -44,10 +46,12 @@ async def handle(deps: Deps, ctx: RequestContext, request: JoinGroupRequest) -> 
         protocol_type=request.protocol_type,
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
         require_known_member_id=version >= 4,
+        skip_assignment=version >= 9,
+        reason=getattr(request, "reason", None),
     )
     if version < 7 and result["protocol_name"] is None:
         result = {**result, "protocol_name": ""}
     return {"throttle_time": 0, **result}
 
 
-ROUTE = control_route(ApiKey.JOIN_GROUP, 0, 7, handle)
+ROUTE = control_route(ApiKey.JOIN_GROUP, 0, 9, handle)

@@ -1,5 +1,8 @@
-"""Metadata (key 3, v0-12): live brokers, the controller, each partition's leader, epoch, replicas,
-ISR and offline replicas (a single node leads every partition); auto-creates topics per config."""
+"""Metadata (key 3, v0-13): live brokers, the controller, each partition's leader, epoch, replicas,
+ISR and offline replicas (a single node leads every partition); auto-creates topics per config.
+
+v13 adds a top-level error code (KIP-1102, for REBOOTSTRAP_REQUIRED): like Kafka's brokers, which
+set it only in the error answer of a request that failed as a whole, tidelog answers 0."""
 
 from __future__ import annotations
 
@@ -131,6 +134,7 @@ def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Metadat
         "cluster_id": registry.cluster_id,
         "controller_id": deps.cluster.controller_id(),
         "topics": topics,
+        "error_code": 0,  # v13
     }
     if getattr(request, "include_cluster_authorized_operations", False):
         # v8-10; without an authorizer every operation is allowed (the authorizer's rule
@@ -139,4 +143,4 @@ def handle(deps: Deps, ctx: RequestContext, request: MetadataRequest) -> Metadat
     return response
 
 
-ROUTE = control_route(ApiKey.METADATA, 0, 12, handle)
+ROUTE = control_route(ApiKey.METADATA, 0, 13, handle)

@@ -165,6 +165,20 @@ def offset_fetch(session: Session, ctx: RequestContext, req: Any) -> Verdict:
 @rule(10)  # req: key in v0-3, coordinator_keys in v4+
 def find_coordinator(session: Session, ctx: RequestContext, req: Any) -> Verdict:
     key_type = getattr(req, "key_type", 0)
+    if key_type == 2:  # a share coordinator key (v6+; before, the handler refuses it): brokers ask
+        if ctx.api_version < 6 or cluster(session, Op.CLUSTER_ACTION):
+            return None
+        # Kafka's check throws: the whole request fails, every key refused
+        refusal = {"node_id": -1, "host": "", "port": -1, "error_code": CLUSTER_DENIED}
+        return Reply(
+            {
+                "throttle_time": 0,
+                "coordinators": [
+                    {"key": k, **refusal, "error_message": "Cluster authorization failed."}
+                    for k in req.coordinator_keys
+                ],
+            }
+        )
     resource, code = (R.TRANSACTIONAL_ID, TXN_DENIED) if key_type == 1 else (R.GROUP, GROUP_DENIED)
     if ctx.api_version < 4:
         if session.allowed(resource, req.key, Op.DESCRIBE):
