@@ -22,11 +22,12 @@ class StateLog:
 class Markers:
     def __init__(self):
         self.written = []
+        self.versions = []  # the transaction version of each written marker set
         self.fail = 0
         self.gate: asyncio.Event | None = None  # when set: writes wait for it
         self.at_gate = asyncio.Event()  # a write is waiting for the gate
 
-    async def write(self, pid, epoch, commit, partitions):
+    async def write(self, pid, epoch, commit, partitions, transaction_version=0):
         if self.gate is not None:
             self.at_gate.set()
             await self.gate.wait()
@@ -34,6 +35,7 @@ class Markers:
             self.fail -= 1
             raise OSError("disk full")
         self.written.append((pid, epoch, commit, tuple(partitions)))
+        self.versions.append(transaction_version)
 
 
 class Clock:

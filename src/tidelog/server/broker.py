@@ -28,6 +28,7 @@ from ..cluster.view import ClusterView, SingleNode
 from ..core.admin import TopicAdmin
 from ..core.config import BrokerConfig
 from ..core.dynamic_config import DynamicBrokerConfigs
+from ..core.features import Features
 from ..core.group_configs import GroupConfigs
 from ..core.partitions import Partitions
 from ..core.topics import OFFSETS_TOPIC, TopicRegistry
@@ -75,6 +76,7 @@ class Broker:
         self.producers = ProducerStates(self.admin, self.partitions)  # every partition's producer state
         # group configs (kafka-configs --entity-type groups): share.* and consumer.* keys per group
         self.group_configs = GroupConfigs(config, config.log_dirs[0])
+        self.features = Features.of(config)  # the feature levels ApiVersions advertises (KIP-584)
         self.cluster: ClusterView
         # share groups (KIP-932): the share state and partitions, on a single node for now
         self.share_state: ShareStateStore | None = None

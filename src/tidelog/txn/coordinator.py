@@ -18,6 +18,14 @@ the producer) and the timeout scan both move Ongoing -> PrepareEpochFence -> Pre
 the epoch bumped, so the old instance's later requests are refused (PRODUCER_FENCED, or
 INVALID_PRODUCER_EPOCH on Produce) and its open transaction is aborted.
 
+Transaction version 2 (KIP-890 part 2, `end_txn_bumping`, epoch_bump.py): EndTxn v5 bumps the
+epoch of every transaction it ends and answers the new producer id and epoch; partitions join a
+transaction from Produce v12+ and TxnOffsetCommit v5 (the broker calls `add_partitions` for
+them, with `client_version` 2). Each id records the transaction version its client ran its last
+transaction with (`client_txn_version`, persisted: a coordinator that takes over completes it the
+same way) and the markers carry it. The finalized `transaction_version` (the broker's) decides
+the record format (records.py) and how a timed-out or fenced transaction is aborted.
+
 Cluster mode (`owned` is not None): this broker coordinates the transactional ids of the
 `__transaction_state` partitions it leads, as in Kafka. The cluster node calls `begin_load` when
 it becomes a partition's leader, `load_partition` once the high watermark has reached the log end
@@ -53,8 +61,10 @@ from ..wire.errors import (
     NOT_COORDINATOR,
     OPERATION_NOT_ATTEMPTED,
     PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
+from .epoch_bump import decide, epoch_exhausted
 from .pids import ProducerIds
 from .records import TxnLogValue, partition_for
 from .state import COMPLETED, PREPARING, check_transition
@@ -74,7 +84,12 @@ class StateStore(Protocol):
 
 class MarkerWriter(Protocol):
     async def write(
-        self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[TopicPartition]
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        partitions: list[TopicPartition],
+        transaction_version: int = 0,
     ) -> None: ...
 
 
@@ -90,6 +105,9 @@ class TxnMetadata:
     last_update_ms: int = -1
     last_producer_epoch: int = -1  # the epoch before the last bump (a retried InitProducerId)
     busy: bool = False
+    prev_producer_id: int = -1  # the producer id before the last change (a retry after an overflow)
+    next_producer_id: int = -1  # TV2: the id the producer moves to when this transaction completes
+    client_txn_version: int = 0  # the transaction version of the client's last transaction
 
     def value(self, **changes: Any) -> TxnLogValue:
         parts: dict[str, list[int]] = {}
@@ -103,6 +121,9 @@ class TxnMetadata:
             parts,
             changes.get("last_update_ms", self.last_update_ms),
             changes.get("start_ms", self.start_ms),
+            changes.get("prev_producer_id", self.prev_producer_id),
+            changes.get("next_producer_id", self.next_producer_id),
+            changes.get("client_txn_version", self.client_txn_version),
         )
 
 
@@ -118,8 +139,11 @@ class TxnCoordinator:
         partition_exists: Callable[[str, int], bool] | None = None,
         clock: Callable[[], int] = wall_clock_ms,
         num_partitions: int = 50,
+        transaction_version: int = 2,
     ) -> None:
+        """`transaction_version`: the finalized level (0-2) of the broker, as Kafka's feature."""
         self.store = store
+        self.transaction_version = transaction_version
         self.markers = markers
         self.pids = pids
         self.max_timeout_ms = max_timeout_ms
@@ -218,6 +242,9 @@ class TxnCoordinator:
                 {(t, p) for t, ps in v.partitions.items() for p in ps},
                 v.start_ms,
                 v.last_update_ms,
+                prev_producer_id=v.prev_producer_id,
+                next_producer_id=v.next_producer_id,
+                client_txn_version=v.client_txn_version,
             )
             self.txns[txn_id] = meta
             self.by_pid[meta.producer_id] = meta
@@ -252,6 +279,7 @@ class TxnCoordinator:
         target = changes.get("state", meta.state)
         check_transition(meta.state, target)
         changes.setdefault("last_update_ms", self.clock())
+        changes.setdefault("prev_producer_id", meta.producer_id)  # as Kafka: the id before this change
         meta.busy = True
         try:
             await self.store.write(meta.transactional_id, meta.value(**changes))
@@ -268,10 +296,21 @@ class TxnCoordinator:
         commit = meta.state == S.PREPARE_COMMIT
         meta.busy = True
         try:
-            await self.markers.write(meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions))
+            await self.markers.write(
+                meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions), meta.client_txn_version
+            )
         finally:
             meta.busy = False
-        await self._persist(meta, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, partitions=set())
+        changes: dict[str, Any] = {}
+        if meta.client_txn_version >= 2 and meta.next_producer_id >= 0:  # TV2: the epoch overflowed
+            changes = {"producer_id": meta.next_producer_id, "producer_epoch": 0}
+        await self._persist(
+            meta,
+            state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT,
+            partitions=set(),
+            next_producer_id=-1,
+            **changes,
+        )
         log.debug("transactional id %s: %s", meta.transactional_id, meta.state.kafka_name)
 
     async def _confirm(self, meta: TxnMetadata) -> None:
@@ -297,6 +336,10 @@ class TxnCoordinator:
         check_transition(meta.state, S.PREPARE_EPOCH_FENCE)
         meta.state = S.PREPARE_EPOCH_FENCE
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_EPOCH else meta.producer_epoch
+        # as Kafka, the abort is made at the broker's transaction version: with TV2 an exhausted
+        # epoch moves the producer to a new id once the abort completes
+        tv = self.transaction_version
+        next_pid = self.pids.next_id() if tv >= 2 and epoch_exhausted(meta.producer_epoch) else -1
         log.info(
             "transactional id %s: aborting the ongoing transaction of producer %d (%s); epoch now %d",
             meta.transactional_id,
@@ -305,7 +348,14 @@ class TxnCoordinator:
             epoch,
         )
         try:
-            await self._persist(meta, state=S.PREPARE_ABORT, producer_epoch=epoch, last_producer_epoch=-1)
+            await self._persist(
+                meta,
+                state=S.PREPARE_ABORT,
+                producer_epoch=epoch,
+                last_producer_epoch=-1,
+                next_producer_id=next_pid,
+                client_txn_version=tv,
+            )
         except BaseException:
             meta.state = S.ONGOING
             raise
@@ -381,8 +431,11 @@ class TxnCoordinator:
         return NONE, pid, new_epoch
 
     async def add_partitions(
-        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition]
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition], client_version: int = 0
     ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn (client_version 0) or, with transaction version 2, the partitions a
+        Produce v12+ or TxnOffsetCommit v5 writes to, added by the broker (client_version 2)."""
+
         def all_(code: int) -> dict[TopicPartition, int]:
             return {tp: code for tp in tps}
 
@@ -401,7 +454,13 @@ class TxnCoordinator:
             if meta.state == S.ONGOING and set(tps) <= meta.partitions:
                 await self._confirm(meta)  # already added
             else:
-                await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
+                await self._persist(
+                    meta,
+                    state=S.ONGOING,
+                    partitions=meta.partitions | set(tps),
+                    start_ms=start,
+                    client_txn_version=client_version,
+                )
         except LogError as e:
             if e.error_code in MOVED:
                 return all_(e.error_code)
@@ -428,7 +487,9 @@ class TxnCoordinator:
             return CONCURRENT_TRANSACTIONS
         st = meta.state
         if st == S.ONGOING:
-            await self._persist(meta, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT)
+            # as Kafka, ended at version 0 whatever added the partitions (a client may write with
+            # Produce v12+ yet end with EndTxn v4): the markers keep the epoch
+            await self._persist(meta, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, client_txn_version=0)
             await self._finish(meta)
             return NONE
         if st in PREPARING:
@@ -437,6 +498,52 @@ class TxnCoordinator:
             await self._confirm(meta)
             return NONE  # a retried EndTxn
         return INVALID_TXN_STATE
+
+    async def end_txn_bumping(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+        """EndTxn v5+ (transaction version 2): (error, producer id, epoch) - the id and epoch the
+        producer continues with, bumped (epoch_bump.py); -1, -1 with an error."""
+        if code := self.status(txn_id):
+            return code, -1, -1
+        try:
+            return await self._end_txn_bumping(txn_id, producer_id, epoch, commit)
+        except LogError as e:
+            if e.error_code in MOVED:
+                return e.error_code, -1, -1
+            raise
+
+    async def _end_txn_bumping(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            return INVALID_PRODUCER_ID_MAPPING, -1, -1
+        if meta.busy or meta.state == S.PREPARE_EPOCH_FENCE:
+            return CONCURRENT_TRANSACTIONS, -1, -1
+        d = decide(meta.state, meta.producer_id, meta.producer_epoch, meta.prev_producer_id, producer_id, epoch, commit)
+        if d.target is None:
+            if d.code:
+                return d.code, -1, -1
+            await self._confirm(meta)  # a retry of an EndTxn already done
+            return NONE, meta.producer_id, meta.producer_epoch
+        now = self.clock()
+        if meta.producer_epoch == MAX_EPOCH and d.target == S.PREPARE_ABORT:
+            bumped = meta.producer_epoch  # already broken: the abort goes through without a bump
+        else:
+            bumped = meta.producer_epoch + 1
+        next_pid = self.pids.next_id() if epoch_exhausted(meta.producer_epoch) else -1
+        await self._persist(
+            meta,
+            state=d.target,
+            producer_epoch=bumped,
+            last_producer_epoch=meta.producer_epoch,
+            next_producer_id=next_pid,
+            client_txn_version=2,
+            start_ms=now if d.empty else meta.start_ms,
+            last_update_ms=now,
+        )
+        await self._finish(meta)
+        log.debug(
+            "transactional id %s: ended with producer id %d epoch %d", txn_id, meta.producer_id, meta.producer_epoch
+        )
+        return NONE, meta.producer_id, meta.producer_epoch
 
     def verify(self, producer_id: int, epoch: int, tp: TopicPartition) -> int:
         """KIP-890: may a transactional batch of (producer, epoch) go to `tp` now?"""
@@ -448,6 +555,24 @@ class TxnCoordinator:
         if epoch != meta.producer_epoch or meta.state != S.ONGOING or tp not in meta.partitions:
             return INVALID_TXN_STATE
         return NONE
+
+    def verify_request(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ with verify_only (a partition leader asking, KIP-890), as Kafka's
+        coordinator answers it: TRANSACTION_ABORTABLE for a partition not in the transaction."""
+        if code := self.status(txn_id):
+            return dict.fromkeys(tps, code)
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            code = INVALID_PRODUCER_ID_MAPPING
+        elif epoch != meta.producer_epoch:
+            code = PRODUCER_FENCED
+        elif meta.state in PREPARING:
+            code = CONCURRENT_TRANSACTIONS
+        else:
+            return {tp: NONE if tp in meta.partitions else TRANSACTION_ABORTABLE for tp in tps}
+        return dict.fromkeys(tps, code)
 
     def check_offsets_commit(self, txn_id: str, producer_id: int, epoch: int, tp: TopicPartition) -> int:
         """TxnOffsetCommit: the producer owns an Ongoing transaction that includes `tp`."""
