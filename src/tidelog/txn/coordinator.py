@@ -26,8 +26,8 @@ transaction with (`client_txn_version`, persisted: a coordinator that takes over
 same way) and the markers carry it. The finalized `transaction_version` (the broker's) decides
 the record format (records.py) and how a timed-out or fenced transaction is aborted.
 
-Cluster mode (`owned` is not None): this broker coordinates the transactional ids of the
-`__transaction_state` partitions it leads, as in Kafka. The cluster node calls `begin_load` when
+Cluster mode (`owned` is not None, placement.py): this broker coordinates the transactional ids
+of the `__transaction_state` partitions it leads, as in Kafka. The cluster node calls `begin_load` when
 it becomes a partition's leader, `load_partition` once the high watermark has reached the log end
 it started leading at (its ids are replayed, then `resume` finishes what was being prepared: the
 same recovery as a restart) and `unload_partition` when it stops; until loaded the ids get
@@ -44,90 +44,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
 from ..wire.errors import (
     CONCURRENT_TRANSACTIONS,
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
     INVALID_PRODUCER_EPOCH,
     INVALID_PRODUCER_ID_MAPPING,
     INVALID_TRANSACTION_TIMEOUT,
     INVALID_TXN_STATE,
     NONE,
-    NOT_COORDINATOR,
     OPERATION_NOT_ATTEMPTED,
     PRODUCER_FENCED,
     TRANSACTION_ABORTABLE,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
 from .epoch_bump import decide, epoch_exhausted
+from .metadata import MAX_EPOCH, MOVED, MarkerWriter, StateStore, TopicPartition, TxnMetadata
 from .pids import ProducerIds
-from .records import TxnLogValue, partition_for
+from .placement import Placement
 from .state import COMPLETED, PREPARING, check_transition
 from .state import TxnState as S
 
 log = logging.getLogger("tidelog.txn")
 
-MAX_EPOCH = 32767
-MOVED = (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)  # a state write's errors a client retries on
 
-TopicPartition = tuple[str, int]
-
-
-class StateStore(Protocol):
-    async def write(self, transactional_id: str, value: TxnLogValue | None) -> None: ...
-
-
-class MarkerWriter(Protocol):
-    async def write(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        partitions: list[TopicPartition],
-        transaction_version: int = 0,
-    ) -> None: ...
-
-
-@dataclass(slots=True)
-class TxnMetadata:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int = -1
-    timeout_ms: int = 60000
-    state: S = S.EMPTY
-    partitions: set[TopicPartition] = field(default_factory=set)
-    start_ms: int = -1
-    last_update_ms: int = -1
-    last_producer_epoch: int = -1  # the epoch before the last bump (a retried InitProducerId)
-    busy: bool = False
-    prev_producer_id: int = -1  # the producer id before the last change (a retry after an overflow)
-    next_producer_id: int = -1  # TV2: the id the producer moves to when this transaction completes
-    client_txn_version: int = 0  # the transaction version of the client's last transaction
-
-    def value(self, **changes: Any) -> TxnLogValue:
-        parts: dict[str, list[int]] = {}
-        for t, p in changes.get("partitions", self.partitions):
-            parts.setdefault(t, []).append(p)
-        return TxnLogValue(
-            changes.get("producer_id", self.producer_id),
-            changes.get("producer_epoch", self.producer_epoch),
-            changes.get("timeout_ms", self.timeout_ms),
-            changes.get("state", self.state),
-            parts,
-            changes.get("last_update_ms", self.last_update_ms),
-            changes.get("start_ms", self.start_ms),
-            changes.get("prev_producer_id", self.prev_producer_id),
-            changes.get("next_producer_id", self.next_producer_id),
-            changes.get("client_txn_version", self.client_txn_version),
-        )
-
-
-class TxnCoordinator:
+class TxnCoordinator(Placement):
     def __init__(
         self,
         store: StateStore,
@@ -150,111 +93,7 @@ class TxnCoordinator:
         self.expiration_ms = expiration_ms
         self.partition_exists = partition_exists or (lambda t, p: True)
         self.clock = clock
-        self.txns: dict[str, TxnMetadata] = {}
-        self.by_pid: dict[int, TxnMetadata] = {}
-        self.loaded = False
-        self.num_partitions = num_partitions  # of __transaction_state (set_num_partitions)
-        # cluster mode: the __transaction_state partitions led (and loaded) here -> leader epoch
-        self.owned: dict[int, int] | None = None
-        # cluster mode: partitions led here whose log is not all committed yet (not loaded)
-        self.loading: set[int] = set()
-
-    def start_clustered(self) -> None:
-        """Cluster mode: coordinate nothing until `load_partition` (this broker comes to lead a
-        partition of `__transaction_state`)."""
-        self.owned = {}
-        self.loaded = True
-
-    def set_num_partitions(self, n: int) -> None:
-        """`__transaction_state` has `n` partitions: an id's partition is its hash modulo `n`."""
-        self.num_partitions = n
-
-    def close(self) -> None:
-        """The broker stops: every id answers COORDINATOR_NOT_AVAILABLE from now on."""
-        self.loaded = False
-
-    def status(self, txn_id: str) -> int:
-        """NONE when this broker coordinates `txn_id` now, else the error a client retries on."""
-        if not self.loaded:
-            return COORDINATOR_NOT_AVAILABLE
-        if self.owned is None:
-            return NONE
-        partition = self.partition_of(txn_id)
-        if partition in self.owned:
-            return NONE
-        return COORDINATOR_LOAD_IN_PROGRESS if partition in self.loading else NOT_COORDINATOR
-
-    def partition_of(self, txn_id: str) -> int:
-        """The id's partition of `__transaction_state`."""
-        return partition_for(txn_id, self.num_partitions)
-
-    def coordinator_epoch(self, txn_id: str) -> int:
-        """The leader epoch of the id's `__transaction_state` partition (0 on a single node)."""
-        if self.owned is None:
-            return 0
-        return self.owned.get(self.partition_of(txn_id), 0)
-
-    def begin_load(self, partition: int) -> None:
-        """Cluster mode: this broker leads `partition` but is still waiting for its log to be
-        committed; its ids get COORDINATOR_LOAD_IN_PROGRESS until `load_partition`."""
-        self.loading.add(partition)
-
-    def load_partition(
-        self, partition: int, leader_epoch: int, entries: Iterable[tuple[str, TxnLogValue | None]]
-    ) -> None:
-        assert self.owned is not None
-        self.loading.discard(partition)
-        before = len(self.txns)
-        self.load(entries)
-        self.owned[partition] = leader_epoch
-        log.info(
-            "__transaction_state-%d: coordinating its transactional ids (epoch %d): %d loaded",
-            partition,
-            leader_epoch,
-            len(self.txns) - before,
-        )
-
-    def unload_partition(self, partition: int) -> None:
-        assert self.owned is not None
-        self.loading.discard(partition)
-        self.owned.pop(partition, None)
-        for txn_id in [t for t in self.txns if self.partition_of(t) == partition]:
-            meta = self.txns.pop(txn_id)
-            if self.by_pid.get(meta.producer_id) is meta:
-                del self.by_pid[meta.producer_id]
-        log.info("__transaction_state-%d: no longer coordinating its transactional ids", partition)
-
-    # ---- loading -------------------------------------------------------------------------------
-    def load(self, entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
-        """Apply `__transaction_state` records in log order (the last one per id wins)."""
-        latest: dict[str, TxnLogValue | None] = {}
-        for txn_id, value in entries:
-            latest[txn_id] = value
-        for txn_id, v in latest.items():
-            if v is None or v.state == S.DEAD:
-                continue
-            meta = TxnMetadata(
-                txn_id,
-                v.producer_id,
-                v.producer_epoch,
-                v.timeout_ms,
-                v.state,
-                {(t, p) for t, ps in v.partitions.items() for p in ps},
-                v.start_ms,
-                v.last_update_ms,
-                prev_producer_id=v.prev_producer_id,
-                next_producer_id=v.next_producer_id,
-                client_txn_version=v.client_txn_version,
-            )
-            self.txns[txn_id] = meta
-            self.by_pid[meta.producer_id] = meta
-        self.loaded = True
-        log.info(
-            "transaction coordinator loaded %d transactional ids (%d ongoing, %d to complete)",
-            len(self.txns),
-            sum(1 for m in self.txns.values() if m.state == S.ONGOING),
-            sum(1 for m in self.txns.values() if m.state in PREPARING),
-        )
+        super().__init__(num_partitions)
 
     async def resume(self) -> None:
         """Finish the markers of transactions that were in PrepareCommit/PrepareAbort."""
