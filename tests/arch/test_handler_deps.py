@@ -22,6 +22,7 @@ from tidelog.cluster.view import ClusterView, SingleNode
 from tidelog.core.admin import TopicAdmin
 from tidelog.core.config import BrokerConfig, load_config
 from tidelog.core.dynamic_config import DynamicBrokerConfigs
+from tidelog.core.features import Features
 from tidelog.core.group_configs import GroupConfigs
 from tidelog.core.partitions import Partitions
 from tidelog.core.topics import TopicRegistry
@@ -43,6 +44,7 @@ NAMES = {
     "TopicAdmin": TopicAdmin,
     "BrokerConfig": BrokerConfig,
     "DynamicBrokerConfigs": DynamicBrokerConfigs,
+    "Features": Features,
     "Partitions": Partitions,
     "TopicRegistry": TopicRegistry,
     "GroupCoordinator": GroupCoordinator,

@@ -167,6 +167,7 @@ KAFKA_BROKER_TYPES = {
     "unclean.leader.election.enable": "BOOLEAN",
     "min.insync.replicas": "INT",
     "etcd.connect": "STRING",
+    "transaction.version": "INT",  # tidelog's own: Kafka sets the feature level with kafka-storage
     "etcd.connection.timeout.ms": "INT",
     "cluster.id": "STRING",
     "metrics.listener": "STRING",

@@ -145,8 +145,10 @@ def pair(tmp_path_factory):
             _prepare(c)
             _coordinators_ready(c)
             _prepare_errors(c)
-            md = c.request(3, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}, version=12)
-            c.topic_ids = {TOPIC: md.topics[0].topic_id}
+            md = c.request(
+                3, {"topics": [{"name": TOPIC}, {"name": SMALL}], "allow_auto_topic_creation": False}, version=12
+            )
+            c.topic_ids = {t.name: t.topic_id for t in md.topics}
             _prepare_groups_and_txns(c)
         yield clients
         for c in clients.values():
@@ -229,17 +231,28 @@ def _prepare_errors(c: KafkaClient) -> None:
     c.pid, c.epoch = init.producer_id, init.producer_epoch
 
 
-def _produce(topic: str, records: bytes, partition: int = 0, txn_id: str | None = None) -> dict:
+NO_SUCH_TOPIC_ID = uuid.UUID(int=0xD1FF)
+
+
+def _produce(
+    topic: str, records: bytes, partition: int = 0, txn_id: str | None = None, c: KafkaClient | None = None
+) -> dict:
+    """A Produce request; v13 names the topic by `c`'s (the broker's) id for it (an unknown one
+    by an id no topic has)."""
+    name = {"name": topic}
+    if c is not None:
+        name["topic_id"] = c.topic_ids.get(topic, NO_SUCH_TOPIC_ID)
     return {
         "transactional_id": txn_id,
         "acks": -1,
         "timeout": 10_000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
+        "topic_data": [{**name, "partition_data": [{"index": partition, "records": records}]}],
     }
 
 
 def _produce_errors(v: int, c: KafkaClient) -> list[dict]:
-    """Produce requests that must fail, built with this broker's own producer id."""
+    """Produce requests that must fail, built with this broker's own producer id (and, v13, its
+    topic ids)."""
 
     def idem(seq: int, epoch_shift: int = 0, **kw) -> bytes:
         return build_batch(
@@ -247,10 +260,10 @@ def _produce_errors(v: int, c: KafkaClient) -> list[dict]:
         )
 
     return [
-        _produce(SMALL, build_batch([Record(b"k", b"x" * 2000, T0)])),  # larger than max.message.bytes
-        _produce(TOPIC, idem(0), partition=1),  # the first batch of this producer: accepted
-        _produce(TOPIC, idem(5), partition=1),  # a gap in the sequence
-        _produce(TOPIC, idem(1, epoch_shift=3), partition=1),  # an epoch ahead of the broker's
+        _produce(SMALL, build_batch([Record(b"k", b"x" * 2000, T0)]), c=c),  # larger than max.message.bytes
+        _produce(TOPIC, idem(0), partition=1, c=c),  # the first batch of this producer: accepted
+        _produce(TOPIC, idem(5), partition=1, c=c),  # a gap in the sequence
+        _produce(TOPIC, idem(1, epoch_shift=3), partition=1, c=c),  # an epoch ahead of the broker's
         _produce(
             TOPIC,
             build_batch(
@@ -258,8 +271,9 @@ def _produce_errors(v: int, c: KafkaClient) -> list[dict]:
             ),
             partition=1,
             txn_id="no-such-txn",
+            c=c,
         ),
-        _produce("no-such-topic-p", build_batch([Record(b"k", b"v", T0)])),
+        _produce("no-such-topic-p", build_batch([Record(b"k", b"v", T0)]), c=c),  # v13: UNKNOWN_TOPIC_ID
     ]
 
 
@@ -857,3 +871,151 @@ def test_apis_kafka_serves_and_tidelog_does_not_are_listed_in_the_readme(pair):
         ApiKey(k).name for k in missing if "".join(w.capitalize() for w in ApiKey(k).name.split("_")) not in text
     ]
     assert not unlisted, f"not in the README's list: {unlisted}"
+
+
+# ---- transaction version 2 (KIP-890 part 2) ------------------------------------------------
+
+
+def test_transaction_version_feature_as_kafka(pair):
+    """ApiVersions v3 and v4 name transaction.version as Kafka 4.3.1 does: supported 0-2 (v4 only:
+    below v4 a feature whose lowest level is 0 is left out), finalized at 2 (a new cluster)."""
+    findings = []
+    for v in (3, 4):
+        seen = {}
+        for name, c in pair.items():
+            r = control.to_plain(
+                c.request(18, {"client_software_name": "diff", "client_software_version": "1"}, version=v)
+            )
+            seen[name] = (
+                [f for f in r["supported_features"] if f["name"] == "transaction.version"],
+                [f for f in r["finalized_features"] if f["name"] == "transaction.version"],
+                r["finalized_features_epoch"] >= 0,
+            )
+        if seen["kafka"] != seen["tidelog"]:
+            findings.append(f"ApiVersions v{v}: kafka {seen['kafka']} vs tidelog {seen['tidelog']}")
+    assert not findings, "\n".join(findings)
+
+
+def test_transaction_version_2_as_kafka(pair):
+    """The same transaction version 2 conversation with both brokers, answer by answer: no
+    AddPartitionsToTxn or AddOffsetsToTxn (Produce v12/v13 and TxnOffsetCommit v5 add), EndTxn v5
+    bumping the epoch, its retry, the ended epoch's late requests, an abort with nothing added,
+    EndTxn v4 (no bump), AddOffsetsToTxn v4, AddPartitionsToTxn v5 verifying, DescribeTransactions."""
+    txn_id, group = "diff-tv2", "diff-tv2-g"
+    state: dict[str, dict] = {name: {} for name in pair}
+
+    def init(c: KafkaClient) -> dict:
+        deadline = time.monotonic() + 60
+        while True:
+            r = c.request(
+                22,
+                {"transactional_id": txn_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1},
+                version=5,
+            )
+            if r.error_code.value not in (14, 15, 51) or time.monotonic() > deadline:
+                return control.to_plain(r)
+            time.sleep(0.3)
+
+    def batch(c: KafkaClient, seq: int, epoch_shift: int = 0) -> bytes:
+        s = state[c.name]
+        return build_batch(
+            [Record(b"k", b"tv2-%d" % seq, T0)],
+            producer_id=s["pid"],
+            producer_epoch=s["epoch"] + epoch_shift,
+            base_sequence=seq,
+            transactional=True,
+        )
+
+    def end(c: KafkaClient, commit: bool, epoch_shift: int = 0) -> dict:
+        s = state[c.name]
+        return {
+            "transactional_id": txn_id,
+            "producer_id": s["pid"],
+            "producer_epoch": s["epoch"] + epoch_shift,
+            "committed": commit,
+        }
+
+    def offsets(c: KafkaClient, epoch_shift: int = 0) -> dict:
+        s = state[c.name]
+        return {
+            "transactional_id": txn_id,
+            "group_id": group,
+            "producer_id": s["pid"],
+            "producer_epoch": s["epoch"] + epoch_shift,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": TOPIC,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 3,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
+                    ],
+                }
+            ],
+        }
+
+    def settled(c: KafkaClient) -> dict:
+        """DescribeTransactions once the markers are written (Kafka writes them after EndTxn)."""
+        deadline = time.monotonic() + 30
+        while True:
+            [st] = control.to_plain(c.request(65, {"transactional_ids": [txn_id]}, version=0))["transaction_states"]
+            if not st["transaction_state"].startswith("Prepare") or time.monotonic() > deadline:
+                st.pop("transaction_start_time", None)  # each broker's clock
+                return st
+            time.sleep(0.2)
+
+    steps = [
+        ("Produce v12: the partition joins", 0, 12, lambda c: _produce(TOPIC, batch(c, 0), txn_id=txn_id, c=c)),
+        ("Produce v13 by topic id", 0, 13, lambda c: _produce(TOPIC, batch(c, 1), txn_id=txn_id, c=c)),
+        ("TxnOffsetCommit v5: the group's partition joins", 28, 5, offsets),
+        ("EndTxn v5 commit", 26, 5, lambda c: end(c, True)),
+        ("DescribeTransactions", 65, 0, settled),  # Kafka's markers written (a retry before: CONCURRENT_TRANSACTIONS)
+        ("EndTxn v5 commit retried", 26, 5, lambda c: end(c, True)),
+        ("Produce v12 of the ended epoch", 0, 12, lambda c: _produce(TOPIC, batch(c, 2), txn_id=txn_id, c=c)),
+        ("TxnOffsetCommit v5 of the ended epoch", 28, 5, offsets),
+        ("EndTxn v5 abort with nothing added", 26, 5, lambda c: end(c, False, 1)),
+        ("EndTxn v5 commit in CompleteAbort", 26, 5, lambda c: end(c, True, 2)),
+        ("AddOffsetsToTxn v4", 25, 4, lambda c: {**end(c, True, 2), "group_id": group}),
+        ("EndTxn v4 abort (no bump)", 26, 4, lambda c: end(c, False, 2)),
+        ("DescribeTransactions", 65, 0, settled),
+        (
+            "AddPartitionsToTxn v5 verify-only",
+            24,
+            5,
+            lambda c: {
+                "transactions": [
+                    {
+                        "transactional_id": txn_id,
+                        "producer_id": state[c.name]["pid"],
+                        "producer_epoch": state[c.name]["epoch"] + 2,
+                        "verify_only": True,
+                        "topics": [{"name": TOPIC, "partitions": [0]}],
+                    }
+                ]
+            },
+        ),
+    ]
+    findings = []
+    for name, c in pair.items():
+        c.name = name
+        r = init(c)
+        assert r["error_code"] == 0, (name, r)
+        state[name] = {"pid": r["producer_id"], "epoch": r["producer_epoch"]}
+    for what, api_key, v, build in steps:
+        answers = {}
+        for name, c in pair.items():
+            data = build(c)
+            if api_key == 65:
+                answers[name] = normalize(data)
+                continue
+            answers[name] = normalize(
+                control.to_plain(c.request(api_key, _fit(request_schema(api_key, v), data), version=v))
+            )
+        findings += [f"{what}: {d}" for d in diff(_sorted_lists(answers["kafka"]), _sorted_lists(answers["tidelog"]))]
+    assert not findings, "\n".join(findings)

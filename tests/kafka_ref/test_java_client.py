@@ -25,11 +25,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from broker_process import BrokerProcess, free_port  # noqa: E402
 from kafka_process import classpath  # noqa: E402
+from request_versions import used_since, versions_of, versions_used  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
+METRICS_PORT = free_port()
 BROKER_OVERRIDES = {
+    "metrics.listener": f"127.0.0.1:{METRICS_PORT}",
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
@@ -86,11 +90,45 @@ def test_idempotent_producer(module_broker, java_checks):
     assert r == {"sent": 3000, "read": 3000, "distinct": 3000, "ordered": True}
 
 
-def test_transactional_copy_with_aborts(module_broker, java_checks):
-    r = java_checks(module_broker.bootstrap, "eos")
+def _eos_copy_correct(r: dict) -> None:
     assert r["aborted"] >= 1 and r["transactions"] > r["aborted"]
     assert r["all_present"] and r["duplicates"] == 0 and r["read_committed"] == r["inputs"]
     assert r["read_uncommitted"] > r["read_committed"]  # the aborted copies are in the log, hidden
+
+
+def test_transactional_copy_with_aborts(module_broker, java_checks):
+    """The Java producer runs transaction version 2 (KIP-890 part 2), which tidelog finalizes:
+    Produce v12+ with no AddPartitionsToTxn, TxnOffsetCommit v5 with no AddOffsetsToTxn, EndTxn v5
+    (an epoch bump per transaction)."""
+    before = versions_used(METRICS_PORT)
+    r = java_checks(module_broker.bootstrap, "eos")
+    _eos_copy_correct(r)
+    used = used_since(before, versions_used(METRICS_PORT))
+    assert versions_of(used, "EndTxn") == {5} and used[("EndTxn", 5)] >= r["transactions"]
+    assert versions_of(used, "TxnOffsetCommit") == {5}
+    assert min(versions_of(used, "Produce")) >= 12
+    assert not versions_of(used, "AddPartitionsToTxn") and not versions_of(used, "AddOffsetsToTxn")
+    assert versions_of(used, "InitProducerId") == {5}
+
+
+def test_transactional_copy_with_transaction_version_1(tmp_path, java_checks):
+    """`transaction.version=1` keeps clients on transaction version 1, as a Kafka cluster whose
+    feature is finalized at 1: the Java producer adds its partitions and offsets itself, caps
+    Produce at v11 and ends with EndTxn v4 (and InitProducerId v5, as against Kafka)."""
+    port = free_port()
+    overrides = {**BROKER_OVERRIDES, "metrics.listener": f"127.0.0.1:{port}", "transaction.version": "1"}
+    broker = BrokerProcess(tmp_path / "data", overrides).start()
+    try:
+        r = java_checks(broker.bootstrap, "eos")
+        _eos_copy_correct(r)
+        used = versions_used(port)
+    finally:
+        broker.stop()
+    assert versions_of(used, "EndTxn") == {4}
+    assert versions_of(used, "TxnOffsetCommit") == {4}
+    assert versions_of(used, "AddPartitionsToTxn") == {3} and versions_of(used, "AddOffsetsToTxn") == {4}
+    # the transactional producer's Produce stays at v11; the plain input producer uses v13 (ids)
+    assert 11 in versions_of(used, "Produce") and 12 not in versions_of(used, "Produce")
 
 
 def test_cooperative_sticky_static_group(module_broker, java_checks):

@@ -361,3 +361,68 @@ def test_dump_log_reads_tidelog_files(broker_factory, tool):
     assert "endTxnMarker: ABORT" in out and "endTxnMarker: COMMIT" in out
     assert "offset:" in out and "timestamp:" in out  # index and time index entries
     assert "producerId:" in out and "firstOffset:" in out  # txn index entries
+
+
+def test_dump_log_decodes_tidelogs_transaction_log(broker_factory, tool):
+    """kafka-dump-log's transaction log decoder reads tidelog's `__transaction_state`: Kafka's
+    value version 1 (transaction.version 2) with KIP-890's tagged fields, here a transaction
+    version 2 producer's (Produce v12 adding the partition, EndTxn v5 bumping the epoch)."""
+    from tidelog.cli.client import KafkaClient
+    from tidelog.log.records import Record, build_batch
+
+    broker = broker_factory(BROKER_OVERRIDES)
+    with KafkaClient(broker.bootstrap) as c:
+        c.request(
+            19,
+            {
+                "topics": [
+                    {"name": "tv2", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                ],
+                "timeout": 10_000,
+                "validate_only": False,
+            },
+            version=5,
+        )
+        init = c.request(
+            22,
+            {"transactional_id": "dump-tv2", "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1},
+            version=5,
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        records = build_batch(
+            [Record(b"k", b"v", 0)], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True
+        )
+        produced = c.request(
+            0,
+            {
+                "transactional_id": "dump-tv2",
+                "acks": -1,
+                "timeout": 10_000,
+                "topic_data": [{"name": "tv2", "partition_data": [{"index": 0, "records": records}]}],
+            },
+            version=12,
+        )
+        assert produced.responses[0].partition_responses[0].error_code.value == 0
+        ended = c.request(
+            26,
+            {"transactional_id": "dump-tv2", "producer_id": pid, "producer_epoch": epoch, "committed": True},
+            version=5,
+        )
+        assert (ended.error_code.value, ended.producer_epoch) == (0, epoch + 1)
+    broker.stop()
+    logs = [f for f in sorted(broker.data_dir.glob("__transaction_state-*/*.log")) if f.stat().st_size]
+    out = _ok(
+        tool(
+            "org.apache.kafka.tools.DumpLogSegments",
+            "--files",
+            ",".join(map(str, logs)),
+            "--print-data-log",
+            "--transaction-log-decoder",
+        )
+    )
+    assert "Exception" not in out and "Unknown" not in out, out[-3000:]
+    # the records as Kafka's decoder prints them (JSON of TransactionLogKey / TransactionLogValue)
+    values = [line for line in out.splitlines() if '"transactionalId":"dump-tv2"' in line]
+    assert len(values) == 4, out[-3000:]  # Empty, Ongoing, PrepareCommit, CompleteCommit
+    assert '"version":"1"' in values[-1] and '"clientTransactionVersion":2' in values[-1], values[-1]
+    assert f'"producerEpoch":{epoch + 1}' in values[-1] and '"transactionStatus":4' in values[-1], values[-1]

@@ -2,7 +2,9 @@
 
 - Streams: a word count with processing.guarantee=exactly_once_v2 (java/streams/WordCount.java)
   runs while lines are produced, survives a restart of tidelog in the middle, and its output,
-  read with read_committed, ends with exactly the right count of every word.
+  read with read_committed, ends with exactly the right count of every word. Its producer runs
+  transaction version 2 (KIP-890 part 2: EndTxn v5, TxnOffsetCommit v5, no AddPartitionsToTxn),
+  checked from the versions tidelog counted.
 - Connect standalone: the FileStream source connector reads a file into a tidelog topic and the
   FileStream sink connector writes the topic back to another file, intact and in order.
 About 60 s.
@@ -23,11 +25,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from broker_process import free_port  # noqa: E402
 from kafka_process import classpath  # noqa: E402
+from request_versions import versions_of, versions_used  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
+METRICS_PORT = free_port()
 OVERRIDES = {
+    "metrics.listener": f"127.0.0.1:{METRICS_PORT}",
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
@@ -136,6 +142,10 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
             latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
         c.close()
         assert latest == expected, f"counts {latest} != {expected}\n{(tmp_path / 'streams.log').read_text()[-3000:]}"
+        used = versions_used(METRICS_PORT)  # since the restart
+        assert versions_of(used, "EndTxn") == {5} and versions_of(used, "TxnOffsetCommit") == {5}
+        assert not versions_of(used, "AddPartitionsToTxn") and not versions_of(used, "AddOffsetsToTxn")
+        assert 13 in versions_of(used, "Produce")
     finally:
         stop.touch()
         try:

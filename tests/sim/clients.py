@@ -10,7 +10,10 @@ simulated network and behave as the real ones do where it matters for safety.
   again without counting a retry.
 - `TxnProducer`: a transactional id; each transaction adds partitions (AddPartitionsToTxn),
   sends idempotent transactional batches, then commits or aborts (EndTxn); on any trouble it
-  aborts, or re-initialises (which fences and aborts what was open).
+  aborts, or re-initialises (which fences and aborts what was open). With `tv2` it runs
+  transaction version 2 (KIP-890 part 2) as Kafka 4's Java producer: no AddPartitionsToTxn
+  (Produce v12 adds), no AddOffsetsToTxn (TxnOffsetCommit v5 adds), EndTxn v5 whose answer gives
+  the bumped epoch the next transaction uses, its sequences starting again at 0.
 
 Every outcome goes into the `History`: acknowledged records with their offsets, failures, and
 transactions with their outcome (committed, aborted, or unknown: whole or absent).
@@ -33,6 +36,7 @@ from tidelog.wire import produce as produce_codec
 from .loop import Process
 
 PRODUCE_VERSION = 8
+PRODUCE_TV2_VERSION = 12  # a transaction version 2 client's: the broker adds the partition
 # librdkafka resends these at once, counting no retry: they mean the write was not made
 LEADER_REFRESH = {E.not_leader_or_follower.value, E.leader_not_available.value, E.unknown_topic_or_partition.value}
 RETRIABLE = {
@@ -153,7 +157,14 @@ class Client:
         return self.brokers.get(node) if node >= 0 else None
 
     async def produce(
-        self, topic: str, partition: int, batch: bytes, acks: int, timeout_ms: int, txn_id: str | None = None
+        self,
+        topic: str,
+        partition: int,
+        batch: bytes,
+        acks: int,
+        timeout_ms: int,
+        txn_id: str | None = None,
+        version: int = PRODUCE_VERSION,
     ) -> tuple[int, int]:
         """(error code, base offset); ClientError when no answer came."""
         addr = self.leader_addr(topic, partition)
@@ -168,11 +179,12 @@ class Client:
         peer, lock = self._conn(addr, ("produce", topic, partition))
         async with lock:
             try:
-                body = produce_codec.encode_request(req, PRODUCE_VERSION)
-                data = await peer._call(0, PRODUCE_VERSION, body, timeout_ms / 1000 + self.timeout_s)
+                body = produce_codec.encode_request(req, version)
+                flexible = version >= produce_codec.FIRST_FLEXIBLE_VERSION
+                data = await peer._call(0, version, body, timeout_ms / 1000 + self.timeout_s, flexible)
             except (PeerError, OSError) as e:
                 raise ClientError(f"produce to {addr}: {e}") from e
-        resp = produce_codec.decode_response(data, PRODUCE_VERSION)
+        resp = produce_codec.decode_response(data, version)
         pr = resp.responses[0].partition_responses[0]
         return pr.error_code, pr.base_offset
 
@@ -214,6 +226,7 @@ class Producer:
         self.n = 0
         self.stopping = False
         self.request_timeout_ms = 10_000
+        self.produce_version = PRODUCE_VERSION
         # (topic, partition, broker that answered) -> why that answer is wrong, or "" (the harness's)
         self.judge: Callable[[str, int, int], str] = lambda t, p, b: "from its leader"
 
@@ -281,7 +294,9 @@ class Producer:
         while loop.time() < deadline and (attempts == 0 or attempts <= self.retries):
             attempts += 1
             try:
-                code, base = await self.c.produce(self.topic, p, batch, self.acks, self.request_timeout_ms, txn_id)
+                code, base = await self.c.produce(
+                    self.topic, p, batch, self.acks, self.request_timeout_ms, txn_id, self.produce_version
+                )
             except ClientError:
                 code = -1
             if code == 0:
@@ -326,11 +341,50 @@ class Producer:
 
 
 class TxnProducer(Producer):
-    def __init__(self, client: Client, history: History, topic: str, txn_id: str, kind: str = "txn") -> None:
+    def __init__(
+        self, client: Client, history: History, topic: str, txn_id: str, kind: str = "txn", tv2: bool = False
+    ) -> None:
         super().__init__(client, history, topic, idempotent=True, kind=kind)
         self.txn_id = txn_id
         self.coordinator: tuple[str, int] | None = None
         self.number = 0
+        self.tv2 = tv2
+        if tv2:
+            self.produce_version = PRODUCE_TV2_VERSION
+
+    async def add_partitions(self, parts: list[int]) -> int:
+        """AddPartitionsToTxn (transaction version 1); version 2 adds them with its Produce."""
+        if self.tv2:
+            return 0
+        resp = await self._coord_call(
+            24,
+            3,
+            {
+                "v3_and_below_transactional_id": self.txn_id,
+                "v3_and_below_producer_id": self.pid,
+                "v3_and_below_producer_epoch": self.epoch,
+                "v3_and_below_topics": [{"name": self.topic, "partitions": parts}],
+            },
+        )
+        return _first_error(resp)
+
+    async def end_txn(self, commit: bool) -> int:
+        """EndTxn: v3 keeps the epoch; v5 (transaction version 2) answers the bumped one, which the
+        next transaction uses with its sequences from 0 (as the Java producer)."""
+        resp = await self._coord_call(
+            26,
+            5 if self.tv2 else 3,
+            {
+                "transactional_id": self.txn_id,
+                "producer_id": self.pid,
+                "producer_epoch": self.epoch,
+                "committed": commit,
+            },
+        )
+        code = _first_error(resp)
+        if code == 0 and self.tv2:
+            self.pid, self.epoch, self.seq = resp.producer_id, resp.producer_epoch, {}
+        return code
 
     async def _coord_call(self, api_key: int, version: int, data: dict[str, Any]) -> Any:
         """The coordinator's answer, retried through moves; ClientError after the timeout."""
@@ -396,17 +450,7 @@ class TxnProducer(Producer):
         )
         ok = True
         try:
-            resp = await self._coord_call(
-                24,
-                3,
-                {
-                    "v3_and_below_transactional_id": self.txn_id,
-                    "v3_and_below_producer_id": self.pid,
-                    "v3_and_below_producer_epoch": self.epoch,
-                    "v3_and_below_topics": [{"name": self.topic, "partitions": parts}],
-                },
-            )
-            ok = _first_error(resp) == 0
+            ok = await self.add_partitions(parts) == 0
             if ok:
                 for p in parts:
                     values = [f"{self.c.name}:{self.n + i}" for i in range(rng.randint(1, 2))]
@@ -416,17 +460,7 @@ class TxnProducer(Producer):
                         ok = False
                         break
                     txn.records += [(self.topic, p, v) for v in values]
-            resp = await self._coord_call(
-                26,
-                3,
-                {
-                    "transactional_id": self.txn_id,
-                    "producer_id": self.pid,
-                    "producer_epoch": self.epoch,
-                    "committed": commit and ok,
-                },
-            )
-            code = _first_error(resp)
+            code = await self.end_txn(commit and ok)
             if code == 0:
                 txn.outcome = "committed" if commit and ok else "aborted"
                 if ok:
@@ -464,8 +498,10 @@ class EosCopier(TxnProducer):
     and reads the committed positions again (OffsetFetch with require_stable). read_committed of
     `target` must then be, per partition, exactly a prefix of read_committed of `source`."""
 
-    def __init__(self, client: Client, history: History, source: str, target: str, txn_id: str, group: str) -> None:
-        super().__init__(client, history, target, txn_id, kind="eos")
+    def __init__(
+        self, client: Client, history: History, source: str, target: str, txn_id: str, group: str, tv2: bool = False
+    ) -> None:
+        super().__init__(client, history, target, txn_id, kind="eos", tv2=tv2)
         self.source = source
         self.group = group
         self.positions: dict[int, int] = {}
@@ -582,38 +618,29 @@ class EosCopier(TxnProducer):
                 txn.outcome = "aborted"
                 return True
             if batches:
-                resp = await self._coord_call(
-                    24,
-                    3,
-                    {
-                        "v3_and_below_transactional_id": self.txn_id,
-                        "v3_and_below_producer_id": self.pid,
-                        "v3_and_below_producer_epoch": self.epoch,
-                        "v3_and_below_topics": [{"name": self.topic, "partitions": sorted(batches)}],
-                    },
-                )
-                if _first_error(resp):
-                    raise ClientError(f"add partitions: {_first_error(resp)}")
+                if code := await self.add_partitions(sorted(batches)):
+                    raise ClientError(f"add partitions: {code}")
                 for p, values in sorted(batches.items()):
                     txn.sent += [(self.topic, p, v) for v in values]
                     if await self.deliver(p, values, self.txn_id) != 0:
                         raise ClientError("copy not acknowledged")
                     txn.records += [(self.topic, p, v) for v in values]
-            resp = await self._coord_call(
-                25,
-                3,
-                {
-                    "transactional_id": self.txn_id,
-                    "producer_id": self.pid,
-                    "producer_epoch": self.epoch,
-                    "group_id": self.group,
-                },
-            )
-            if _first_error(resp):
-                raise ClientError(f"add offsets: {_first_error(resp)}")
+            if not self.tv2:  # version 2: TxnOffsetCommit v5 adds the group's partition
+                resp = await self._coord_call(
+                    25,
+                    3,
+                    {
+                        "transactional_id": self.txn_id,
+                        "producer_id": self.pid,
+                        "producer_epoch": self.epoch,
+                        "group_id": self.group,
+                    },
+                )
+                if _first_error(resp):
+                    raise ClientError(f"add offsets: {_first_error(resp)}")
             resp = await self._group_call(
                 28,
-                3,
+                5 if self.tv2 else 3,
                 {
                     "transactional_id": self.txn_id,
                     "group_id": self.group,
@@ -641,17 +668,7 @@ class EosCopier(TxnProducer):
             if _first_error(resp):
                 self.group_coordinator = None
                 raise ClientError(f"txn offset commit: {_first_error(resp)}")
-            resp = await self._coord_call(
-                26,
-                3,
-                {
-                    "transactional_id": self.txn_id,
-                    "producer_id": self.pid,
-                    "producer_epoch": self.epoch,
-                    "committed": commit,
-                },
-            )
-            if _first_error(resp) == 0:
+            if await self.end_txn(commit) == 0:
                 txn.outcome = "committed" if commit else "aborted"
                 if commit:
                     self.positions.update(moved)

@@ -8,6 +8,7 @@ import pytest
 from tidelog.txn import coordinator as C
 from tidelog.txn.pids import ProducerIdAllocator
 from tidelog.txn.state import TxnState as S
+from tidelog.wire.errors import NOT_COORDINATOR
 
 
 class StateLog:
@@ -22,11 +23,12 @@ class StateLog:
 class Markers:
     def __init__(self):
         self.written = []
+        self.versions = []  # the transaction version of each written marker set
         self.fail = 0
         self.gate: asyncio.Event | None = None  # when set: writes wait for it
         self.at_gate = asyncio.Event()  # a write is waiting for the gate
 
-    async def write(self, pid, epoch, commit, partitions):
+    async def write(self, pid, epoch, commit, partitions, transaction_version=0):
         if self.gate is not None:
             self.at_gate.set()
             await self.gate.wait()
@@ -34,6 +36,7 @@ class Markers:
             self.fail -= 1
             raise OSError("disk full")
         self.written.append((pid, epoch, commit, tuple(partitions)))
+        self.versions.append(transaction_version)
 
 
 class Clock:
@@ -128,7 +131,7 @@ def test_answers_from_memory_are_confirmed_by_a_write_in_cluster_mode(tmp_path):
 
         async def write(self, txn_id, value):
             if self.deposed:
-                raise LogError(C.NOT_COORDINATOR, "__transaction_state-0 is led elsewhere now")
+                raise LogError(NOT_COORDINATOR, "__transaction_state-0 is led elsewhere now")
             await super().write(txn_id, value)
 
     store = Deposable()
@@ -143,12 +146,12 @@ def test_answers_from_memory_are_confirmed_by_a_write_in_cluster_mode(tmp_path):
         assert await c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): 0}
         assert len(store.records) == n + 1 and store.records[-1][1] == store.records[-2][1]  # unchanged
         store.deposed = True
-        assert await c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): C.NOT_COORDINATOR}
+        assert await c.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): NOT_COORDINATOR}
         store.deposed = False
         assert await c.end_txn("tx", pid, epoch, True) == 0
         store.deposed = True
-        assert await c.end_txn("tx", pid, epoch, True) == C.NOT_COORDINATOR
-        assert await c.init_producer_id("tx", 10_000, pid, epoch - 1) == (C.NOT_COORDINATOR, -1, -1)
+        assert await c.end_txn("tx", pid, epoch, True) == NOT_COORDINATOR
+        assert await c.init_producer_id("tx", 10_000, pid, epoch - 1) == (NOT_COORDINATOR, -1, -1)
         store.deposed = False
         assert await c.end_txn("tx", pid, epoch, True) == 0  # the retry, where it is coordinated
         assert await c.init_producer_id("tx", 10_000, pid, epoch - 1) == (0, pid, epoch)

@@ -49,7 +49,14 @@ def join(chunks) -> bytes:
 def produce_request(v: int):
     flex = v >= P.FIRST_FLEXIBLE_VERSION
     part = st.builds(P.ProduceRequestPartition, I32, st.none() | st.binary(max_size=64), tags(flex))
-    topic = st.builds(P.ProduceRequestTopic, TEXT, st.lists(part, **SMALL), tags(flex))
+    by_id = v >= P.FIRST_TOPIC_ID_VERSION
+    topic = st.builds(
+        P.ProduceRequestTopic,
+        st.just("") if by_id else TEXT,
+        st.lists(part, **SMALL),
+        tags(flex),
+        when(by_id, UUIDS, None),
+    )
     return st.builds(P.ProduceRequest, I16, I32, st.lists(topic, **SMALL), when(v >= 3, NTEXT, None), tags(flex))
 
 
@@ -67,7 +74,14 @@ def produce_response(v: int):
         when(v >= 8, NTEXT, None),
         tags(flex),
     )
-    topic = st.builds(P.ProduceResponseTopic, TEXT, st.lists(part, **SMALL), tags(flex))
+    by_id = v >= P.FIRST_TOPIC_ID_VERSION
+    topic = st.builds(
+        P.ProduceResponseTopic,
+        st.just("") if by_id else TEXT,
+        st.lists(part, **SMALL),
+        tags(flex),
+        when(by_id, UUIDS, None),
+    )
     return st.builds(P.ProduceResponse, st.lists(topic, **SMALL), when(v >= 1, I32, 0), tags(flex))
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidelog.cluster")
 
 WRITE_TXN_MARKERS = 27
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2  # v2 (KIP-1228): each marker names its transaction version
 REPLICATED_TIMEOUT_S = 30.0
 
 
@@ -79,6 +79,7 @@ class MarkerSender:
         partitions: list[tuple[str, int]],
         coordinator_epoch: int = 0,
         still_owned: Callable[[], bool] = lambda: True,
+        transaction_version: int = 0,
     ) -> None:
         pending = set(partitions)
         delay = 0.05
@@ -94,9 +95,11 @@ class MarkerSender:
                 by_leader.setdefault(st.leader if st is not None else -1, []).append(tp)
             results = await asyncio.gather(
                 *(
-                    self._local(producer_id, producer_epoch, commit, tps, coordinator_epoch)
+                    self._local(producer_id, producer_epoch, commit, tps, coordinator_epoch, transaction_version)
                     if leader == self.node_id
-                    else self._remote(leader, producer_id, producer_epoch, commit, tps, coordinator_epoch)
+                    else self._remote(
+                        leader, producer_id, producer_epoch, commit, tps, coordinator_epoch, transaction_version
+                    )
                     for leader, tps in by_leader.items()
                     if leader >= 0
                 )
@@ -108,7 +111,7 @@ class MarkerSender:
                 delay = min(delay * 2, 2.0)
 
     async def _local(
-        self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], coordinator_epoch: int
+        self, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], coordinator_epoch: int, tv: int
     ) -> set[tuple[str, int]]:
         done = set()
         for topic, p in tps:
@@ -120,7 +123,7 @@ class MarkerSender:
                     done.add((topic, p))
                 continue
             try:
-                written = self.producers.write_marker(topic, p, pid, epoch, commit, coordinator_epoch)
+                written = self.producers.write_marker(topic, p, pid, epoch, commit, coordinator_epoch, tv)
             except LogError as e:  # fenced: a newer coordinator owns this transaction now
                 log.info("%s-%d: marker of producer %d refused: %s", topic, p, pid, e)
                 raise MarkersFenced(str(e)) from None
@@ -136,7 +139,14 @@ class MarkerSender:
         return done
 
     async def _remote(
-        self, leader: int, pid: int, epoch: int, commit: bool, tps: list[tuple[str, int]], coordinator_epoch: int
+        self,
+        leader: int,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        tps: list[tuple[str, int]],
+        coordinator_epoch: int,
+        tv: int,
     ) -> set[tuple[str, int]]:
         got = self._pool.get(leader)
         if got is None:
@@ -153,6 +163,7 @@ class MarkerSender:
                     "transaction_result": commit,
                     "coordinator_epoch": coordinator_epoch,
                     "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                    "transaction_version": tv,
                 }
             ]
         }

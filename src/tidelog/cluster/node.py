@@ -369,9 +369,9 @@ class ClusterNode:
         return self.verifier.needs(topic, partition, records)
 
     async def verify(
-        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]], add: bool = False
     ) -> dict[tuple[str, int], int]:
-        return await self.verifier.verify(txn_id, producer_id, epoch, tps)
+        return await self.verifier.verify(txn_id, producer_id, epoch, tps, add)
 
     # ---- the controller's and the coordinators' questions (view.py) --------------------------
     async def elect(self, topic: str, partition: int, unclean: bool, timeout_s: float) -> Result:

@@ -58,6 +58,7 @@ class MarkerLog(Protocol):
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int = 0,
+        transaction_version: int = 0,
     ) -> tuple[PartitionLog, int] | None: ...
 
 
@@ -68,6 +69,8 @@ class LocalTransactions(Protocol):
 
     def partition_of(self, txn_id: str) -> int: ...
 
-    def verify_partition(self, producer_id: int, epoch: int, tp: TopicPartition) -> int: ...
+    async def coordinate(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition], add: bool
+    ) -> dict[TopicPartition, int]: ...
 
     def open_here(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool: ...

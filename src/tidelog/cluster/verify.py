@@ -1,10 +1,11 @@
 """KIP-890 across brokers: before a partition leader appends the first transactional batch of a
 producer's transaction on a partition, it asks the transaction coordinator (the leader of the
 transactional id's `__transaction_state` partition) whether that transaction is Ongoing with the
-partition added, by AddPartitionsToTxn v4 with verify_only (as Kafka 3.6+ brokers do). A batch
-the coordinator does not vouch for is refused before anything is appended: INVALID_TXN_STATE or
-the coordinator's error; a coordinator that cannot be asked (moving, unreachable) turns into
-NOT_ENOUGH_REPLICAS, which every client retries (Kafka's mapping for verification failures).
+partition added, by AddPartitionsToTxn v5 with verify_only (as Kafka 3.6+ brokers do); for a
+client of transaction version 2 (Produce v12+, TxnOffsetCommit v5) it asks the coordinator to
+add the partition instead (`add=True`, KIP-890 part 2). The answers are the coordinator's codes
+(a coordinator that cannot be asked: COORDINATOR_NOT_AVAILABLE); the caller turns them into the
+append's error (`txn.service.append_error`) and appends nothing where one is not 0.
 
 Later batches of the same transaction need no question: the partition's producer state then has
 the transaction open. When this broker coordinates the id itself the question is local
@@ -19,14 +20,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode as E
 
 from ..core.topics import STATE_TOPIC
-from ..log.records import (
-    H_ATTRIBUTES,
-    H_PRODUCER_EPOCH,
-    H_PRODUCER_ID,
-    HEADER,
-    RECORD_BATCH_OVERHEAD,
-    TRANSACTIONAL_FLAG_MASK,
-)
+from ..log.records import transactional_producer
 from .peer import Connector, PeerError, PeerPool, tcp_connect
 from .ports import LocalTransactions
 
@@ -35,18 +29,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.cluster")
 
-ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
+ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 5
 TIMEOUT_S = 10.0
-
-
-def transactional_producer(records: bytes | memoryview) -> tuple[int, int] | None:
-    """(producer id, epoch) of a record set's first batch when it is transactional."""
-    if len(records) < RECORD_BATCH_OVERHEAD:
-        return None
-    h = HEADER.unpack_from(records, 0)
-    if not h[H_ATTRIBUTES] & TRANSACTIONAL_FLAG_MASK:
-        return None
-    return h[H_PRODUCER_ID], h[H_PRODUCER_EPOCH]
 
 
 class TxnVerifier:
@@ -74,18 +58,19 @@ class TxnVerifier:
         return tp
 
     async def verify(
-        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]], add: bool = False
     ) -> dict[tuple[str, int], int]:
-        """The coordinator's answer per partition (0: the transaction includes it)."""
+        """The coordinator's answer per partition (0: the transaction includes it now)."""
+        unavailable = E.coordinator_not_available.value
         if STATE_TOPIC not in self.cache.topics:
-            return {tp: E.not_enough_replicas.value for tp in tps}
+            return dict.fromkeys(tps, unavailable)
         st = self.cache.state(STATE_TOPIC, self.txn.partition_of(txn_id))
         leader = st.leader if st is not None and st.leader in self.cache.brokers else -1
         if leader == self.node_id:  # coordinated here after all (it moved meanwhile)
-            return {tp: self.txn.verify_partition(producer_id, epoch, tp) for tp in tps}
+            return await self.txn.coordinate(txn_id, producer_id, epoch, tps, add)
         peer = self._pool.get(leader) if leader >= 0 else None
         if peer is None:
-            return {tp: E.not_enough_replicas.value for tp in tps}
+            return dict.fromkeys(tps, unavailable)
         topics: dict[str, list[int]] = {}
         for t, p in tps:
             topics.setdefault(t, []).append(p)
@@ -100,7 +85,7 @@ class TxnVerifier:
                                 "transactional_id": txn_id,
                                 "producer_id": producer_id,
                                 "producer_epoch": epoch,
-                                "verify_only": True,
+                                "verify_only": not add,
                                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
                             }
                         ]
@@ -108,20 +93,12 @@ class TxnVerifier:
                 )
         except PeerError as e:
             log.info("transactional id %s: verification by broker %d failed: %s", txn_id, leader, e)
-            return {tp: E.not_enough_replicas.value for tp in tps}
-        out: dict[tuple[str, int], int] = {tp: E.not_enough_replicas.value for tp in tps}
+            return dict.fromkeys(tps, unavailable)
+        out: dict[tuple[str, int], int] = dict.fromkeys(tps, unavailable)
         for tr in resp.results_by_transaction:
             for t in tr.topic_results:
                 for pr in t.results_by_partition:
-                    code = int(pr.partition_error_code.value)
-                    if code in (
-                        E.not_coordinator.value,
-                        E.coordinator_not_available.value,
-                        E.coordinator_load_in_progress.value,
-                        E.concurrent_transactions.value,
-                    ):
-                        code = E.not_enough_replicas.value  # retriable for every client
-                    out[(t.name, pr.partition_index)] = code
+                    out[(t.name, pr.partition_index)] = int(pr.partition_error_code.value)
         return out
 
     def close(self) -> None:

@@ -15,7 +15,8 @@ DescribeProducers, WriteTxnMarkers) ask both the same way, with no branch on the
   single node does not have is unknown, never "on another broker".
 - `follower_fetched`: a follower's read position (a single node has no followers).
 - `needs_verification` / `verify`: KIP-890's check of a first transactional batch with a
-  coordinator on another broker (a single node's coordinator is local: never needed).
+  coordinator on another broker, or (`add`, transaction version 2) its partition's addition to
+  the transaction there (a single node's coordinator is local: never needed).
 
 The controller's and the coordinators' questions too (ElectLeaders, the reassignment APIs,
 FindCoordinator): a single node's partitions have one replica, itself, so no election is ever
@@ -114,7 +115,7 @@ class ClusterView(Protocol):
     def follower_fetched(self, leader: Leader, follower: int, fetch_offset: int) -> None: ...
     def needs_verification(self, topic: str, partition: int, records: bytes | memoryview) -> tuple[int, int] | None: ...
     async def verify(
-        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]], add: bool = False
     ) -> dict[tuple[str, int], int]: ...
 
     # ---- the controller's and the coordinators' questions ---------------------------------------
@@ -185,9 +186,9 @@ class SingleNode:
         return None
 
     async def verify(
-        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]]
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]], add: bool = False
     ) -> dict[tuple[str, int], int]:
-        """Never called (`needs_verification` is always None): the coordinator is local."""
+        """Never called (`needs_verification` is always None, the coordinator is local)."""
         return {}
 
     def _exists(self, topic: str, partition: int) -> bool:

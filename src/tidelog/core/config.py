@@ -211,6 +211,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "producer.id.expiration.ms": (_int(1), "86400000"),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int(1), "10000"),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (_int(1), "3600000"),
+    # the finalized level of Kafka's `transaction.version` feature (Kafka sets it when the cluster
+    # is formatted, `kafka-storage format --feature transaction.version=N`; 2 for a new 4.x one)
+    "transaction.version": (_int(0, 2), "2"),
     # Cluster mode (tidelog/cluster): etcd endpoints host:port[,host:port][/cluster-name]; unset = one node.
     "etcd.connect": (_str, None),
     "etcd.connection.timeout.ms": (_int(1), "5000"),

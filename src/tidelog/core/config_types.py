@@ -151,6 +151,7 @@ BROKER_TYPES: dict[str, ConfigType] = {
     "leader.imbalance.check.interval.seconds": L,
     "leader.imbalance.per.broker.percentage": INT,
     "transaction.state.log.num.partitions": INT,
+    "transaction.version": INT,
     "transaction.state.log.segment.bytes": INT,
     "transaction.max.timeout.ms": INT,
     "transactional.id.expiration.ms": INT,
@@ -356,6 +357,7 @@ DOCS: dict[str, str] = {
         "Cluster mode: share of a broker's preferred partitions led elsewhere that triggers a rebalance."
     ),
     "transaction.state.log.num.partitions": "Partitions of __transaction_state.",
+    "transaction.version": "The finalized transaction.version feature (0-2, KIP-890): 2 lets clients run version 2.",
     "transaction.state.log.segment.bytes": "segment.bytes of __transaction_state.",
     "transaction.max.timeout.ms": "Largest transaction timeout a producer may ask for.",
     "transactional.id.expiration.ms": "How long an idle transactional id is kept.",

@@ -211,6 +211,17 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, Bat
         pos = end
 
 
+def transactional_producer(records: bytes | memoryview) -> tuple[int, int] | None:
+    """(producer id, epoch) of a record set's first batch when it is a transactional v2 batch
+    (its header only; None for anything else, a short or legacy record set included)."""
+    if len(records) < RECORD_BATCH_OVERHEAD:
+        return None
+    h = HEADER.unpack_from(records, 0)
+    if h[H_MAGIC] != 2 or not h[H_ATTRIBUTES] & TRANSACTIONAL_FLAG_MASK:
+        return None
+    return h[H_PRODUCER_ID], h[H_PRODUCER_EPOCH]
+
+
 def batch_crc_ok(buf: bytes | bytearray | memoryview, pos: int = 0) -> bool:
     length = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0]
     stored = _U32.unpack_from(buf, pos + CRC_OFFSET)[0]

@@ -28,6 +28,7 @@ from ..cluster.view import ClusterView, SingleNode
 from ..core.admin import TopicAdmin
 from ..core.config import BrokerConfig
 from ..core.dynamic_config import DynamicBrokerConfigs
+from ..core.features import Features
 from ..core.group_configs import GroupConfigs
 from ..core.partitions import Partitions
 from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC, TopicRegistry
@@ -80,6 +81,7 @@ class Broker:
         self.group_configs = GroupConfigs(
             config, config.log_dirs[0], state.put_group_configs if state is not None else None
         )
+        self.features = Features.of(config)  # the feature levels ApiVersions advertises (KIP-584)
         self.cluster: ClusterView
         # share groups (KIP-932): the share coordinator (the share state), the share partitions
         # led here, and what the group coordinator asks of the share state

@@ -103,13 +103,15 @@ def records_in(data: bytes | bytearray | memoryview | None) -> tuple[int, int]:
 
 class RequestStats:
     """Per-API latency histogram as plain lists (no locks: one event loop). `buckets[api]` holds
-    the non-cumulative bucket counts (the last is +Inf); the count is their sum."""
+    the non-cumulative bucket counts (the last is +Inf); the count is their sum. `versions`
+    counts the requests of each (api, version): which protocol versions clients use."""
 
-    __slots__ = ("sums", "buckets")
+    __slots__ = ("sums", "buckets", "versions")
 
     def __init__(self) -> None:
         self.sums: dict[int, list[float]] = {}
         self.buckets: dict[int, list[int]] = {}
+        self.versions: dict[tuple[int, int], int] = {}
 
     def slot(self, api_key: int) -> tuple[list[int], list[float]]:
         if api_key not in self.buckets:
@@ -197,6 +199,7 @@ class Metrics:
 
     def _timed(self, api_key: int, handle: Callable[..., Any]) -> Callable[..., Any]:
         buckets, total = self.requests.slot(api_key)
+        versions = self.requests.versions
         counters: dict[ApiKey, Callable[[Any, Any], None]] = {
             ApiKey.PRODUCE: self._count_produce,
             ApiKey.FETCH: self._count_fetch,
@@ -221,6 +224,8 @@ class Metrics:
 
         def timed(ctx: RequestContext, request: Any) -> Any:
             t0 = _perf()
+            key = (api_key, ctx.header.api_version)
+            versions[key] = versions.get(key, 0) + 1
             result = handle(ctx, request)
             if hasattr(result, "__await__"):
                 fut = asyncio.ensure_future(result)
@@ -335,6 +340,12 @@ class BrokerCollector:
                 cum.append((bound, acc))
             h.add_metric([api_name(key)], cum, s.sums[key][0])
         yield h
+        c = CounterMetricFamily(
+            "tidelog_requests_by_version", "Requests handled, per API and version", labels=["api", "version"]
+        )
+        for (key, version), n in sorted(s.versions.items()):
+            c.add_metric([api_name(key), str(version)], n)
+        yield c
 
     def _topics(self) -> Iterator[Metric]:
         t = self.metrics.topics

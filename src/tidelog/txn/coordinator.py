@@ -18,8 +18,16 @@ the producer) and the timeout scan both move Ongoing -> PrepareEpochFence -> Pre
 the epoch bumped, so the old instance's later requests are refused (PRODUCER_FENCED, or
 INVALID_PRODUCER_EPOCH on Produce) and its open transaction is aborted.
 
-Cluster mode (`owned` is not None): this broker coordinates the transactional ids of the
-`__transaction_state` partitions it leads, as in Kafka. The cluster node calls `begin_load` when
+Transaction version 2 (KIP-890 part 2, `end_txn_bumping`, epoch_bump.py): EndTxn v5 bumps the
+epoch of every transaction it ends and answers the new producer id and epoch; partitions join a
+transaction from Produce v12+ and TxnOffsetCommit v5 (the broker calls `add_partitions` for
+them, with `client_version` 2). Each id records the transaction version its client ran its last
+transaction with (`client_txn_version`, persisted: a coordinator that takes over completes it the
+same way) and the markers carry it. The finalized `transaction_version` (the broker's) decides
+the record format (records.py) and how a timed-out or fenced transaction is aborted.
+
+Cluster mode (`owned` is not None, placement.py): this broker coordinates the transactional ids
+of the `__transaction_state` partitions it leads, as in Kafka. The cluster node calls `begin_load` when
 it becomes a partition's leader, `load_partition` once the high watermark has reached the log end
 it started leading at (its ids are replayed, then `resume` finishes what was being prepared: the
 same recovery as a restart) and `unload_partition` when it stops; until loaded the ids get
@@ -37,77 +45,33 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
 from ..wire.errors import (
     CONCURRENT_TRANSACTIONS,
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
     INVALID_PRODUCER_EPOCH,
     INVALID_PRODUCER_ID_MAPPING,
     INVALID_TRANSACTION_TIMEOUT,
     INVALID_TXN_STATE,
     NONE,
-    NOT_COORDINATOR,
     OPERATION_NOT_ATTEMPTED,
     PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
+from .epoch_bump import decide, epoch_exhausted
+from .metadata import MAX_EPOCH, MOVED, MarkerWriter, StateStore, TopicPartition, TxnMetadata
 from .pids import ProducerIds
-from .records import TxnLogValue, partition_for
+from .placement import Placement
 from .state import COMPLETED, PREPARING, check_transition
 from .state import TxnState as S
 
 log = logging.getLogger("tidelog.txn")
 
-MAX_EPOCH = 32767
-MOVED = (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)  # a state write's errors a client retries on
 
-TopicPartition = tuple[str, int]
-
-
-class StateStore(Protocol):
-    async def write(self, transactional_id: str, value: TxnLogValue | None) -> None: ...
-
-
-class MarkerWriter(Protocol):
-    async def write(
-        self, producer_id: int, producer_epoch: int, commit: bool, partitions: list[TopicPartition]
-    ) -> None: ...
-
-
-@dataclass(slots=True)
-class TxnMetadata:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int = -1
-    timeout_ms: int = 60000
-    state: S = S.EMPTY
-    partitions: set[TopicPartition] = field(default_factory=set)
-    start_ms: int = -1
-    last_update_ms: int = -1
-    last_producer_epoch: int = -1  # the epoch before the last bump (a retried InitProducerId)
-    busy: bool = False
-
-    def value(self, **changes: Any) -> TxnLogValue:
-        parts: dict[str, list[int]] = {}
-        for t, p in changes.get("partitions", self.partitions):
-            parts.setdefault(t, []).append(p)
-        return TxnLogValue(
-            changes.get("producer_id", self.producer_id),
-            changes.get("producer_epoch", self.producer_epoch),
-            changes.get("timeout_ms", self.timeout_ms),
-            changes.get("state", self.state),
-            parts,
-            changes.get("last_update_ms", self.last_update_ms),
-            changes.get("start_ms", self.start_ms),
-        )
-
-
-class TxnCoordinator:
+class TxnCoordinator(Placement):
     def __init__(
         self,
         store: StateStore,
@@ -119,116 +83,18 @@ class TxnCoordinator:
         partition_exists: Callable[[str, int], bool] | None = None,
         clock: Callable[[], int] = wall_clock_ms,
         num_partitions: int = 50,
+        transaction_version: int = 2,
     ) -> None:
+        """`transaction_version`: the finalized level (0-2) of the broker, as Kafka's feature."""
         self.store = store
+        self.transaction_version = transaction_version
         self.markers = markers
         self.pids = pids
         self.max_timeout_ms = max_timeout_ms
         self.expiration_ms = expiration_ms
         self.partition_exists = partition_exists or (lambda t, p: True)
         self.clock = clock
-        self.txns: dict[str, TxnMetadata] = {}
-        self.by_pid: dict[int, TxnMetadata] = {}
-        self.loaded = False
-        self.num_partitions = num_partitions  # of __transaction_state (set_num_partitions)
-        # cluster mode: the __transaction_state partitions led (and loaded) here -> leader epoch
-        self.owned: dict[int, int] | None = None
-        # cluster mode: partitions led here whose log is not all committed yet (not loaded)
-        self.loading: set[int] = set()
-
-    def start_clustered(self) -> None:
-        """Cluster mode: coordinate nothing until `load_partition` (this broker comes to lead a
-        partition of `__transaction_state`)."""
-        self.owned = {}
-        self.loaded = True
-
-    def set_num_partitions(self, n: int) -> None:
-        """`__transaction_state` has `n` partitions: an id's partition is its hash modulo `n`."""
-        self.num_partitions = n
-
-    def close(self) -> None:
-        """The broker stops: every id answers COORDINATOR_NOT_AVAILABLE from now on."""
-        self.loaded = False
-
-    def status(self, txn_id: str) -> int:
-        """NONE when this broker coordinates `txn_id` now, else the error a client retries on."""
-        if not self.loaded:
-            return COORDINATOR_NOT_AVAILABLE
-        if self.owned is None:
-            return NONE
-        partition = self.partition_of(txn_id)
-        if partition in self.owned:
-            return NONE
-        return COORDINATOR_LOAD_IN_PROGRESS if partition in self.loading else NOT_COORDINATOR
-
-    def partition_of(self, txn_id: str) -> int:
-        """The id's partition of `__transaction_state`."""
-        return partition_for(txn_id, self.num_partitions)
-
-    def coordinator_epoch(self, txn_id: str) -> int:
-        """The leader epoch of the id's `__transaction_state` partition (0 on a single node)."""
-        if self.owned is None:
-            return 0
-        return self.owned.get(self.partition_of(txn_id), 0)
-
-    def begin_load(self, partition: int) -> None:
-        """Cluster mode: this broker leads `partition` but is still waiting for its log to be
-        committed; its ids get COORDINATOR_LOAD_IN_PROGRESS until `load_partition`."""
-        self.loading.add(partition)
-
-    def load_partition(
-        self, partition: int, leader_epoch: int, entries: Iterable[tuple[str, TxnLogValue | None]]
-    ) -> None:
-        assert self.owned is not None
-        self.loading.discard(partition)
-        before = len(self.txns)
-        self.load(entries)
-        self.owned[partition] = leader_epoch
-        log.info(
-            "__transaction_state-%d: coordinating its transactional ids (epoch %d): %d loaded",
-            partition,
-            leader_epoch,
-            len(self.txns) - before,
-        )
-
-    def unload_partition(self, partition: int) -> None:
-        assert self.owned is not None
-        self.loading.discard(partition)
-        self.owned.pop(partition, None)
-        for txn_id in [t for t in self.txns if self.partition_of(t) == partition]:
-            meta = self.txns.pop(txn_id)
-            if self.by_pid.get(meta.producer_id) is meta:
-                del self.by_pid[meta.producer_id]
-        log.info("__transaction_state-%d: no longer coordinating its transactional ids", partition)
-
-    # ---- loading -------------------------------------------------------------------------------
-    def load(self, entries: Iterable[tuple[str, TxnLogValue | None]]) -> None:
-        """Apply `__transaction_state` records in log order (the last one per id wins)."""
-        latest: dict[str, TxnLogValue | None] = {}
-        for txn_id, value in entries:
-            latest[txn_id] = value
-        for txn_id, v in latest.items():
-            if v is None or v.state == S.DEAD:
-                continue
-            meta = TxnMetadata(
-                txn_id,
-                v.producer_id,
-                v.producer_epoch,
-                v.timeout_ms,
-                v.state,
-                {(t, p) for t, ps in v.partitions.items() for p in ps},
-                v.start_ms,
-                v.last_update_ms,
-            )
-            self.txns[txn_id] = meta
-            self.by_pid[meta.producer_id] = meta
-        self.loaded = True
-        log.info(
-            "transaction coordinator loaded %d transactional ids (%d ongoing, %d to complete)",
-            len(self.txns),
-            sum(1 for m in self.txns.values() if m.state == S.ONGOING),
-            sum(1 for m in self.txns.values() if m.state in PREPARING),
-        )
+        super().__init__(num_partitions)
 
     async def resume(self) -> None:
         """Finish the markers of transactions that were in PrepareCommit/PrepareAbort."""
@@ -253,6 +119,7 @@ class TxnCoordinator:
         target = changes.get("state", meta.state)
         check_transition(meta.state, target)
         changes.setdefault("last_update_ms", self.clock())
+        changes.setdefault("prev_producer_id", meta.producer_id)  # as Kafka: the id before this change
         meta.busy = True
         try:
             await self.store.write(meta.transactional_id, meta.value(**changes))
@@ -269,10 +136,21 @@ class TxnCoordinator:
         commit = meta.state == S.PREPARE_COMMIT
         meta.busy = True
         try:
-            await self.markers.write(meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions))
+            await self.markers.write(
+                meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions), meta.client_txn_version
+            )
         finally:
             meta.busy = False
-        await self._persist(meta, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, partitions=set())
+        changes: dict[str, Any] = {}
+        if meta.client_txn_version >= 2 and meta.next_producer_id >= 0:  # TV2: the epoch overflowed
+            changes = {"producer_id": meta.next_producer_id, "producer_epoch": 0}
+        await self._persist(
+            meta,
+            state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT,
+            partitions=set(),
+            next_producer_id=-1,
+            **changes,
+        )
         log.debug("transactional id %s: %s", meta.transactional_id, meta.state.kafka_name)
 
     async def _confirm(self, meta: TxnMetadata) -> None:
@@ -298,6 +176,10 @@ class TxnCoordinator:
         check_transition(meta.state, S.PREPARE_EPOCH_FENCE)
         meta.state = S.PREPARE_EPOCH_FENCE
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_EPOCH else meta.producer_epoch
+        # as Kafka, the abort is made at the broker's transaction version: with TV2 an exhausted
+        # epoch moves the producer to a new id once the abort completes
+        tv = self.transaction_version
+        next_pid = self.pids.next_id() if tv >= 2 and epoch_exhausted(meta.producer_epoch) else -1
         log.info(
             "transactional id %s: aborting the ongoing transaction of producer %d (%s); epoch now %d",
             meta.transactional_id,
@@ -306,7 +188,14 @@ class TxnCoordinator:
             epoch,
         )
         try:
-            await self._persist(meta, state=S.PREPARE_ABORT, producer_epoch=epoch, last_producer_epoch=-1)
+            await self._persist(
+                meta,
+                state=S.PREPARE_ABORT,
+                producer_epoch=epoch,
+                last_producer_epoch=-1,
+                next_producer_id=next_pid,
+                client_txn_version=tv,
+            )
         except BaseException:
             meta.state = S.ONGOING
             raise
@@ -382,8 +271,11 @@ class TxnCoordinator:
         return NONE, pid, new_epoch
 
     async def add_partitions(
-        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition]
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition], client_version: int = 0
     ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn (client_version 0) or, with transaction version 2, the partitions a
+        Produce v12+ or TxnOffsetCommit v5 writes to, added by the broker (client_version 2)."""
+
         def all_(code: int) -> dict[TopicPartition, int]:
             return {tp: code for tp in tps}
 
@@ -402,7 +294,13 @@ class TxnCoordinator:
             if meta.state == S.ONGOING and set(tps) <= meta.partitions:
                 await self._confirm(meta)  # already added
             else:
-                await self._persist(meta, state=S.ONGOING, partitions=meta.partitions | set(tps), start_ms=start)
+                await self._persist(
+                    meta,
+                    state=S.ONGOING,
+                    partitions=meta.partitions | set(tps),
+                    start_ms=start,
+                    client_txn_version=client_version,
+                )
         except LogError as e:
             if e.error_code in MOVED:
                 return all_(e.error_code)
@@ -429,7 +327,9 @@ class TxnCoordinator:
             return CONCURRENT_TRANSACTIONS
         st = meta.state
         if st == S.ONGOING:
-            await self._persist(meta, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT)
+            # as Kafka, ended at version 0 whatever added the partitions (a client may write with
+            # Produce v12+ yet end with EndTxn v4): the markers keep the epoch
+            await self._persist(meta, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, client_txn_version=0)
             await self._finish(meta)
             return NONE
         if st in PREPARING:
@@ -438,6 +338,52 @@ class TxnCoordinator:
             await self._confirm(meta)
             return NONE  # a retried EndTxn
         return INVALID_TXN_STATE
+
+    async def end_txn_bumping(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+        """EndTxn v5+ (transaction version 2): (error, producer id, epoch) - the id and epoch the
+        producer continues with, bumped (epoch_bump.py); -1, -1 with an error."""
+        if code := self.status(txn_id):
+            return code, -1, -1
+        try:
+            return await self._end_txn_bumping(txn_id, producer_id, epoch, commit)
+        except LogError as e:
+            if e.error_code in MOVED:
+                return e.error_code, -1, -1
+            raise
+
+    async def _end_txn_bumping(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            return INVALID_PRODUCER_ID_MAPPING, -1, -1
+        if meta.busy or meta.state == S.PREPARE_EPOCH_FENCE:
+            return CONCURRENT_TRANSACTIONS, -1, -1
+        d = decide(meta.state, meta.producer_id, meta.producer_epoch, meta.prev_producer_id, producer_id, epoch, commit)
+        if d.target is None:
+            if d.code:
+                return d.code, -1, -1
+            await self._confirm(meta)  # a retry of an EndTxn already done
+            return NONE, meta.producer_id, meta.producer_epoch
+        now = self.clock()
+        if meta.producer_epoch == MAX_EPOCH and d.target == S.PREPARE_ABORT:
+            bumped = meta.producer_epoch  # already broken: the abort goes through without a bump
+        else:
+            bumped = meta.producer_epoch + 1
+        next_pid = self.pids.next_id() if epoch_exhausted(meta.producer_epoch) else -1
+        await self._persist(
+            meta,
+            state=d.target,
+            producer_epoch=bumped,
+            last_producer_epoch=meta.producer_epoch,
+            next_producer_id=next_pid,
+            client_txn_version=2,
+            start_ms=now if d.empty else meta.start_ms,
+            last_update_ms=now,
+        )
+        await self._finish(meta)
+        log.debug(
+            "transactional id %s: ended with producer id %d epoch %d", txn_id, meta.producer_id, meta.producer_epoch
+        )
+        return NONE, meta.producer_id, meta.producer_epoch
 
     def verify(self, producer_id: int, epoch: int, tp: TopicPartition) -> int:
         """KIP-890: may a transactional batch of (producer, epoch) go to `tp` now?"""
@@ -449,6 +395,24 @@ class TxnCoordinator:
         if epoch != meta.producer_epoch or meta.state != S.ONGOING or tp not in meta.partitions:
             return INVALID_TXN_STATE
         return NONE
+
+    def verify_request(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ with verify_only (a partition leader asking, KIP-890), as Kafka's
+        coordinator answers it: TRANSACTION_ABORTABLE for a partition not in the transaction."""
+        if code := self.status(txn_id):
+            return dict.fromkeys(tps, code)
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != producer_id:
+            code = INVALID_PRODUCER_ID_MAPPING
+        elif epoch != meta.producer_epoch:
+            code = PRODUCER_FENCED
+        elif meta.state in PREPARING:
+            code = CONCURRENT_TRANSACTIONS
+        else:
+            return {tp: NONE if tp in meta.partitions else TRANSACTION_ABORTABLE for tp in tps}
+        return dict.fromkeys(tps, code)
 
     def check_offsets_commit(self, txn_id: str, producer_id: int, epoch: int, tp: TopicPartition) -> int:
         """TxnOffsetCommit: the producer owns an Ongoing transaction that includes `tp`."""

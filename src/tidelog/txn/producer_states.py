@@ -188,6 +188,7 @@ class ProducerStates:
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int = 0,
+        transaction_version: int = 0,
     ) -> tuple[PartitionLog, int] | None:
         """Append a COMMIT/ABORT marker for the producer, closing its open transaction on the
         partition if it has one: (the log written to, to flush; the marker's offset, to wait
@@ -198,7 +199,12 @@ class ProducerStates:
         first, and the coordinator epoch of a newer coordinator is recorded where its
         transaction left nothing, so that a deposed coordinator's late marker is refused there
         (TRANSACTION_COORDINATOR_FENCED) instead of ending the producer's next transaction. A
-        marker of an older producer epoch is refused (INVALID_PRODUCER_EPOCH)."""
+        marker of an older producer epoch is refused (INVALID_PRODUCER_EPOCH).
+
+        Transaction version 2 (KIP-890, KIP-1228): the coordinator bumped the epoch before writing
+        the markers, so a valid marker's epoch is above the producer's epoch here; one at the same
+        epoch is a late marker of an earlier transaction and refused (INVALID_PRODUCER_EPOCH)
+        unless nothing is open (a retry of a marker already written, written again)."""
         plog: PartitionLog | None = self.partitions.get(topic, partition)
         if plog is None:
             return None
@@ -212,7 +218,13 @@ class ProducerStates:
                 f"{topic}-{partition}: marker of coordinator epoch {coordinator_epoch} for producer "
                 f"{producer_id}, which saw epoch {known.coordinator_epoch}",
             )
-        if known is not None and producer_epoch < known.epoch:
+        stale = known is not None and (
+            producer_epoch < known.epoch
+            or transaction_version >= 2
+            and producer_epoch == known.epoch
+            and known.txn_first_offset is not None
+        )
+        if known is not None and stale:
             raise LogError(
                 INVALID_PRODUCER_EPOCH,
                 f"{topic}-{partition}: marker of producer {producer_id} epoch "

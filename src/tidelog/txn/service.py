@@ -6,7 +6,9 @@
 - Its markers go to the partitions' producer state (`producer_states.ProducerStates`, the one
   owner of it), or in a cluster to each partition's leader (the `marker_sender`).
 - Produce's `append` goes through here only to attach the coordinator's KIP-890 verification and
-  the producer-id check to the producer state's append.
+  the producer-id check to the producer state's append. Clients of transaction version 2 (Produce
+  v12+, TxnOffsetCommit v5) have their partitions added first (`add_for_append`), by this
+  broker's coordinator or the remote one (`Remote`: AddPartitionsToTxn v5 through the cluster).
 - Timers: abort transactions past their timeout (and retry unfinished completions) every
   `transaction.abort.timed.out.transaction.cleanup.interval.ms`; expire transactional ids and
   idle producer ids every `transaction.remove.expired.transaction.cleanup.interval.ms`.
@@ -24,7 +26,20 @@ from ..core.topics import OFFSETS_TOPIC, STATE_TOPIC
 from ..log.clock import wall_clock_ms
 from ..log.errors import LogError
 from ..log.log import AppendInfo, PartitionLog
-from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA, Record, decode_batches
+from ..log.records import H_BASE_OFFSET, H_LAST_OFFSET_DELTA, Record, decode_batches, transactional_producer
+from ..wire.errors import (
+    CONCURRENT_TRANSACTIONS,
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_PRODUCER_EPOCH,
+    INVALID_TXN_STATE,
+    NETWORK_EXCEPTION,
+    NONE,
+    NOT_COORDINATOR,
+    NOT_ENOUGH_REPLICAS,
+    PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
+)
 from . import records as TR
 from .coordinator import TxnCoordinator
 from .pids import ProducerIdAllocator, ProducerIds
@@ -39,8 +54,35 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidelog.txn")
 
-# (producer id, epoch, commit, partitions, coordinator epoch, still owned?) -> markers written
-MarkerSend = Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool]], Awaitable[None]]
+# (transactional id, producer id, epoch, partitions, add?) -> the remote coordinator's codes
+Remote = Callable[[str, int, int, list[tuple[str, int]], bool], Awaitable[dict[tuple[str, int], int]]]
+ADD_RETRY_BACKOFF_S = 0.02  # Kafka's add.partitions.to.txn.retry.backoff.ms
+ADD_RETRY_FOR_S = 1.0  # while the coordinator answers CONCURRENT_TRANSACTIONS
+
+_MOVED_OR_UNAVAILABLE = frozenset(
+    {NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NETWORK_EXCEPTION}
+)
+
+
+def append_error(code: int, adding: bool) -> int:
+    """A coordinator's answer for a partition about to be written, as the write's error (Kafka's
+    AddPartitionsToTxnManager and ReplicaManager): PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, a
+    partition outside the transaction INVALID_TXN_STATE, a coordinator moving or unreachable
+    NOT_ENOUGH_REPLICAS (every client retries it without a metadata refresh), and so is
+    CONCURRENT_TRANSACTIONS when only verifying; a client adding (transaction version 2) gets
+    CONCURRENT_TRANSACTIONS itself."""
+    if code == PRODUCER_FENCED:
+        return INVALID_PRODUCER_EPOCH
+    if code == TRANSACTION_ABORTABLE:
+        return INVALID_TXN_STATE
+    if code in _MOVED_OR_UNAVAILABLE or code == CONCURRENT_TRANSACTIONS and not adding:
+        return NOT_ENOUGH_REPLICAS
+    return code
+
+
+# (producer id, epoch, commit, partitions, coordinator epoch, still owned?, transaction version)
+# -> markers written
+MarkerSend = Callable[[int, int, bool, list[tuple[str, int]], int, Callable[[], bool], int], Awaitable[None]]
 
 
 class _StateLog:
@@ -61,8 +103,11 @@ class _StateLog:
         plog = s.partitions.get(STATE_TOPIC, partition)
         if plog is None:
             raise LogError(15, f"{STATE_TOPIC} is missing")
+        version = TR.value_version(s.coordinator.transaction_version)
         rec = Record(
-            TR.encode_key(transactional_id), None if value is None else TR.encode_value(value), wall_clock_ms()
+            TR.encode_key(transactional_id),
+            None if value is None else TR.encode_value(value, version),
+            wall_clock_ms(),
         )
         info = plog.append_records([rec])
         await s.partitions.group_commit.flush(plog)
@@ -101,7 +146,12 @@ class _Markers:
         self.service = service
 
     async def write(
-        self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[tuple[str, int]]
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        partitions: Iterable[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> None:
         s = self.service
         if s.marker_sender is not None:
@@ -117,7 +167,9 @@ class _Markers:
                     s.coordinator.status(txn_id) == 0 and s.coordinator.coordinator_epoch(txn_id) == epoch
                 )
 
-            await s.marker_sender(producer_id, producer_epoch, commit, list(partitions), epoch, still_owned)
+            await s.marker_sender(
+                producer_id, producer_epoch, commit, list(partitions), epoch, still_owned, transaction_version
+            )
             return
         to_flush = []
         offsets_done = False
@@ -132,7 +184,9 @@ class _Markers:
                 continue
             data.append((topic, partition))
         for topic, partition in data:
-            written = s.producers.write_marker(topic, partition, producer_id, producer_epoch, commit)
+            written = s.producers.write_marker(
+                topic, partition, producer_id, producer_epoch, commit, transaction_version=transaction_version
+            )
             if written is not None:
                 to_flush.append(written[0])
         if to_flush:
@@ -184,6 +238,7 @@ class TxnService:
             expiration_ms=cfg["transactional.id.expiration.ms"],
             partition_exists=self._partition_exists,
             num_partitions=cfg["transaction.state.log.num.partitions"],
+            transaction_version=cfg["transaction.version"],
         )
         self.marker_sender = marker_sender
         self.clustered = marker_sender is not None
@@ -212,8 +267,49 @@ class TxnService:
     def partition_of(self, txn_id: str) -> int:
         return self.coordinator.partition_of(txn_id)
 
-    def verify_partition(self, producer_id: int, epoch: int, tp: tuple[str, int]) -> int:
-        return self.coordinator.verify(producer_id, epoch, tp)
+    async def coordinate(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]], add: bool
+    ) -> dict[tuple[str, int], int]:
+        """This broker coordinates `txn_id`: verify the partitions are in its transaction, or
+        (transaction version 2) add them; the coordinator's codes."""
+        if not add:
+            return self.coordinator.verify_request(txn_id, producer_id, epoch, tps)
+        try:
+            return await self.coordinator.add_partitions(txn_id, producer_id, epoch, tps, 2)
+        except Exception:
+            log.exception("transactional id %s: adding %s failed", txn_id, tps)
+            return dict.fromkeys(tps, COORDINATOR_NOT_AVAILABLE)
+
+    async def add_for_append(
+        self, txn_id: str, producer_id: int, epoch: int, tps: list[tuple[str, int]], remote: Remote | None
+    ) -> dict[tuple[str, int], int]:
+        """Transaction version 2: the partitions a Produce v12+ or TxnOffsetCommit v5 is about to
+        write join the producer's transaction first, through this broker's coordinator or
+        `remote` (cluster mode, the id coordinated elsewhere); the coordinator's codes. As Kafka,
+        CONCURRENT_TRANSACTIONS (another add or an ending transaction in flight) is retried here
+        for a while rather than sent back at once."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ADD_RETRY_FOR_S
+        while True:
+            status = self.coordinator.status(txn_id)
+            if status == NONE:
+                codes = await self.coordinate(txn_id, producer_id, epoch, tps, True)
+            elif status == NOT_COORDINATOR and remote is not None:
+                codes = await remote(txn_id, producer_id, epoch, tps, True)
+            else:
+                return dict.fromkeys(tps, status)
+            if CONCURRENT_TRANSACTIONS not in codes.values() or loop.time() >= deadline:
+                return codes
+            await asyncio.sleep(ADD_RETRY_BACKOFF_S)
+
+    def needs_add(self, topic: str, partition: int, records: bytes | memoryview) -> tuple[int, int] | None:
+        """(producer id, epoch) when this record set is a transactional batch whose transaction is
+        not open on the partition here yet: a client of transaction version 2 must have the
+        partition added to its transaction before the append."""
+        producer = transactional_producer(records)
+        if producer is None or self.producers.open_txn_at(topic, partition, *producer):
+            return None
+        return producer
 
     def open_here(self, topic: str, partition: int, producer_id: int, epoch: int) -> bool:
         return self.producers.open_txn_at(topic, partition, producer_id, epoch)

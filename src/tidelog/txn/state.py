@@ -9,11 +9,14 @@ decides whether a move is legal. The byte values are the ones Kafka stores in
 | Empty               | Empty, CompleteCommit, CompleteAbort           |
 | Ongoing             | Ongoing, Empty, CompleteCommit, CompleteAbort  |
 | PrepareCommit       | Ongoing                                        |
-| PrepareAbort        | Ongoing, PrepareEpochFence                     |
+| PrepareAbort        | Ongoing, PrepareEpochFence; Empty, CompleteCommit, CompleteAbort (1) |
 | CompleteCommit      | PrepareCommit                                  |
 | CompleteAbort       | PrepareAbort                                   |
 | Dead                | Empty, CompleteCommit, CompleteAbort           |
 | PrepareEpochFence   | Ongoing                                        |
+
+(1) Transaction version 2 (KIP-890) lets a producer abort with nothing added: EndTxn v5 bumps
+its epoch then, which fences its previous epoch's late requests.
 
 PrepareEpochFence is held in memory only, while an Ongoing transaction is aborted with a bumped
 epoch (a new producer with the same transactional id, or the transaction timeout).
@@ -61,7 +64,7 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),

@@ -1,4 +1,4 @@
-"""Produce (api key 0) v0-v11 codec, sans-IO: request and response bodies (no size, no header).
+"""Produce (api key 0) v0-v13 codec, sans-IO: request and response bodies (no size, no header).
 
 Request layout (fields present from the version given; v9+ flexible: compact strings, arrays and
 records, and a tagged-field section after every struct):
@@ -6,14 +6,18 @@ records, and a tagged-field section after every struct):
     transactional_id   nullable string   v3+
     acks               int16
     timeout_ms         int32
-    topic_data[]       name string, partition_data[]: index int32, records nullable records
+    topic_data[]       name string (v0-12) | topic_id uuid (v13+, KIP-516; `name` is then ""),
+                       partition_data[]: index int32, records nullable records
+
+v12 is v11's layout (a transactional client of transaction version 2, KIP-890: the broker adds
+the partitions to the transaction itself).
 
 `records` is never decoded: it is a zero-copy memoryview slice of the request body (the record
 batches exactly as the client sent them); holding it keeps the whole request frame alive.
 
 Response layout:
 
-    responses[]        name string, partition_responses[]:
+    responses[]        name string (v0-12) | topic_id uuid (v13+), partition_responses[]:
                          index int32, error_code int16, base_offset int64,
                          log_append_time_ms int64 (v2+), log_start_offset int64 (v5+),
                          record_errors[] (v8+): batch_index int32, batch_index_error_message
@@ -27,6 +31,7 @@ Response layout:
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass, field
 
 from .primitives import Chunk, DecodeError, HotVersions, Reader, Writer, pick
@@ -51,7 +56,8 @@ __all__ = [
 
 API_KEY = 0
 MIN_VERSION = 0
-MAX_VERSION = 11
+MAX_VERSION = 13
+FIRST_TOPIC_ID_VERSION = 13
 FIRST_FLEXIBLE_VERSION = 9
 
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -69,9 +75,10 @@ class ProduceRequestPartition:
 
 @dataclass(slots=True)
 class ProduceRequestTopic:
-    name: str
+    name: str  # "" in v13+ until the broker resolves `topic_id`
     partition_data: list[ProduceRequestPartition]
     tagged_fields: dict[int, bytes] | None = None
+    topic_id: uuid.UUID | None = None  # v13+
 
 
 @dataclass(slots=True)
@@ -107,6 +114,7 @@ class ProduceResponseTopic:
     name: str
     partition_responses: list[ProduceResponsePartition]
     tagged_fields: dict[int, bytes] | None = None
+    topic_id: uuid.UUID | None = None  # v13+
 
 
 @dataclass(slots=True)
@@ -134,12 +142,14 @@ def decode_request(body: bytes | memoryview, version: int, strict: bool = False)
     acks, timeout_ms = r.fixed(_ACKS_TIMEOUT)
     int32 = r.int32
     topics = []
+    by_id = version >= FIRST_TOPIC_ID_VERSION
     for _ in range(count()):
-        name = string()
+        topic_id = r.uuid() if by_id else None
+        name = "" if by_id else string()
         parts = []
         for _ in range(count()):
             parts.append(ProduceRequestPartition(int32(), records(), tags() if tags else None))
-        topics.append(ProduceRequestTopic(name, parts, tags() if tags else None))
+        topics.append(ProduceRequestTopic(name, parts, tags() if tags else None, topic_id))
     req = ProduceRequest(acks, timeout_ms, topics, transactional_id, tags() if tags else None)
     if strict:
         r.expect_end()
@@ -156,7 +166,10 @@ def encode_request(req: ProduceRequest, version: int) -> list[Chunk]:
     w.fixed(_ACKS_TIMEOUT, req.acks, req.timeout_ms)
     count(len(req.topic_data))
     for t in req.topic_data:
-        string(t.name)
+        if version >= FIRST_TOPIC_ID_VERSION:
+            w.uuid(t.topic_id)
+        else:
+            string(t.name)
         count(len(t.partition_data))
         for p in t.partition_data:
             w.int32(p.index)
@@ -186,8 +199,12 @@ def encode_response_sized(resp: ProduceResponse, version: int) -> tuple[list[Chu
     ps = _part_struct(version)
     n = len(ps.format) - 1
     count(len(resp.responses))
+    by_id = version >= FIRST_TOPIC_ID_VERSION
     for t in resp.responses:
-        string(t.name)
+        if by_id:
+            w.uuid(t.topic_id)
+        else:
+            string(t.name)
         count(len(t.partition_responses))
         for p in t.partition_responses:
             fixed(ps, *(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)[:n])
@@ -221,8 +238,10 @@ def decode_response(body: bytes | memoryview, version: int) -> ProduceResponse:
     string, count, nstring, tags = pick(r, flex, "string", "array_len", "nullable_string", "tagged_fields")
     ps = _part_struct(version)
     topics = []
+    by_id = version >= FIRST_TOPIC_ID_VERSION
     for _ in range(count()):
-        name = string()
+        topic_id = r.uuid() if by_id else None
+        name = "" if by_id else string()
         parts = []
         for _ in range(count()):
             p = ProduceResponsePartition(*r.fixed(ps))
@@ -233,7 +252,7 @@ def decode_response(body: bytes | memoryview, version: int) -> ProduceResponse:
             if tags:
                 p.tagged_fields = tags()
             parts.append(p)
-        topics.append(ProduceResponseTopic(name, parts, tags() if tags else None))
+        topics.append(ProduceResponseTopic(name, parts, tags() if tags else None, topic_id))
     resp = ProduceResponse(topics)
     if version >= 1:
         resp.throttle_time_ms = r.int32()

@@ -386,7 +386,7 @@ async def test_api_versions_advertises_exactly_the_routed_apis(broker):
     assert advertised == declared
     assert len(resp["api_keys"]) == len(advertised)  # each key once
     # a few that clients depend on, as Kafka numbers them
-    assert advertised[18] == (0, 3)  # ApiVersions
+    assert advertised[18] == (0, 4)  # ApiVersions
     assert advertised[3] == (0, 13)  # Metadata
     assert advertised[10] == (0, 6)  # FindCoordinator (v4: batched keys, v6: share keys)
     assert 67 not in advertised  # AllocateProducerIds is broker-to-controller only

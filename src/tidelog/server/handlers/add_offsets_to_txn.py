@@ -1,5 +1,7 @@
-"""AddOffsetsToTxn (key 25, v0-3): the `__consumer_offsets` partition of a group joins the
-producer's transaction, so TxnOffsetCommit may stage offsets there. v2+ may answer PRODUCER_FENCED."""
+"""AddOffsetsToTxn (key 25, v0-4): the `__consumer_offsets` partition of a group joins the
+producer's transaction, so TxnOffsetCommit may stage offsets there. v2+ may answer PRODUCER_FENCED;
+v4 only tells that the client knows TRANSACTION_ABORTABLE (KIP-890). Clients running transaction
+version 2 skip it: TxnOffsetCommit v5 adds the partition itself."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ..router import control_route
 from ._txn_util import fenced_for, guarded
 
 if TYPE_CHECKING:
-    from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+    from kio.schema.add_offsets_to_txn.v4.request import AddOffsetsToTxnRequest
 
     from ...txn.service import TxnService
     from ...wire.responses import AddOffsetsToTxnResponse
@@ -39,4 +41,4 @@ async def handle(deps: Deps, ctx: RequestContext, request: AddOffsetsToTxnReques
     return {"throttle_time": 0, "error_code": fenced_for(results[tp], ctx.api_version, 2)}
 
 
-ROUTE = control_route(ApiKey.ADD_OFFSETS_TO_TXN, 0, 3, handle)
+ROUTE = control_route(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, handle)

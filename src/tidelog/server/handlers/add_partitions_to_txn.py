@@ -1,6 +1,12 @@
-"""AddPartitionsToTxn (key 24, v0-4): partitions join the producer's transaction (Ongoing).
-v4 batches several transactions and may only verify (`verify_only`, KIP-890): then a partition
-not in the Ongoing transaction gets INVALID_TXN_STATE. v2+ may answer PRODUCER_FENCED."""
+"""AddPartitionsToTxn (key 24, v0-5): partitions join the producer's transaction (Ongoing).
+v0-3 come from clients; v4+ from partition leaders (Kafka asks them for CLUSTER_ACTION): they
+batch several transactions and either only verify (`verify_only`, KIP-890 part 1: a partition
+not in the transaction gets TRANSACTION_ABORTABLE, as Kafka's coordinator answers) or add the
+partitions a Produce v12+ / TxnOffsetCommit v5 of a transaction version 2 client writes to
+(KIP-890 part 2: the transaction is marked as run at version 2). A partition that does not
+exist fails the whole transaction's list (UNKNOWN_TOPIC_OR_PARTITION, the others
+OPERATION_NOT_ATTEMPTED). v2+ may answer PRODUCER_FENCED; v5 only tells that the sender knows
+TRANSACTION_ABORTABLE."""
 
 from __future__ import annotations
 
@@ -9,12 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...wire.apis import ApiKey
-from ...wire.errors import INVALID_TXN_STATE, NONE
+from ...wire.errors import NONE, OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_OR_PARTITION
 from ..router import control_route
 from ._txn_util import fenced_for, guarded
 
 if TYPE_CHECKING:
-    from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+    from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 
     from ...txn.service import TxnService
     from ...wire.responses import (
@@ -46,19 +52,17 @@ async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnReq
         verify_only: bool = False,
     ) -> list[AddPartitionsToTxnTopicResult]:
         tps: list[tuple[str, int]] = [(t.name, p) for t in topics for p in t.partitions]
-        if verify_only and (moved := coordinator.status(txn_id)):
-            results = {tp: moved for tp in tps}
+        unknown = {tp for tp in tps if not coordinator.partition_exists(*tp)}
+        if unknown and version >= 4:
+            results = {tp: UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else OPERATION_NOT_ATTEMPTED for tp in tps}
         elif verify_only:
-            results = {
-                tp: coordinator.verify(pid, epoch, tp)
-                if coordinator.txns.get(txn_id) is not None
-                else INVALID_TXN_STATE
-                for tp in tps
-            }
+            results = coordinator.verify_request(txn_id, pid, epoch, tps)
         else:
             results = await guarded(
                 "AddPartitionsToTxn",
-                coordinator.add_partitions(txn_id, pid, epoch, tps),
+                # v4+ come from brokers for clients of transaction version 2 (Kafka's
+                # TransactionVersion.transactionVersionForAddPartitionsToTxn)
+                coordinator.add_partitions(txn_id, pid, epoch, tps, 2 if version >= 4 else 0),
                 lambda code: {tp: code for tp in tps},
             )
         by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
@@ -93,4 +97,4 @@ async def handle(deps: Deps, ctx: RequestContext, request: AddPartitionsToTxnReq
     }
 
 
-ROUTE = control_route(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4, handle)
+ROUTE = control_route(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, handle)

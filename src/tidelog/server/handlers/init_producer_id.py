@@ -1,6 +1,8 @@
-"""InitProducerId (key 22, v0-4): a producer id and epoch; for a transactional id, fences the
+"""InitProducerId (key 22, v0-5): a producer id and epoch; for a transactional id, fences the
 previous instance (epoch bump, its open transaction aborted). v3+ carry the producer's current
-id and epoch (KIP-360); v4+ may answer PRODUCER_FENCED."""
+id and epoch (KIP-360); v4+ may answer PRODUCER_FENCED; v5 only tells that the client knows
+TRANSACTION_ABORTABLE (KIP-890). Kafka 4.3.1's v6 (two-phase commit, KIP-939) is unstable there
+and not advertised."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ..router import control_route
 from ._txn_util import fenced_for, guarded, millis
 
 if TYPE_CHECKING:
-    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 
     from ...txn.service import TxnService
     from ...wire.responses import InitProducerIdResponse
@@ -50,4 +52,4 @@ async def handle(deps: Deps, ctx: RequestContext, request: InitProducerIdRequest
     return answer(*res)
 
 
-ROUTE = control_route(ApiKey.INIT_PRODUCER_ID, 0, 4, handle)
+ROUTE = control_route(ApiKey.INIT_PRODUCER_ID, 0, 5, handle)

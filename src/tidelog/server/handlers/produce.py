@@ -1,4 +1,4 @@
-"""Produce (key 0, v0-11): append record sets to partition logs.
+"""Produce (key 0, v0-13): append record sets to partition logs.
 
 v0-2 carry magic 0/1 message sets (the log engine converts them), v3+ record batches v2. Each
 partition's record set is appended whole or not at all. acks=0 gets no response at all - and, as
@@ -6,6 +6,14 @@ Kafka, a partition refused (not the leader, unknown, a bad batch) closes the con
 the client, which waits for no answer, learns of it and refreshes its metadata; acks=1 and -1 are
 answered once appended, after a shared fsync when the topic's flush settings ask for one. Records
 are never decoded here: validation works on batch headers.
+
+Transactions: a transactional batch is appended only where the producer's transaction includes
+the partition (KIP-890). v3-11 come from clients that added their partitions themselves
+(AddPartitionsToTxn): the coordinator is asked to verify it only where the coordinator is another
+broker and the transaction is not open here yet. v12+ come from clients of transaction version 2:
+the broker adds each partition whose transaction is not open here yet to the transaction first,
+through the coordinator (`TxnService.add_for_append`), and appends once it has. v13 names topics
+by id (KIP-516): resolved with the topic registry, an unknown one is UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode as E
 
 from ...log.errors import LogError
+from ...txn.service import append_error
 from ...wire import leader_hint
 from ...wire import produce as codec
 from ..leader_hints import LeaderHints
@@ -30,6 +39,7 @@ if TYPE_CHECKING:
     from ...cluster.partition import Lease
     from ...cluster.view import ClusterView
     from ...core.partitions import Partitions
+    from ...core.topics import TopicRegistry
     from ...txn.service import TxnService
     from ..connection import RequestContext
 
@@ -41,6 +51,10 @@ class Deps:
     partitions: Partitions
     txn: TxnService
     cluster: ClusterView
+    registry: TopicRegistry
+
+
+FIRST_ADDING_VERSION = 12  # transaction version 2: the broker adds the partitions (KIP-890)
 
 
 # Kafka answers these before touching the log, with no log start offset (-1); every other append
@@ -65,18 +79,25 @@ def partition_error(index: int, code: int, message: str | None = None) -> codec.
 def handle(
     deps: Deps, ctx: RequestContext, req: codec.ProduceRequest, refused: dict[tuple[str, int], int] | None = None
 ) -> Answer[codec.ProduceResponse | NoResponse]:
-    """`refused`: partitions whose transactional batch the remote coordinator did not vouch for
-    (KIP-890, cluster/verify.py), answered with that error and not appended."""
+    """`refused`: partitions whose transactional batch the coordinator did not vouch for or add
+    (KIP-890), answered with that error and not appended."""
     cluster = deps.cluster
-    if refused is None and req.transactional_id:
-        pending = [
-            (t.name, p.index, tp)
-            for t in req.topic_data
-            for p in t.partition_data
-            if p.records and (tp := cluster.needs_verification(t.name, p.index, p.records)) is not None
-        ]
-        if pending:
-            return _verified_then(deps, ctx, req, pending)
+    version = ctx.api_version
+    if refused is None:
+        if version >= codec.FIRST_TOPIC_ID_VERSION:
+            _resolve_topic_ids(deps.registry, req)
+        if req.transactional_id:
+            adding = version >= FIRST_ADDING_VERSION
+            needs = deps.txn.needs_add if adding else cluster.needs_verification
+            pending = [
+                (t.name, p.index, tp)
+                for t in req.topic_data
+                if t.name
+                for p in t.partition_data
+                if p.records and (tp := needs(t.name, p.index, p.records)) is not None
+            ]
+            if pending:
+                return _verified_then(deps, ctx, req, pending, adding)
     partitions = deps.partitions
     txn = deps.txn
     acks = req.acks
@@ -91,6 +112,9 @@ def handle(
         for p in t.partition_data:
             if acks not in (0, 1, -1):
                 parts.append(partition_error(p.index, E.invalid_required_acks.value))
+                continue
+            if not t.name:  # v13: a topic id no topic has
+                parts.append(partition_error(p.index, E.unknown_topic_id.value))
                 continue
             if refused and (t.name, p.index) in refused:
                 parts.append(partition_error(p.index, refused[(t.name, p.index)]))
@@ -138,7 +162,7 @@ def handle(
                 replicated.append((lease, info.last_offset, answer))
             if info.flush_needed:
                 to_flush.append(plog)
-        results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts))
+        results.append(codec.ProduceResponseTopic(name=t.name, partition_responses=parts, topic_id=t.topic_id))
     group_commit = partitions.group_commit
     if acks == 0:
         if to_flush:
@@ -161,18 +185,35 @@ def handle(
     return response
 
 
+def _resolve_topic_ids(registry: TopicRegistry, req: codec.ProduceRequest) -> None:
+    """v13: each topic's name from its id (left "" for an id no topic has)."""
+    by_id = registry.by_id
+    for t in req.topic_data:
+        topic = by_id.get(t.topic_id) if t.topic_id is not None else None
+        t.name = topic.name if topic is not None else ""
+
+
 async def _verified_then(
-    deps: Deps, ctx: RequestContext, req: codec.ProduceRequest, pending: list[tuple[str, int, tuple[int, int]]]
+    deps: Deps,
+    ctx: RequestContext,
+    req: codec.ProduceRequest,
+    pending: list[tuple[str, int, tuple[int, int]]],
+    adding: bool,
 ) -> codec.ProduceResponse | NoResponse:
-    """KIP-890 across brokers: the coordinator vouches for each first transactional batch first."""
+    """KIP-890: the coordinator vouches for each first transactional batch (a remote coordinator,
+    v3-11) or adds its partition to the transaction (v12+) first."""
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for topic, index, producer in pending:
         by_producer.setdefault(producer, []).append((topic, index))
-    assert req.transactional_id is not None
+    txn_id = req.transactional_id
+    assert txn_id is not None
     refused: dict[tuple[str, int], int] = {}
     for (pid, epoch), tps in by_producer.items():
-        answers = await deps.cluster.verify(req.transactional_id, pid, epoch, tps)
-        refused.update({tp: code for tp, code in answers.items() if code})
+        if adding:
+            answers = await deps.txn.add_for_append(txn_id, pid, epoch, tps, deps.cluster.verify)
+        else:
+            answers = await deps.cluster.verify(txn_id, pid, epoch, tps)
+        refused.update({tp: append_error(code, adding) for tp, code in answers.items() if code})
     result = handle(deps, ctx, req, refused)
     return await result if isinstance(result, Awaitable) else result
 

@@ -1,4 +1,5 @@
-"""WriteTxnMarkers (key 27, v0-1; v0 derived in `wire.schemas`): write COMMIT/ABORT markers for a producer on the named
+"""WriteTxnMarkers (key 27, v0-2; v0 derived in `wire.schemas`; v2 names each marker's transaction
+version, KIP-1228): write COMMIT/ABORT markers for a producer on the named
 partitions. On a single node the coordinator writes markers itself and this API is served for
 completeness (tools, tests); in a cluster the coordinator sends it to each partition's leader
 (cluster/markers.py), which answers NOT_LEADER_OR_FOLLOWER off the leader and answers once the
@@ -22,7 +23,7 @@ from ...wire.apis import ApiKey
 from ..router import control_route
 
 if TYPE_CHECKING:
-    from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, WriteTxnMarkersRequest
+    from kio.schema.write_txn_markers.v2.request import WritableTxnMarker, WriteTxnMarkersRequest
 
     from ...cluster.view import ClusterView
     from ...core.partitions import Partitions
@@ -93,7 +94,9 @@ async def _on_leader(
     if code:
         return code
     try:
-        written = deps.producers.write_marker(topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch)
+        written = deps.producers.write_marker(
+            topic, p, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch, getattr(m, "transaction_version", 0)
+        )
     except LogError as e:  # TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH
         return e.error_code
     if written is None:
@@ -106,4 +109,4 @@ async def _on_leader(
     return await cluster.wait_replicated(lease, offset, 30.0)
 
 
-ROUTE = control_route(ApiKey.WRITE_TXN_MARKERS, 0, 1, handle)
+ROUTE = control_route(ApiKey.WRITE_TXN_MARKERS, 0, 2, handle)

@@ -119,13 +119,16 @@ def produce(session: Session, ctx: RequestContext, req: ProduceRequest) -> Verdi
 
     def refused(topics: Iterable[ProduceRequestTopic], code: int = TOPIC_DENIED) -> list[ProduceResponseTopic]:
         return [
-            c.ProduceResponseTopic(t.name, [c.ProduceResponsePartition(p.index, code) for p in t.partition_data])
+            c.ProduceResponseTopic(
+                t.name, [c.ProduceResponsePartition(p.index, code) for p in t.partition_data], topic_id=t.topic_id
+            )
             for t in topics
         ]
 
     if req.transactional_id is not None and not session.allowed(R.TRANSACTIONAL_ID, req.transactional_id, Op.WRITE):
         return Reply(NO_RESPONSE if req.acks == 0 else c.ProduceResponse(refused(req.topic_data, TXN_DENIED)))
-    ok, denied = split(req.topic_data, lambda t: session.allowed(R.TOPIC, t.name, Op.WRITE))
+    # v13 names topics by id: resolved here (an unknown id is the handler's UNKNOWN_TOPIC_ID)
+    ok, denied = split(req.topic_data, topic_allowed(session, ctx, Op.WRITE))
     if not denied:
         return None
     if not ok:
