@@ -94,3 +94,14 @@ class KafkaClient:
                 raise ClientError("connection closed by broker")
             buf += chunk
         return bytes(buf)
+
+
+def error_name(code: object) -> str:
+    """A Kafka error code as its name (UNKNOWN_TOPIC_OR_PARTITION), or the number if unknown."""
+    from kio.schema.errors import ErrorCode
+
+    value = int(getattr(code, "value", code))  # type: ignore[call-overload]
+    try:
+        return ErrorCode(value).name.upper()
+    except ValueError:
+        return str(value)

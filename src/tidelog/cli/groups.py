@@ -1,10 +1,15 @@
-"""`tidelog groups list|describe|delete|reset-offsets` (like kafka-consumer-groups). `tidelog
-consume` (records of a time window among others) lives in `cli_consume`.
+"""`tidelog groups list|describe|delete|reset-offsets|delete-offsets` (like kafka-consumer-groups
+and, for share groups, kafka-share-groups: a group's type - classic, consumer, share - is found with
+ListGroups and share groups are handled by `share_groups`). `tidelog consume` (records of a time
+window among others) lives in `cli_consume`.
 
 reset-offsets computes, per partition, the new offset from the broker: ListOffsets by timestamp
 (the time index) for --to-datetime/--by-duration, ListOffsets earliest/latest for the other
 specs and for clamping into [log start, log end]. It prints current -> new and commits only with
---execute, and only while the group has no active members.
+--execute, and only while the group has no active members (a share group: its share-partition
+start offsets, with AlterShareGroupOffsets).
+
+The commands talk to the broker they are given; in a cluster, give the group's coordinator.
 """
 
 from __future__ import annotations
@@ -16,9 +21,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from kio.schema.errors import ErrorCode
-
-from .client import ClientError, KafkaClient
+from . import share_groups
+from .client import ClientError, KafkaClient, error_name
 
 EARLIEST, LATEST = -2, -1
 INACTIVE = ("Empty", "Dead")
@@ -42,11 +46,7 @@ def reporting_usage_errors(cmd):
 
 
 def _err(code) -> str:
-    code = int(getattr(code, "value", code))
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return str(code)
+    return error_name(code)
 
 
 # ---- parsing times ---------------------------------------------------------------------------
@@ -245,22 +245,36 @@ def plan_reset(
 # ---- commands --------------------------------------------------------------------------------
 
 
-def cmd_list(args, client: KafkaClient) -> int:
-    req = {"states_filter": [args.state] if args.state else [], "types_filter": []}
-    resp = client.request(16, req, highest=4)
+def list_groups(client: KafkaClient, state: str | None = None, kind: str | None = None):
+    req = {"states_filter": [state] if state else [], "types_filter": [kind] if kind else []}
+    resp = client.request(16, req, highest=5)
     if resp.error_code.value:
-        print(f"Error listing groups: {_err(resp.error_code)}", file=sys.stderr)
-        return 1
-    if args.state:
-        rows = [[g.group_id, g.group_state] for g in sorted(resp.groups, key=lambda g: g.group_id)]
-        print(_table(rows, ["GROUP", "STATE"]))
+        raise UsageError(f"listing groups: {_err(resp.error_code)}")
+    return sorted(resp.groups, key=lambda g: g.group_id)
+
+
+def group_type(client: KafkaClient, group: str) -> str | None:
+    """classic, consumer, share or streams; None when no such group exists."""
+    for g in list_groups(client):
+        if g.group_id == group:
+            return getattr(g, "group_type", "") or "classic"
+    return None
+
+
+def cmd_list(args, client: KafkaClient) -> int:
+    groups = list_groups(client, args.state, args.type)
+    if args.state or args.verbose:
+        rows = [[g.group_id, getattr(g, "group_type", "") or "classic", g.group_state] for g in groups]
+        print(_table(rows, ["GROUP", "TYPE", "STATE"]))
     else:
-        for g in sorted(resp.groups, key=lambda g: g.group_id):
+        for g in groups:
             print(g.group_id)
     return 0
 
 
 def cmd_describe(args, client: KafkaClient) -> int:
+    if group_type(client, args.group) == "share":
+        return share_groups.cmd_describe(args.group, client, _table)
     g = describe_group(client, args.group)
     if g.group_state == "Dead":
         print(f"Consumer group '{args.group}' does not exist.", file=sys.stderr)
@@ -325,16 +339,22 @@ def _reset_spec(args) -> ResetSpec:
 
 def cmd_reset_offsets(args, client: KafkaClient) -> int:
     spec = _reset_spec(args)
-    g = describe_group(client, args.group)
-    active = g.group_state not in INACTIVE
+    share = group_type(client, args.group) == "share"
+    g = share_groups.describe(client, args.group) if share else describe_group(client, args.group)
+    state = g.group_state if g is not None else "Empty"  # a share group made by this reset is empty
+    members = len(g.members) if g is not None else 0
+    active = state not in INACTIVE
     if active and args.execute:
         print(
             f"Error: Assignments can only be reset if the group '{args.group}' is inactive, but the current "
-            f"state is {g.group_state} ({len(g.members)} active members). Stop its consumers first.",
+            f"state is {state} ({members} active members). Stop its consumers first.",
             file=sys.stderr,
         )
         return 1
-    current = committed_offsets(client, args.group)
+    if share:
+        current = {tp: start for tp, (start, _) in share_groups.start_offsets(client, args.group).items()}
+    else:
+        current = committed_offsets(client, args.group)
     specs = [parse_topic_spec(t) for t in args.topic]
     if args.all_topics:
         specs += [(t, None) for t in sorted({t for t, _ in current})]
@@ -365,6 +385,14 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
         elif note:
             print(note.strip(" ()").capitalize() + ".", file=sys.stderr)
         return 0
+    if share:
+        errors = share_groups.commit(client, args.group, new)
+        for line in errors:
+            print(line, file=sys.stderr)
+        if errors:
+            return 1
+        print(f"Altered {len(new)} share-partition start offsets of share group {args.group}.")
+        return 0
     by_topic: dict[str, list[dict]] = {}
     for (t, p), off in sorted(new.items()):
         by_topic.setdefault(t, []).append(
@@ -393,11 +421,41 @@ def cmd_reset_offsets(args, client: KafkaClient) -> int:
     return 0
 
 
+def cmd_delete_offsets(args, client: KafkaClient) -> int:
+    """A group's offsets of whole topics: a share group's share state (DeleteShareGroupOffsets),
+    a consumer group's committed offsets (OffsetDelete)."""
+    topics = list(dict.fromkeys(args.topic))
+    if group_type(client, args.group) == "share":
+        return share_groups.cmd_delete_offsets(args.group, topics, client)
+    counts = topic_partitions(client, topics)
+    resp = client.request(
+        47,
+        {
+            "group_id": args.group,
+            "topics": [{"name": t, "partitions": [{"partition_index": p} for p in range(counts[t])]} for t in topics],
+        },
+        highest=0,
+    )
+    if resp.error_code.value:
+        print(f"Error deleting the offsets of group {args.group}: {_err(resp.error_code)}", file=sys.stderr)
+        return 1
+    failed = [
+        (t.name, p.partition_index, _err(p.error_code)) for t in resp.topics for p in t.partitions if p.error_code.value
+    ]
+    for t, p, e in failed:
+        print(f"Error deleting the offset of {t}-{p}: {e}", file=sys.stderr)
+    if not failed:
+        print(f"Deleted the offsets of group {args.group} for {', '.join(topics)}.")
+    return 1 if failed else 0
+
+
 # ---- argparse --------------------------------------------------------------------------------
 
 
 def add_parser(sub, default_bootstrap: str) -> None:
-    p = sub.add_parser("groups", help="list, describe, delete consumer groups and reset their offsets")
+    p = sub.add_parser(
+        "groups", help="list, describe, delete groups (classic, consumer, share) and reset their offsets"
+    )
     gsub = p.add_subparsers(dest="action", required=True)
 
     def common(sp):
@@ -406,6 +464,8 @@ def add_parser(sub, default_bootstrap: str) -> None:
 
     lst = common(gsub.add_parser("list"))
     lst.add_argument("--state", help="only groups in this state (Empty, Stable, ...)")
+    lst.add_argument("--type", choices=("classic", "consumer", "share", "streams"), help="only groups of this type")
+    lst.add_argument("--verbose", action="store_true", help="show each group's type and state")
     lst.set_defaults(run=cmd_list)
     d = common(gsub.add_parser("describe"))
     d.add_argument("--group", required=True)
@@ -428,6 +488,11 @@ def add_parser(sub, default_bootstrap: str) -> None:
     act.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
     act.add_argument("--execute", action="store_true", help="commit the new offsets")
     r.set_defaults(run=cmd_reset_offsets)
+
+    do = common(gsub.add_parser("delete-offsets", help="delete a group's offsets of whole topics"))
+    do.add_argument("--group", required=True)
+    do.add_argument("--topic", action="append", required=True, metavar="TOPIC")
+    do.set_defaults(run=cmd_delete_offsets)
     p.set_defaults(func=_run)
 
 
