@@ -3,6 +3,7 @@
 // it. Compiled by that test with javac against Kafka's classpath (java/kafka/pom.xml).
 //
 //   java ClientChecks <bootstrap> idempotent|eos|groups|consumer-protocol|admin|share <topic prefix>
+//   java ClientChecks <bootstrap> share-run|consumer-run <prefix> <topic> <group> <total>
 //   java ClientChecks <bootstrap> acls <topic prefix> <admin.properties> <user.properties>
 //     (a SASL_SSL broker with an authorizer: the admin grants, lists and deletes ACLs; the user's
 //      writes follow them)
@@ -31,6 +32,8 @@ public class ClientChecks {
             case "groups" -> groups(prefix);
             case "consumer-protocol" -> consumerProtocol(prefix);
             case "share" -> ShareChecks.share(prefix, args);  // ShareChecks.java
+            case "share-run", "consumer-run" ->  // <topic> <group> <total>: read while the test kills brokers
+                ShareChecks.run(args[1].replace("-run", ""), args[3], args[4], Integer.parseInt(args[5]));
             case "admin" -> admin(prefix);
             case "acls" -> acls(prefix, load(args[3]), load(args[4]));
             default -> throw new IllegalArgumentException(args[1]);

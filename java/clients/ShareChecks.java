@@ -228,4 +228,48 @@ public class ShareChecks {
         r.put("several_duplicates", deliveries.values().stream().mapToInt(v -> v - 1).sum());
         r.put("several_consumers_with_records", got.stream().filter(g -> g.get() > 0).count());
     }
+
+    /**
+     * Read `topic` as a member of `group` until `total` distinct values were seen (or 180 s),
+     * with Kafka's KafkaShareConsumer ("share") or KafkaConsumer with group.protocol=consumer
+     * ("consumer"), printing "seen N" as it goes (the test kills brokers meanwhile), then one
+     * JSON line: distinct values, deliveries.
+     */
+    static void run(String kind, String topic, String group, int total) throws Exception {
+        Set<String> seen = new HashSet<>();
+        int deliveries = 0, reported = 0;
+        long deadline = System.currentTimeMillis() + 180_000;
+        if (kind.equals("share")) {
+            try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(shareProps(group, "implicit"))) {
+                c.subscribe(List.of(topic));
+                while (seen.size() < total && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<String, String> rec : c.poll(Duration.ofMillis(200))) {
+                        seen.add(rec.value());
+                        deliveries++;
+                    }
+                    if (seen.size() - reported >= 50) System.out.println("seen " + (reported = seen.size()));
+                }
+                c.commitSync();
+            }
+        } else {
+            Properties p = ClientChecks.consumerProps(group);
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+            try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+                c.subscribe(List.of(topic));
+                while (seen.size() < total && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<String, String> rec : c.poll(Duration.ofMillis(200))) {
+                        seen.add(rec.value());
+                        deliveries++;
+                    }
+                    if (seen.size() - reported >= 50) System.out.println("seen " + (reported = seen.size()));
+                }
+                c.commitSync();
+            }
+        }
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("distinct", seen.size());
+        r.put("deliveries", deliveries);
+        System.out.println(ClientChecks.json(r));
+    }
 }

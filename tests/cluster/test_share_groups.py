@@ -9,6 +9,9 @@ ShareConsumer (confluent-kafka) and Kafka 4.3.1's KafkaShareConsumer.
   was in flight - acquired, its acceptance not yet written - at the failure).
 - Kafka's KafkaShareConsumer and the AdminClient's share calls pass the same checks on the
   cluster as on a single node (java/clients/ShareChecks.java).
+- Kafka's KafkaShareConsumer, and its KafkaConsumer with group.protocol=consumer (KIP-848), read
+  every record while the broker coordinating their group is killed and restarted.
+- FindCoordinator names a share partition's share coordinator.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from tidelog.cli.client import KafkaClient
 from tidelog.share.state_store import coordinator_partition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kafka_ref"))
-from test_java_client import java_checks  # noqa: F401 - the fixture (compiled once per session)
+from test_java_client import java_checks, java_classes  # noqa: F401 - fixtures (compiled once per session)
 
 pytestmark = pytest.mark.timeout(600, method="thread")
 CLUSTER_OVERRIDES = {
@@ -183,3 +186,59 @@ def test_find_coordinator_names_the_share_coordinator(cluster):
         wait_for(ask, 30, "a share coordinator")
     p = coordinator_partition(("g", topic_id, 0), 3)
     assert found[0] == int(describe(c, "__share_group_state")[p]["leader"])
+
+
+@pytest.mark.parametrize("kind", ["share", "consumer"])
+def test_java_consumers_carry_on_when_the_group_coordinator_is_killed(cluster, java_classes, kind):  # noqa: F811
+    """Kafka's KafkaShareConsumer, and KafkaConsumer with group.protocol=consumer (KIP-848), read
+    a topic while the broker coordinating their group is killed (SIGKILL) and later restarted:
+    every record is read (the share group: each once at least; nothing is lost)."""
+    import subprocess
+
+    c = cluster
+    topic, group = f"jq-{uuid.uuid4().hex[:6]}", f"jqg-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, topic, partitions=PARTITIONS)
+    if kind == "share":
+        group_config(c, group, share_auto_offset_reset="earliest")
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True})
+
+    def produce(start: int, n: int) -> None:
+        for i in range(start, start + n):
+            producer.produce(topic, str(i).encode(), partition=i % PARTITIONS)
+        assert producer.flush(60) == 0
+
+    produce(0, 300)
+    proc = subprocess.Popen(
+        [*java_classes, c.bootstrap, f"{kind}-run", "x", topic, group, "600"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    progress: list[int] = []
+    lines: list[str] = []
+
+    def follow() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("seen "):
+                progress.append(int(line.split()[1]))
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: progress and progress[-1] >= 250, 120, "the first records read")
+        victim = coordinator_of(c, group, key_type=0)
+        c.brokers[victim].kill()
+        produce(300, 150)
+        wait_for(lambda: progress and progress[-1] >= 400, 120, f"records read with the coordinator {victim} dead")
+        c.brokers[victim].start()
+        produce(450, 150)
+        assert proc.wait(240) == 0, proc.stderr.read()[-4000:] if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    result = [line for line in lines if line.startswith("{")]
+    assert result, "".join(lines)[-2000:]
+    assert '"distinct": 600' in result[-1], result[-1]

@@ -44,7 +44,8 @@ BROKER_OVERRIDES = {
 
 
 @pytest.fixture(scope="session")
-def java_checks(tmp_path_factory):
+def java_classes(tmp_path_factory) -> list[str]:
+    """The command that runs `ClientChecks` (java/clients compiled once per session)."""
     cp = classpath()
     out = tmp_path_factory.mktemp("java-classes")
     subprocess.run(
@@ -60,21 +61,14 @@ def java_checks(tmp_path_factory):
         "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
         "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n"
     )
+    return ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{out}:{cp}", "ClientChecks"]
 
+
+@pytest.fixture(scope="session")
+def java_checks(java_classes):
     def run(bootstrap: str, check: str, *extra: str) -> dict:
         r = subprocess.run(
-            [
-                "java",
-                "-Xmx256m",
-                f"-Dlog4j2.configurationFile={log4j}",
-                "-cp",
-                f"{out}:{cp}",
-                "ClientChecks",
-                bootstrap,
-                check,
-                f"j{uuid.uuid4().hex[:6]}",
-                *extra,
-            ],
+            [*java_classes, bootstrap, check, f"j{uuid.uuid4().hex[:6]}", *extra],
             capture_output=True,
             text=True,
             timeout=240,
