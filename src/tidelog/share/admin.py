@@ -7,7 +7,9 @@ delete them (`groups.share_group.ShareStates`, `groups.share_offsets.ShareOffset
   `share.auto.offset.reset` when it first loads it. A share partition with a state keeps it (a
   coordinator that failed to record that it initialized a partition tries again harmlessly);
 - altering initializes the state again at the given start offset, at a state epoch above the
-  present one, which fences the writes of a leader that loaded the older state;
+  present one, which fences the writes of a leader that loaded the older state (and makes a new
+  share session there load it again: `manager.SharePartitions.refresh`). A state's epoch is taken
+  from the clock (`ShareStateAdmin.new_state_epoch`), so one made again after a deletion differs from the old;
 - the lag needs the partition's high watermark: this broker's when it leads the partition, else
   the leader's (`remote_end`, cluster mode; None then: no lag).
 
@@ -16,6 +18,7 @@ Every call raises LogError with the persister's error when it fails (the caller 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -52,6 +55,16 @@ class ShareStateAdmin:
         self.partitions = partitions
         self.leadership = leadership
         self.remote_end = remote_end
+        self._last_epoch = 0
+
+    def new_state_epoch(self, current: int = -1) -> int:
+        """The state epoch of a state made now: above `current`, at least the present second
+        (UTC) and above every epoch given here before, so that a state made again after its
+        deletion (whose epoch nobody remembers) has another epoch than the one a share-partition
+        leader may still hold (int32: good until 2038, when it must move to a counter kept with
+        the group)."""
+        self._last_epoch = max(current + 1, int(time.time()), self._last_epoch + 1)
+        return self._last_epoch
 
     async def initialize(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> None:
         for topic_id, ps in partitions.items():
@@ -60,7 +73,10 @@ class ShareStateAdmin:
                 code, state = await self.persister.read(key, NO_EPOCH)
                 _check(code, f"share state of {key} not read")
                 if state is None:
-                    _check(await self.persister.initialize(key, 0, UNINITIALIZED), f"{key} not initialized")
+                    _check(
+                        await self.persister.initialize(key, self.new_state_epoch(), UNINITIALIZED),
+                        f"{key} not initialized",
+                    )
 
     async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None:
         """(start offset, leader epoch, records past it whose delivery is complete); None without
@@ -87,7 +103,7 @@ class ShareStateAdmin:
                 key = (group_id, topic_id, p)
                 code, state = await self.persister.summary(key)
                 _check(code, f"share state of {key} not read")
-                epoch = 0 if state is None else state.state_epoch + 1
+                epoch = self.new_state_epoch(-1 if state is None else state.state_epoch)
                 _check(await self.persister.initialize(key, epoch, start), f"{key} not altered")
 
     async def remove(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> None:

@@ -20,11 +20,14 @@ coordinator (one that still believes it leads) cannot answer from memory - its w
 NOT_COORDINATOR and the caller asks the new one. ReadSummary (for administrators) answers from
 memory.
 
-A share partition with no state reads as start offset -1 (not initialized), as Kafka's.
+A share partition with no state reads as start offset -1 (not initialized), as Kafka's. The calls
+on one share partition run one at a time (as Kafka's coordinator runtime runs a partition's
+operations), so a write never starts from a state another call is replacing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -52,6 +55,7 @@ class ShareCoordinator:
         # cluster mode: the partitions of __share_group_state coordinated here -> leader epoch
         self.owned: dict[int, int] | None = {} if store.clustered else None
         self.loading: set[int] = set()
+        self._locks: dict[ShareKey, asyncio.Lock] = {}  # one call at a time per share partition
 
     # ---- the coordinators' placement (cluster mode) ----------------------------------------------
     @property
@@ -85,6 +89,36 @@ class ShareCoordinator:
         """Nothing is left half done by a load: each share partition's state is whole in its log."""
 
     # ---- the persister's calls -----------------------------------------------------------------
+    def _lock(self, key: ShareKey) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> int:
+        async with self._lock(key):
+            return await self._initialize(key, state_epoch, start_offset)
+
+    async def read(self, key: ShareKey, leader_epoch: int) -> tuple[int, ShareState | None]:
+        """(error, state) - state None: not initialized."""
+        async with self._lock(key):
+            return await self._read(key, leader_epoch)
+
+    async def write(
+        self,
+        key: ShareKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Iterable[SS.StateBatch],
+    ) -> int:
+        async with self._lock(key):
+            return await self._write_state(key, state_epoch, leader_epoch, start_offset, batches)
+
+    async def delete(self, key: ShareKey) -> int:
+        async with self._lock(key):
+            return await self._delete(key)
+
     def status(self, key: ShareKey) -> int:
         """NONE when this broker coordinates `key` now, else the error the caller retries on."""
         if self.owned is None:
@@ -98,7 +132,7 @@ class ShareCoordinator:
         topic = self.registry.by_id.get(key[1])
         return topic is None or not 0 <= key[2] < topic.partitions
 
-    async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> int:
+    async def _initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> int:
         if code := self.status(key):
             return code
         if self._unknown(key):
@@ -110,8 +144,7 @@ class ShareCoordinator:
         leader_epoch = old.leader_epoch if old is not None else 0
         return await self._write(key, start_offset, (), epoch, leader_epoch)
 
-    async def read(self, key: ShareKey, leader_epoch: int) -> tuple[int, ShareState | None]:
-        """(error, state) - state None: not initialized."""
+    async def _read(self, key: ShareKey, leader_epoch: int) -> tuple[int, ShareState | None]:
         if code := self.status(key):
             return code, None
         if self._unknown(key):
@@ -129,7 +162,7 @@ class ShareCoordinator:
                 return code, None
         return NONE, self.store.get(key)
 
-    async def write(
+    async def _write_state(
         self,
         key: ShareKey,
         state_epoch: int,
@@ -148,7 +181,7 @@ class ShareCoordinator:
             return E.fenced_state_epoch.value
         return await self._write(key, start_offset, batches, state_epoch, leader_epoch)
 
-    async def delete(self, key: ShareKey) -> int:
+    async def _delete(self, key: ShareKey) -> int:
         if code := self.status(key):
             return code
         try:

@@ -26,8 +26,9 @@ altered the start offset) drops the share partition here; it is loaded again whe
 share partition whose state the group coordinator initialized without a start offset (-1, as
 Kafka's) starts where the group's `share.auto.offset.reset` says, fixed by its first write; a
 single node also initializes a share partition that has no state at its first fetch. A new share
-session reloads the group's share partitions that hold no acquired records, so that a change made
-by an administrator (AlterShareGroupOffsets on the empty group) is seen.
+session has the group's share partitions checked against their coordinator's state epoch at their
+next use, and one that holds no acquired records is loaded again when it moved on, so that a
+change made by an administrator (AlterShareGroupOffsets on the empty group) is seen.
 
 Memory: the in-flight window of each share partition is bounded (`group.share.partition.max.
 record.locks`); a fetch reads at most `max_bytes` of the log.
@@ -111,6 +112,7 @@ class SharePartitions:
         self.parts: dict[ShareKey, SharePartition] = {}
         self.epochs: dict[ShareKey, tuple[int, int]] = {}  # (leader epoch, state epoch) loaded at
         self._locks: dict[ShareKey, asyncio.Lock] = {}  # loads and writes, one at a time per key
+        self._verify: set[ShareKey] = set()  # to check against the coordinator's state epoch
         self.sessions = ShareSessions()
         self._expiry: asyncio.TimerHandle | None = None
         self._expiry_at = 0.0
@@ -145,6 +147,7 @@ class SharePartitions:
     def _drop(self, key: ShareKey) -> None:
         self.parts.pop(key, None)
         self.epochs.pop(key, None)
+        self._verify.discard(key)
 
     async def _partition(self, key: ShareKey) -> tuple[int, SharePartition | None]:
         """(error, the share partition) at this broker's present leader epoch, loaded from its
@@ -158,12 +161,13 @@ class SharePartitions:
             self._drop(key)
             return E.not_leader_or_follower.value, None
         sp = self.parts.get(key)
-        if sp is not None and self.epochs[key][0] == epoch:
+        if sp is not None and self.epochs[key][0] == epoch and key not in self._verify:
             return NONE, sp
         async with self._lock(key):
             sp = self.parts.get(key)  # loaded by another request meanwhile
             if sp is not None and self.epochs[key][0] == epoch:
-                return NONE, sp
+                if key not in self._verify or not await self._altered(key, sp):
+                    return NONE, sp
             self._drop(key)
             code, state = await self.persister.read(key, epoch)
             if code:
@@ -215,13 +219,22 @@ class SharePartitions:
             raise LogError(code, f"share state of {key} not written (error {code})")
 
     def refresh(self, group_id: str, wanted: Iterable[TopicIdPartition]) -> None:
-        """A new share session of the group: its share partitions that hold no acquired records
-        are loaded again at their next use (they may have been altered by an administrator)."""
+        """A new share session of the group: at their next use, its share partitions are checked
+        against their coordinator's state epoch (an administrator may have altered them)."""
         for topic_id, p in wanted:
             key = (group_id, topic_id, p)
-            sp = self.parts.get(key)
-            if sp is not None and not sp.members() and not self._lock(key).locked():
-                self._drop(key)
+            if key in self.parts:
+                self._verify.add(key)
+
+    async def _altered(self, key: ShareKey, sp: SharePartition) -> bool:
+        """Whether the share partition's state was replaced since it was loaded here (its state
+        epoch moved on) while it holds nothing acquired: then it is loaded again. Called under
+        the key's lock, so no write of it is under way."""
+        self._verify.discard(key)
+        if sp.members():
+            return False  # a member holds records: an alter needs an empty group, so none was made
+        code, found = await self.persister.summary(key)
+        return not code and found is not None and found.state_epoch != self.epochs[key][1]
 
     # ---- fetching ----------------------------------------------------------------------------------
     async def fetch(
