@@ -2,7 +2,9 @@
 
 - Streams: a word count with processing.guarantee=exactly_once_v2 (java/streams/WordCount.java)
   runs while lines are produced, survives a restart of tidelog in the middle, and its output,
-  read with read_committed, ends with exactly the right count of every word.
+  read with read_committed, ends with exactly the right count of every word; with the classic
+  group protocol and with the streams group protocol (KIP-1071: tidelog creates the internal
+  topics and assigns the tasks).
 - Connect standalone: the FileStream source connector reads a file into a tidelog topic and the
   FileStream sink connector writes the topic back to another file, intact and in order.
 About 60 s.
@@ -47,7 +49,8 @@ def _create(bootstrap: str, *topics: str, partitions: int = 2) -> None:
         f.result(30)
 
 
-def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_path):
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
+def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_path, protocol):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     broker = broker_factory(OVERRIDES)
@@ -78,6 +81,7 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
             dst,
             str(tmp_path / "state"),
             str(stop),
+            protocol,
         ],
         stdout=out,
         stderr=subprocess.STDOUT,
@@ -136,6 +140,7 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
             latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
         c.close()
         assert latest == expected, f"counts {latest} != {expected}\n{(tmp_path / 'streams.log').read_text()[-3000:]}"
+        assert _group_type(broker.bootstrap, app) == protocol
     finally:
         stop.touch()
         try:
@@ -143,6 +148,18 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
         except subprocess.TimeoutExpired:
             proc.kill()
         out.close()
+
+
+def _group_type(bootstrap: str, group: str) -> str | None:
+    """The type ListGroups (v5) names the application's group by."""
+    from tidelog.cli.client import KafkaClient
+
+    c = KafkaClient(bootstrap)
+    try:
+        listed = c.request(16, {"states_filter": [], "types_filter": []}, version=5)
+    finally:
+        c.close()
+    return next((g.group_type for g in listed.groups if g.group_id == group), None)
 
 
 def test_connect_file_source_and_sink(module_broker_for_connect, tmp_path):

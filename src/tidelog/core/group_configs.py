@@ -7,7 +7,9 @@ which override the broker's `group.share.*` / `group.consumer.*` defaults for th
     share.record.lock.duration.ms  a record's acquisition lock      default group.share.record.lock.duration.ms
     share.delivery.count.limit     deliveries before archiving      default group.share.delivery.count.limit
     share.session.timeout.ms, share.heartbeat.interval.ms, consumer.session.timeout.ms,
-    consumer.heartbeat.interval.ms (default: the broker's group.share.* / group.consumer.* keys)
+    consumer.heartbeat.interval.ms, streams.session.timeout.ms, streams.heartbeat.interval.ms,
+    streams.num.standby.replicas, streams.initial.rebalance.delay.ms, streams.assignment.interval.ms
+    (default: the broker's group.share.* / group.consumer.* / group.streams.* keys)
 
 A single node keeps them in `group-configs.json` in its data directory (rewritten atomically on
 each change, read at start); a value is checked before it is stored (INVALID_CONFIG otherwise).
@@ -58,6 +60,12 @@ def _positive(v: str) -> str:
     return v
 
 
+def _non_negative(v: str) -> str:
+    if int(v) < 0:
+        raise ValueError("must not be negative")
+    return v
+
+
 def _choice(*options: str) -> Callable[[str], str]:
     def check(v: str) -> str:
         if v not in options:
@@ -77,6 +85,11 @@ GROUP_KEYS: dict[str, tuple[Callable[[str], str], str]] = {
     "share.heartbeat.interval.ms": (_positive, "group.share.heartbeat.interval.ms"),
     "consumer.session.timeout.ms": (_positive, "group.consumer.session.timeout.ms"),
     "consumer.heartbeat.interval.ms": (_positive, "group.consumer.heartbeat.interval.ms"),
+    "streams.session.timeout.ms": (_positive, "group.streams.session.timeout.ms"),
+    "streams.heartbeat.interval.ms": (_positive, "group.streams.heartbeat.interval.ms"),
+    "streams.num.standby.replicas": (_non_negative, "group.streams.num.standby.replicas"),
+    "streams.initial.rebalance.delay.ms": (_non_negative, "group.streams.initial.rebalance.delay.ms"),
+    "streams.assignment.interval.ms": (_non_negative, "group.streams.assignment.interval.ms"),
 }
 
 

@@ -85,7 +85,7 @@ class Broker:
             self.share_state = ShareStateStore(config, self.admin, self.partitions)
             self.shares = SharePartitions(config, self.registry, self.partitions, self.share_state, self.group_configs)
             self.groups = GroupCoordinator(
-                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), self.shares
+                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), self.shares, self.group_configs
             )
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint, self.registry)
@@ -139,7 +139,12 @@ class Broker:
             fetchers,
         )
         writes = CoordinatorWrites(replicas, membership.lease_valid, config["offsets.commit.timeout.ms"] / 1000)
-        groups = GroupCoordinator(config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes))
+        groups = GroupCoordinator(
+            config,
+            self.admin,
+            EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes),
+            group_configs=self.group_configs,
+        )
         markers = MarkerSender(
             node_id, state.cache, replicas, self.producers, self.partitions, listener, groups, connect
         )

@@ -23,7 +23,10 @@ from kio.schema.errors import ErrorCode as E
 from ...core.acls import Operation as Op
 from ...core.acls import ResourceType as R
 from ..router import NO_RESPONSE
-from . import rules_coord  # registers the group, transaction and cluster rules
+from . import (
+    rules_coord,  # registers the group, transaction and cluster rules
+    rules_streams,  # registers the streams groups' rules
+)
 from .rule_kit import (
     CLUSTER_DENIED,
     CLUSTER_OPS,
@@ -81,6 +84,7 @@ __all__ = [
     "authorized_operations",
     "cluster_operations",
     "rules_coord",
+    "rules_streams",
 ]
 
 
