@@ -141,6 +141,8 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
         c.close()
         assert latest == expected, f"counts {latest} != {expected}\n{(tmp_path / 'streams.log').read_text()[-3000:]}"
         assert _group_type(broker.bootstrap, app) == protocol
+        if protocol == "streams":
+            _check_streams_cli(broker.bootstrap, app, src)
     finally:
         stop.touch()
         try:
@@ -160,6 +162,39 @@ def _group_type(bootstrap: str, group: str) -> str | None:
     finally:
         c.close()
     return next((g.group_type for g in listed.groups if g.group_id == group), None)
+
+
+def _check_streams_cli(bootstrap: str, app: str, src: str) -> None:
+    """`tidelog groups` shows the streams group as kafka-streams-groups does: listed by type, its
+    state and epochs, its member with its tasks, the lag of its source topics."""
+
+    def tidelog(*args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-m", "tidelog", "groups", *args, "--bootstrap-server", bootstrap],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    assert tidelog("list", "--type", "streams").split() == [app]
+    assert app not in tidelog("list", "--type", "consumer").split()
+    state = tidelog("describe", "--group", app, "--state").splitlines()
+    assert state[0].split() == [
+        "GROUP",
+        "COORDINATOR",
+        "(ID)",
+        "STATE",
+        "GROUP-EPOCH",
+        "TARGET-ASSIGNMENT-EPOCH",
+        "#MEMBERS",
+    ]
+    assert state[1].split()[0] == app and state[1].split()[3] == "Stable" and state[1].split()[-1] == "1"
+    members = tidelog("describe", "--group", app, "--members").splitlines()
+    assert "ACTIVE: 0:[0,1]; 1:[0,1]; TARGET-ACTIVE: 0:[0,1]; 1:[0,1];" in members[1]
+    offsets = tidelog("describe", "--group", app).splitlines()
+    assert {line.split()[1] for line in offsets[2:]} >= {src} and all(line.split()[-1] == "0" for line in offsets[2:])
 
 
 def test_connect_file_source_and_sink(module_broker_for_connect, tmp_path):
