@@ -89,7 +89,7 @@ class ConfiguredTopology:
     epoch: int
     metadata_hash: int
     subtopologies: dict[str, ConfiguredSubtopology] | None  # sorted by id; None: not configured
-    to_create: dict[str, InternalTopic]
+    to_create: dict[str, InternalTopic]  # in the order Kafka names them (its HashMap's)
     status: tuple[int, str] | None  # (status code, detail) while not ready
 
     @property
@@ -201,8 +201,7 @@ def configure(topology: StreamsGroupTopologyValue, counts: PartitionCount, metad
         return ConfiguredTopology(topology.epoch, metadata_hash, None, {}, (e.status, e.message))
     status = None
     if to_create:
-        # named in the order Kafka walks its HashMap of them
-        status = (MISSING_INTERNAL_TOPICS, "Internal topics are missing: " + summarize(string_order(to_create)))
+        status = (MISSING_INTERNAL_TOPICS, "Internal topics are missing: " + summarize(to_create))
     return ConfiguredTopology(topology.epoch, metadata_hash, subtopologies, to_create, status)
 
 
@@ -391,4 +390,4 @@ def _missing_internal_topics(
                 INCORRECTLY_PARTITIONED_TOPICS,
                 f"Existing topic {topic} has different number of partitions: expected {expected.partitions}, found {n}",
             )
-    return wanted
+    return {name: wanted[name] for name in string_order(wanted)}  # in Kafka's HashMap order

@@ -25,7 +25,6 @@ from .rule_kit import (
     Reply,
     Verdict,
     authorized_operations,
-    extend,
     plain,
     rule,
     split,
@@ -109,5 +108,10 @@ def streams_group_describe(session: Session, ctx: RequestContext, req: StreamsGr
     ]
     if not ok:
         return Reply({"throttle_time": 0, "groups": refused})
-    add_refused = extend("groups", refused)
-    return Partial(dataclasses.replace(req, group_ids=tuple(ok)), lambda r: add_refused(checked(r)))
+
+    def answer(resp: Any) -> dict[str, Any]:
+        d = checked(resp)  # the refused groups first, as KafkaApis answers them
+        d["groups"] = [*refused, *(d.get("groups") or ())]
+        return d
+
+    return Partial(dataclasses.replace(req, group_ids=tuple(ok)), answer)
