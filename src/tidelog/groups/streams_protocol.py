@@ -38,7 +38,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -55,8 +55,19 @@ from .streams_group import (
     TasksTuple,
     reconcile,
 )
+from .streams_internal import InternalTopics
 from .streams_records import StreamsGroupTopologyKey, StreamsGroupTopologyValue
-from .streams_requests import JOIN_EPOCH, LEAVE_EPOCH, StreamsError, StreamsHeartbeat, error_response, invalid
+from .streams_requests import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    StreamsError,
+    StreamsHeartbeat,
+    apply_heartbeat,
+    check_epoch,
+    check_tasks,
+    error_response,
+    invalid,
+)
 from .streams_topology import (
     ASSIGNMENT_DELAYED,
     SHUTDOWN_APPLICATION,
@@ -101,8 +112,7 @@ class StreamsGroups:
         self._session: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._initial_delay: dict[str, asyncio.TimerHandle] = {}
-        self._creating: set[str] = set()  # internal topics being created
-        self._creation_errors: dict[str, tuple[str, float]] = {}  # topic -> (error, until monotonic)
+        self.internal_topics = InternalTopics(coord.admin, coord.spawn)
 
     def _config(self, group_id: str, key: str) -> int:
         """A group's `streams.*` config, else the broker's `group.streams.*`."""
@@ -143,33 +153,16 @@ class StreamsGroups:
     def _heartbeat(
         self, hb: StreamsHeartbeat
     ) -> tuple[list[P.Record], StreamsGroupHeartbeatResponse, dict[str, InternalTopic]]:
-        now = int(time.time() * 1000)
         records: list[P.Record] = []
         statuses: list[Status] = []
         joining = hb.member_epoch == JOIN_EPOCH
         group = self._group(hb.group_id, joining, records)
         created = group.group_id not in self.groups
-        if joining and len(group.members) >= self.max_size:
-            raise StreamsError(
-                E.group_max_size_reached,
-                f"The streams group has reached its maximum capacity of {self.max_size} members.",
-            )
-        member = group.members.get(hb.member_id)
-        if member is None:
-            if not joining:
-                raise StreamsError(
-                    E.unknown_member_id, f"Member {hb.member_id} is not a member of group {group.group_id}."
-                )
-            member = Member(hb.member_id)
-            log.info("streams group %s: member %s joins", group.group_id, hb.member_id)
-        _check_epoch(member, hb)
-        updated = _updated(member, hb)
+        member, updated = self._member(group, hb, joining)
         bump = False
         if hb.member_id not in group.members or updated.metadata() != member.metadata():
             records.append(P.member_record(group.group_id, updated))
             bump = True
-
-        # the topology
         old_topology = group.topology
         topology = self._topology(group, hb, records)
         if old_topology is not None and updated.topology_epoch < old_topology.epoch:
@@ -181,56 +174,22 @@ class StreamsGroups:
                 )
             )
         group.topology = topology
-
-        # its configuration against the topics
-        reconfigure = old_topology is None
-        metadata_hash = group.metadata_hash
-        configured = group.configured
-        if reconfigure or configured is None or group.metadata_expired:
-            metadata_hash = self._metadata_hash(required_topics(topology))
-            if metadata_hash != group.metadata_hash:
-                bump = reconfigure = True
-            if reconfigure or configured is None:
-                configured = configure(topology, self._partitions, metadata_hash)
-                group.configured = configured
-                log.info(
-                    "streams group %s: topology epoch %d configured%s",
-                    group.group_id,
-                    topology.epoch,
-                    "" if configured.ready else f" but not ready: {configured.status}",
-                )
-        assert configured is not None
+        configured, metadata_hash, changed = self._configured(group, old_topology is None)
         validated = -1
         if configured.ready:
             validated = topology.epoch
-            assert configured.subtopologies is not None
             for tasks in (hb.active, hb.standby, hb.warmup):
-                _check_tasks(configured, tasks)
-        if validated != group.validated_topology_epoch:
-            bump = True
+                check_tasks(configured, tasks)
         configs = {"num.standby.replicas": str(self._config(group.group_id, "num.standby.replicas"))}
-        if not bump and configs != group.last_assignment_configs:
-            bump = True
+        bump = bump or changed or validated != group.validated_topology_epoch
+        bump = bump or configs != group.last_assignment_configs
         was_empty = not group.members
         group.put_member(updated)
         if bump:
-            group.group_epoch += 1
-            group.metadata_hash = metadata_hash
-            group.validated_topology_epoch = validated
-            group.last_assignment_configs = configs
-            group.metadata_expired = False
-            records.append(P.metadata_record(group))
-            log.info("streams group %s: epoch %d", group.group_id, group.group_epoch)
+            self._bump(group, metadata_hash, validated, configs, records)
         if was_empty:
-            delay = self._config(group.group_id, "initial.rebalance.delay.ms")
-            if delay > 0 and group.group_id not in self._initial_delay:
-                loop = asyncio.get_running_loop()
-                self._initial_delay[group.group_id] = loop.call_later(
-                    delay / 1000, self._initial_delay_over, group.group_id
-                )
-
-        # the target assignment, and the member's step towards it
-        target_epoch, target = self._target(group, updated.member_id, configured, statuses, records, now)
+            self._start_initial_delay(group.group_id)
+        target_epoch, target = self._target(group, updated.member_id, configured, statuses, records)
         try:
             reconciled = self._reconciled(group, updated, target_epoch, target, hb.owned(), records)
         except FencedUnknownState:
@@ -244,35 +203,7 @@ class StreamsGroups:
             log.info("streams group %s: member %s requested the application's shutdown", group.group_id, hb.member_id)
         if created:
             self.groups[group.group_id] = group
-
-        response: StreamsGroupHeartbeatResponse = {
-            "throttle_time": 0,
-            "error_code": NONE,
-            "error_message": None,
-            "member_id": reconciled.member_id,
-            "member_epoch": reconciled.member_epoch,
-            "heartbeat_interval": self._config(group.group_id, "heartbeat.interval.ms"),
-            "acceptable_recovery_lag": 0,
-            "task_offset_interval": 0,
-            "status": [],
-            "active_tasks": None,
-            "standby_tasks": None,
-            "warmup_tasks": None,
-            "endpoint_information_epoch": 0,
-            "partitions_by_user_endpoint": None,
-        }
-        if joining or reconciled.assigned != member.assigned:
-            response["active_tasks"] = heartbeat_tasks(reconciled.assigned.active)
-            response["standby_tasks"] = heartbeat_tasks(reconciled.assigned.standby)
-            response["warmup_tasks"] = heartbeat_tasks(reconciled.assigned.warmup)
-            if reconciled.user_endpoint is not None:
-                group.endpoint_information_epoch += 1
-        if group.endpoint_information_epoch != hb.endpoint_information_epoch:
-            others = [m for m in group.members.values() if m.member_id != reconciled.member_id]
-            endpoints = [endpoint_to_partitions(group, m, self._partitions) for m in [*others, reconciled]]
-            response["partitions_by_user_endpoint"] = [e for e in endpoints if e is not None]
-        if not created:
-            response["endpoint_information_epoch"] = group.endpoint_information_epoch
+        response = self._response(group, hb, member, reconciled, created)
         to_create: dict[str, InternalTopic] = {}
         if configured.status is not None:
             to_create = configured.to_create
@@ -287,6 +218,91 @@ class StreamsGroups:
             )
         response["status"] = [{"status_code": c, "status_detail": d} for c, d in statuses]
         return records, response, to_create
+
+    def _member(self, group: StreamsGroup, hb: StreamsHeartbeat, joining: bool) -> tuple[Member, Member]:
+        """(the member as it was, as this heartbeat updates it); a joining member is created."""
+        if joining and len(group.members) >= self.max_size:
+            raise StreamsError(
+                E.group_max_size_reached,
+                f"The streams group has reached its maximum capacity of {self.max_size} members.",
+            )
+        member = group.members.get(hb.member_id)
+        if member is None:
+            if not joining:
+                raise StreamsError(
+                    E.unknown_member_id, f"Member {hb.member_id} is not a member of group {group.group_id}."
+                )
+            member = Member(hb.member_id)
+            log.info("streams group %s: member %s joins", group.group_id, hb.member_id)
+        check_epoch(member, hb)
+        return member, apply_heartbeat(member, hb)
+
+    def _configured(self, group: StreamsGroup, new_topology: bool) -> tuple[ConfiguredTopology, int, bool]:
+        """(the group's topology configured against the topics, the topics' metadata hash, whether
+        that hash changed). Configured again when the topology is new or the topics changed."""
+        assert group.topology is not None
+        configured = group.configured
+        metadata_hash = group.metadata_hash
+        changed = False
+        if new_topology or configured is None or group.metadata_expired:
+            metadata_hash = self._metadata_hash(required_topics(group.topology))
+            changed = metadata_hash != group.metadata_hash
+            if new_topology or changed or configured is None:
+                configured = configure(group.topology, self._partitions, metadata_hash)
+                group.configured = configured
+                log.info(
+                    "streams group %s: topology epoch %d configured%s",
+                    group.group_id,
+                    group.topology.epoch,
+                    "" if configured.ready else f" but not ready: {configured.status}",
+                )
+        return configured, metadata_hash, changed
+
+    def _bump(
+        self, group: StreamsGroup, metadata_hash: int, validated: int, configs: dict[str, str], records: list[P.Record]
+    ) -> None:
+        group.group_epoch += 1
+        group.metadata_hash = metadata_hash
+        group.validated_topology_epoch = validated
+        group.last_assignment_configs = configs
+        group.metadata_expired = False
+        records.append(P.metadata_record(group))
+        log.info("streams group %s: epoch %d", group.group_id, group.group_epoch)
+
+    def _response(
+        self, group: StreamsGroup, hb: StreamsHeartbeat, before: Member, member: Member, created: bool
+    ) -> StreamsGroupHeartbeatResponse:
+        """The answer, less its statuses: the tasks when they changed or the member joined, the
+        endpoints' partitions when the member's endpoint epoch is behind the group's."""
+        response: StreamsGroupHeartbeatResponse = {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "error_message": None,
+            "member_id": member.member_id,
+            "member_epoch": member.member_epoch,
+            "heartbeat_interval": self._config(group.group_id, "heartbeat.interval.ms"),
+            "acceptable_recovery_lag": 0,
+            "task_offset_interval": 0,
+            "status": [],
+            "active_tasks": None,
+            "standby_tasks": None,
+            "warmup_tasks": None,
+            "endpoint_information_epoch": 0,
+            "partitions_by_user_endpoint": None,
+        }
+        if hb.member_epoch == JOIN_EPOCH or member.assigned != before.assigned:
+            response["active_tasks"] = heartbeat_tasks(member.assigned.active)
+            response["standby_tasks"] = heartbeat_tasks(member.assigned.standby)
+            response["warmup_tasks"] = heartbeat_tasks(member.assigned.warmup)
+            if member.user_endpoint is not None:
+                group.endpoint_information_epoch += 1
+        if group.endpoint_information_epoch != hb.endpoint_information_epoch:
+            others = [m for m in group.members.values() if m.member_id != member.member_id]
+            endpoints = [endpoint_to_partitions(group, m, self._partitions) for m in [*others, member]]
+            response["partitions_by_user_endpoint"] = [e for e in endpoints if e is not None]
+        if not created:  # a group created by this heartbeat answers epoch 0, as Kafka
+            response["endpoint_information_epoch"] = group.endpoint_information_epoch
+        return response
 
     def _topology(
         self, group: StreamsGroup, hb: StreamsHeartbeat, records: list[P.Record]
@@ -333,8 +349,8 @@ class StreamsGroups:
         configured: ConfiguredTopology,
         statuses: list[Status] | None,
         records: list[P.Record],
-        now: int,
     ) -> tuple[int, TasksTuple]:
+        now = int(time.time() * 1000)
         if group.group_id in self._initial_delay:
             if statuses is not None:
                 statuses.append(
@@ -381,6 +397,13 @@ class StreamsGroups:
         group.assignment_timestamp = now
         records.append(P.target_metadata_record(group))
         log.info("streams group %s: target assignment for epoch %d", group.group_id, group.assignment_epoch)
+
+    def _start_initial_delay(self, group_id: str) -> None:
+        """A group's first member joined: its first assignment waits for the initial rebalance delay."""
+        delay = self._config(group_id, "initial.rebalance.delay.ms")
+        if delay > 0 and group_id not in self._initial_delay:
+            loop = asyncio.get_running_loop()
+            self._initial_delay[group_id] = loop.call_later(delay / 1000, self._initial_delay_over, group_id)
 
     def _initial_delay_over(self, group_id: str) -> None:
         """The initial rebalance delay of a new group passed: its first target is computed."""
@@ -448,40 +471,13 @@ class StreamsGroups:
         log.info("streams group %s: epoch %d", group.group_id, group.group_epoch)
         return records
 
-    # ---- internal topics ------------------------------------------------------------------------
+    # ---- internal topics (created by the handler's call, in the background) ---------------------
     def create_internal_topics(self, topics: dict[str, InternalTopic], group_id: str) -> None:
-        """Create the missing internal topics of a group's topology (Kafka's broker does it after the
-        heartbeat, in the background): each once at a time, none whose last creation failed within
-        twice the group's heartbeat interval."""
-        now = time.monotonic()
         ttl = 2 * self._config(group_id, "heartbeat.interval.ms") / 1000
-        for name, topic in topics.items():
-            failed = self._creation_errors.get(name)
-            if name in self._creating or (failed is not None and failed[1] > now):
-                continue
-            self._creating.add(name)
-            self.coord.spawn(self._create(topic, ttl))
-
-    async def _create(self, topic: InternalTopic, ttl: float) -> None:
-        admin = self.coord.admin
-        rf = topic.replication_factor or -1
-        try:
-            code, message = admin.check_create(topic.name, topic.partitions, rf, topic.configs)
-            if not code:
-                code, message, _ = await admin.create_topic(topic.name, topic.partitions, rf, topic.configs)
-            if code and code != E.topic_already_exists.value:
-                log.warning("streams: internal topic %s not created: %s (%s)", topic.name, E(code).name, message)
-                self._creation_errors[topic.name] = (E(code).name.upper(), time.monotonic() + ttl)
-            else:
-                self._creation_errors.pop(topic.name, None)
-                log.info("streams: internal topic %s created (%d partitions)", topic.name, topic.partitions)
-        finally:
-            self._creating.discard(topic.name)
+        self.internal_topics.create(topics, ttl)
 
     def creation_errors(self, names: list[str]) -> list[tuple[str, str]]:
-        """(topic, error) of the topics whose creation failed recently."""
-        now = time.monotonic()
-        return [(n, e[0]) for n in names if (e := self._creation_errors.get(n)) is not None and e[1] > now]
+        return self.internal_topics.errors(names)
 
     # ---- metadata --------------------------------------------------------------------------------
     def _partitions(self, topic: str) -> int | None:
@@ -611,67 +607,6 @@ class StreamsGroups:
 
     def listed(self, states: set[str]) -> list[ListedGroup]:
         return listed(self.groups.values(), states)
-
-
-# ---- helpers -------------------------------------------------------------------------------------------
-def _updated(member: Member, hb: StreamsHeartbeat) -> Member:
-    """The member with what this heartbeat sets (a field not sent keeps its value)."""
-    return replace(
-        member,
-        rack_id=hb.rack_id if hb.rack_id is not None else member.rack_id,
-        rebalance_timeout_ms=hb.rebalance_timeout_ms if hb.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
-        topology_epoch=hb.topology.epoch if hb.topology is not None else member.topology_epoch,
-        client_id=hb.client_id,
-        client_host=hb.client_host,
-        process_id=hb.process_id if hb.process_id is not None else member.process_id,
-        client_tags=tuple(sorted(dict(hb.client_tags).items())) if hb.client_tags is not None else member.client_tags,
-        user_endpoint=hb.user_endpoint if hb.user_endpoint is not None else member.user_endpoint,
-    )
-
-
-def _contained(owned: tuple[tuple[str, tuple[int, ...]], ...] | None, assigned: dict[str, Any]) -> bool:
-    if owned is None:
-        return False
-    return all(s in assigned and all(p in assigned[s] for p in ps) for s, ps in owned)
-
-
-def _check_epoch(member: Member, hb: StreamsHeartbeat) -> None:
-    epoch = hb.member_epoch
-    if epoch == JOIN_EPOCH:
-        return
-    if epoch > member.member_epoch:
-        raise StreamsError(
-            E.fenced_member_epoch,
-            f"The streams group member has a greater member epoch ({epoch}) than the one known by the group "
-            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
-        )
-    if epoch < member.member_epoch and (
-        epoch != member.previous_member_epoch
-        or not _contained(hb.active, member.assigned.active)
-        or not _contained(hb.standby, member.assigned.standby)
-        or not _contained(hb.warmup, member.assigned.warmup)
-    ):
-        raise StreamsError(
-            E.fenced_member_epoch,
-            f"The streams group member has a smaller member epoch ({epoch}) than the one known by the group "
-            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
-        )
-
-
-def _check_tasks(configured: ConfiguredTopology, tasks: tuple[tuple[str, tuple[int, ...]], ...] | None) -> None:
-    """Kafka's check that owned tasks exist in the configured topology (INVALID_REQUEST)."""
-    if not tasks or configured.subtopologies is None:
-        return
-    for sid, partitions in tasks:
-        sub = configured.subtopologies.get(sid)
-        if sub is None:
-            raise StreamsError(E.invalid_request, f"Subtopology {sid} does not exist in the topology.")
-        for p in partitions:
-            if p < 0 or p >= sub.tasks:
-                raise StreamsError(
-                    E.invalid_request,
-                    f"Task {p} for subtopology {sid} is invalid. Number of tasks for this subtopology: {sub.tasks}",
-                )
 
 
 __all__ = ["HeartbeatResult", "StreamsGroups", "StreamsHeartbeat"]

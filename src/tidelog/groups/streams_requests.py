@@ -4,14 +4,14 @@ and the answer of an error."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
-from .streams_group import TasksTuple
+from .streams_group import Member, TasksTuple
 from .streams_records import StreamsGroupTopologyValue
-from .streams_topology import invalid_changelog
+from .streams_topology import ConfiguredTopology, invalid_changelog
 
 if TYPE_CHECKING:
     from ..wire.responses import StreamsGroupHeartbeatResponse
@@ -129,3 +129,64 @@ def invalid(hb: StreamsHeartbeat) -> tuple[E, str] | None:
     if hb.member_epoch != JOIN_EPOCH and hb.topology is not None:
         return E.invalid_request, "Topology can only be provided when (re-)joining."
     return None
+
+
+# ---- a heartbeat applied to its member ------------------------------------------------------------
+def apply_heartbeat(member: Member, hb: StreamsHeartbeat) -> Member:
+    """The member with what this heartbeat sets (a field not sent keeps its value)."""
+    return replace(
+        member,
+        rack_id=hb.rack_id if hb.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=hb.rebalance_timeout_ms if hb.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+        topology_epoch=hb.topology.epoch if hb.topology is not None else member.topology_epoch,
+        client_id=hb.client_id,
+        client_host=hb.client_host,
+        process_id=hb.process_id if hb.process_id is not None else member.process_id,
+        client_tags=tuple(sorted(dict(hb.client_tags).items())) if hb.client_tags is not None else member.client_tags,
+        user_endpoint=hb.user_endpoint if hb.user_endpoint is not None else member.user_endpoint,
+    )
+
+
+def _contained(owned: tuple[tuple[str, tuple[int, ...]], ...] | None, assigned: dict[str, Any]) -> bool:
+    if owned is None:
+        return False
+    return all(s in assigned and all(p in assigned[s] for p in ps) for s, ps in owned)
+
+
+def check_epoch(member: Member, hb: StreamsHeartbeat) -> None:
+    epoch = hb.member_epoch
+    if epoch == JOIN_EPOCH:
+        return
+    if epoch > member.member_epoch:
+        raise StreamsError(
+            E.fenced_member_epoch,
+            f"The streams group member has a greater member epoch ({epoch}) than the one known by the group "
+            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
+    if epoch < member.member_epoch and (
+        epoch != member.previous_member_epoch
+        or not _contained(hb.active, member.assigned.active)
+        or not _contained(hb.standby, member.assigned.standby)
+        or not _contained(hb.warmup, member.assigned.warmup)
+    ):
+        raise StreamsError(
+            E.fenced_member_epoch,
+            f"The streams group member has a smaller member epoch ({epoch}) than the one known by the group "
+            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
+
+
+def check_tasks(configured: ConfiguredTopology, tasks: tuple[tuple[str, tuple[int, ...]], ...] | None) -> None:
+    """Kafka's check that owned tasks exist in the configured topology (INVALID_REQUEST)."""
+    if not tasks or configured.subtopologies is None:
+        return
+    for sid, partitions in tasks:
+        sub = configured.subtopologies.get(sid)
+        if sub is None:
+            raise StreamsError(E.invalid_request, f"Subtopology {sid} does not exist in the topology.")
+        for p in partitions:
+            if p < 0 or p >= sub.tasks:
+                raise StreamsError(
+                    E.invalid_request,
+                    f"Task {p} for subtopology {sid} is invalid. Number of tasks for this subtopology: {sub.tasks}",
+                )
