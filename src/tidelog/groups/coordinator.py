@@ -286,9 +286,14 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
     ) -> JoinGroupResponse:
-        if group_id in self.streams.groups and not self.status(group_id):
-            # Kafka does not convert a streams group to a classic one
-            return join_error(E.inconsistent_group_protocol, member_id)
+        streams = self.streams.groups.get(group_id)
+        if streams is not None and not self.status(group_id):
+            if streams.members:  # Kafka converts only an empty streams group to a classic one
+                return join_error(E.inconsistent_group_protocol, "")
+            try:
+                await self.streams.drop(streams)
+            except LogError as e:
+                return join_error(E(e.error_code), member_id)
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None and not self.status(group_id):
             if consumer.members:

@@ -13,6 +13,7 @@ from tidelog.server.handlers import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    join_group,
     list_groups,
     offset_commit,
     offset_fetch,
@@ -119,6 +120,8 @@ async def ready(broker, member_id: str = "a", **kw) -> dict:
     """A member joined and, once the broker created the internal topics, assigned its tasks."""
     first = await hb(broker, member_id, 0, **kw)
     assert first["error_code"] == 0, first
+    if tasks(first):
+        return first
     epoch = first["member_epoch"]
 
     async def assigned():
@@ -373,10 +376,25 @@ async def test_other_apis_see_a_streams_group(tmp_path):
         assert (await call(delete_groups, broker, 2, {"groups_names": ["app"]}))["results"][0]["error_code"] == (
             NON_EMPTY_GROUP
         )
+        join = {
+            "group_id": "app",
+            "session_timeout": 30_000,
+            "rebalance_timeout": 30_000,
+            "member_id": "",
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}],
+        }
+        assert (await call(join_group, broker, 5, join))["error_code"] == 23  # INCONSISTENT_GROUP_PROTOCOL
         await hb(broker, "a", -1)
         assert (await describe(broker))["group_state"] == "Empty"
         assert (await call(delete_groups, broker, 2, {"groups_names": ["app"]}))["results"][0]["error_code"] == 0
         assert "app" not in broker.groups.streams.groups and a["error_code"] == 0
+        # an empty streams group becomes a classic one when a classic member joins (as Kafka)
+        await ready(broker, "b")
+        await hb(broker, "b", -1)
+        assert (await call(join_group, broker, 5, join))["error_code"] in (0, 79)  # 79: MEMBER_ID_REQUIRED
+        assert "app" not in broker.groups.streams.groups and "app" in broker.groups.groups
 
 
 async def test_the_group_survives_a_restart(tmp_path):
