@@ -93,6 +93,13 @@ def test_java_hash_and_heap_orders() -> None:
     assert java_string_hash("hello") == 99162322 and java_string_hash("ü日") == 33897
     assert java_string_hash("polygenelubricants") == (-(2**31)) & 0xFFFFFFFF
     assert string_order(["b", "a", "10", "9"]) == ["a", "b", "9", "10"]
+    # a map that resized twice (20 keys: 16 -> 32 -> ... buckets), and one made with a small capacity
+    members = [f"member-{i * 7919 % 101}" for i in range(20)]
+    assert ",".join(string_order(members)) == (
+        "member-28,member-25,member-6,member-47,member-69,member-3,member-22,member-44,member-66,member-88,"
+        "member-9,member-31,member-41,member-63,member-85,member-50,member-72,member-82,member-91,member-0"
+    )
+    assert string_order(["p-x", "p-y", "p-z", "p-w"], 3) == ["p-x", "p-w", "p-z", "p-y"]
     q: JavaPriorityQueue[tuple[str, int]] = JavaPriorityQueue(lambda x: x[1])
     for item in [("a", 1), ("b", 0), ("c", 1), ("d", 0), ("e", 1)]:
         q.add(item)
