@@ -4,7 +4,9 @@
   runs while lines are produced, survives a restart of tidelog in the middle, and its output,
   read with read_committed, ends with exactly the right count of every word; with the classic
   group protocol and with the streams group protocol (KIP-1071: tidelog creates the internal
-  topics and assigns the tasks).
+  topics and assigns the tasks). With the streams protocol, two application instances share the
+  tasks, each holding standbys of the other's stateful tasks, and one takes everything over when
+  the other stops.
 - Connect standalone: the FileStream source connector reads a file into a tidelog topic and the
   FileStream sink connector writes the topic back to another file, intact and in order.
 About 60 s.
@@ -150,6 +152,128 @@ def test_streams_word_count_exactly_once_across_a_restart(broker_factory, tmp_pa
         except subprocess.TimeoutExpired:
             proc.kill()
         out.close()
+
+
+def test_two_streams_instances_share_the_tasks_with_standbys(broker_factory, tmp_path):
+    """KIP-1071 with two application instances (two processes) and one standby replica: the broker
+    gives each instance active tasks and the other's stateful tasks as standbys, and when one
+    instance stops, the other takes its tasks over; the read_committed counts stay exact."""
+    import struct
+
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from tidelog.cli.client import KafkaClient
+
+    broker = broker_factory({**OVERRIDES, "group.streams.num.standby.replicas": "1"})
+    app, src, dst = f"wc2-{uuid.uuid4().hex[:6]}", "wc2-in", "wc2-out"
+    _create(broker.bootstrap, src, dst, partitions=4)
+    cp = classpath()
+    classes = tmp_path / "classes"
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(classes), str(ROOT / "java" / "streams" / "WordCount.java")],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    (tmp_path / "log4j2.properties").write_text(LOG4J)
+    procs, logs = [], []
+    for i in range(2):
+        logs.append(open(tmp_path / f"streams{i}.log", "wb"))
+        procs.append(
+            subprocess.Popen(
+                [
+                    "java",
+                    "-Xmx256m",
+                    f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+                    "-cp",
+                    f"{classes}:{cp}",
+                    "WordCount",
+                    broker.bootstrap,
+                    app,
+                    src,
+                    dst,
+                    str(tmp_path / f"state{i}"),
+                    str(tmp_path / f"stop{i}"),
+                    "streams",
+                ],
+                stdout=logs[i],
+                stderr=subprocess.STDOUT,
+            )
+        )
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
+    sent: Counter[str] = Counter()
+    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+
+    def send(lines: int, seed: int) -> None:
+        for i in range(lines):
+            line = " ".join(words[(seed + i * j) % len(words)] for j in range(1, 4))
+            sent.update(line.split())
+            p.produce(src, line.encode(), key=b"%d" % i)
+        p.flush(30)
+
+    def counts(timeout: float) -> dict[str, int]:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        c.assign([TopicPartition(dst, q, 0) for q in range(4)])
+        latest: dict[str, int] = {}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and latest != dict(sent):
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
+        c.close()
+        return latest
+
+    def described():
+        with KafkaClient(broker.bootstrap) as client:
+            r = client.request(89, {"group_ids": [app], "include_authorized_operations": False}, version=0)
+        return r.groups[0]
+
+    def both_with_standbys() -> bool:
+        g = described()
+        return (
+            g.group_state == "Stable"
+            and len({m.process_id for m in g.members}) == 2
+            and all(m.assignment.active_tasks and m.assignment.standby_tasks for m in g.members)
+        )
+
+    def diagnose() -> str:
+        return "\n".join((tmp_path / f"streams{i}.log").read_text()[-2000:] for i in range(2))
+
+    try:
+        send(300, 1)
+        deadline = time.monotonic() + 120
+        while not both_with_standbys():
+            assert time.monotonic() < deadline, f"no two instances with standbys: {described()}\n{diagnose()}"
+            time.sleep(0.5)
+        g = described()
+        for m in g.members:  # a task's standby is never on the process running it active
+            other = next(o for o in g.members if o.process_id != m.process_id)
+            mine = {(t.subtopology_id, q) for t in m.assignment.standby_tasks for q in t.partitions}
+            theirs = {(t.subtopology_id, q) for t in other.assignment.active_tasks for q in t.partitions}
+            assert mine and mine <= theirs and {s for s, _ in mine} == {"1"}
+        assert counts(120) == dict(sent), diagnose()
+        (tmp_path / "stop1").touch()  # one instance leaves: the other takes its tasks over
+        procs[1].wait(60)
+        send(300, 2)
+        assert counts(120) == dict(sent), diagnose()
+        g = described()
+        assert len(g.members) == 1 and {t.subtopology_id for t in g.members[0].assignment.active_tasks} == {"0", "1"}
+    finally:
+        for i, proc in enumerate(procs):
+            (tmp_path / f"stop{i}").touch()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            logs[i].close()
 
 
 def _group_type(bootstrap: str, group: str) -> str | None:
