@@ -423,3 +423,34 @@ async def test_the_group_survives_a_restart(tmp_path):
         # the member goes on from where it was: asked to revoke at its epoch
         a2 = await hb(b2, "a", a["member_epoch"], owned=as_owned(tasks(a)))
         assert a2["error_code"] == 0 and a2["member_epoch"] == a["member_epoch"] and tasks(a2)
+
+
+async def test_a_member_whose_session_ends_is_fenced(tmp_path):
+    async with started_broker(tmp_path, *NO_DELAYS) as broker:
+        a = await ready(broker, "a")
+        epoch = (await describe(broker))["group_epoch"]
+        broker.group_configs.set("app", {"streams.session.timeout.ms": "150"})  # the group's own setting
+        await hb(broker, "a", a["member_epoch"], owned=as_owned(tasks(a)))  # armed with it
+
+        async def gone():
+            g = await describe(broker)
+            return g if not g["members"] else None
+
+        g = await until(gone, "the member was never fenced")
+        assert g["group_epoch"] == epoch + 1 and g["group_state"] == "Empty"
+        assert (await hb(broker, "a", a["member_epoch"], owned=[]))["error_code"] == UNKNOWN_MEMBER_ID
+
+
+async def test_a_member_that_does_not_revoke_in_time_is_fenced(tmp_path):
+    async with started_broker(tmp_path, *NO_DELAYS) as broker:
+        a = await ready(broker, "a", rebalance_timeout=150)
+        await hb(broker, "b", 0, process="p2")
+        asked = await hb(broker, "a", a["member_epoch"], owned=as_owned(tasks(a)))
+        assert asked["member_epoch"] == a["member_epoch"]  # asked to revoke; it never does
+
+        async def fenced():
+            g = await describe(broker)
+            return g if [m["member_id"] for m in g["members"]] == ["b"] else None
+
+        await until(fenced, "the member was never fenced")
+        assert (await hb(broker, "a", a["member_epoch"], owned=as_owned(tasks(a))))["error_code"] == UNKNOWN_MEMBER_ID
