@@ -536,6 +536,14 @@ CASES = {
             {"group_ids": ["no-such-group", ""], "include_authorized_operations": False},
         ],
     ),
+    "StreamsGroupHeartbeat, then DescribeGroups": (
+        15,
+        lambda v: [{"groups": [f"diff-sg-{n}" for n in (0,)], "include_authorized_operations": False}],
+    ),
+    "StreamsGroupHeartbeat, then ListGroups": (
+        16,
+        lambda v: [{"states_filter": ["not_ready"] if v >= 4 else [], "types_filter": ["streams"] if v >= 5 else []}],
+    ),
     "ConsumerGroupDescribe unknown": (
         69,
         lambda v: [{"group_ids": ["no-such-group"], "include_authorized_operations": False}],

@@ -226,8 +226,17 @@ async def test_requests_are_validated_as_kafka_does(tmp_path):
         other = topology()
         other["subtopologies"][0]["repartition_sink_topics"] = ["elsewhere"]
         assert (await hb(broker, "n", 0, topology=other))["error_code"] == INVALID_REQUEST  # no topology updates
-        stale = await hb(broker, "n", 0, topology=topology(epoch=-1 + 0))
-        assert stale["error_code"] == 0
+        assert (await hb(broker, "n", 0, topology=topology(epoch=0)))["error_code"] == 0
+
+
+async def test_a_member_with_an_older_topology_is_told_it_is_stale(tmp_path):
+    async with started_broker(tmp_path, *NO_DELAYS) as broker:
+        await hb(broker, "new", 0, topology=topology(epoch=1))
+        old = await hb(broker, "old", 0, topology=topology(epoch=0), process="p2")
+        assert old["error_code"] == 0 and STALE_TOPOLOGY in statuses(old)
+        detail = next(s["status_detail"] for s in old["status"] if s["status_code"] == STALE_TOPOLOGY)
+        assert detail == "The member's topology epoch 0 is behind the group's topology epoch 1."
+        assert (await describe(broker))["topology"]["epoch"] == 1
 
 
 async def test_a_missing_source_topic_is_a_status(tmp_path):
