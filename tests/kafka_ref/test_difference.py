@@ -379,6 +379,20 @@ def _streams_heartbeats(v: int) -> list[dict]:
         }
 
     group = f"diff-sg-{v}"
+    stateless = {
+        "epoch": 0,
+        "subtopologies": [
+            {
+                "subtopology_id": "0",
+                "source_topics": [TOPIC],
+                "source_topic_regex": [],
+                "state_changelog_topics": [],
+                "repartition_sink_topics": [],
+                "repartition_source_topics": [],
+                "copartition_groups": [],
+            }
+        ],
+    }
     return [
         hb(group, "m", 0, instance_id="i"),  # INVALID_REQUEST: static members not supported yet
         hb(group, "m", 0, rebalance=-1),  # INVALID_REQUEST: no rebalance timeout
@@ -392,6 +406,10 @@ def _streams_heartbeats(v: int) -> list[dict]:
         hb(group, "m-1", 0),  # joins: MISSING_INTERNAL_TOPICS, ASSIGNMENT_DELAYED, epoch 1, no tasks
         hb(group, "m-2", 1, owned=[]),  # UNKNOWN_MEMBER_ID
         hb(group, "m-1", 5, owned=[]),  # FENCED_MEMBER_EPOCH
+        # a stateless topology (no internal topics) in a group of its own: a member joins and leaves
+        hb(f"{group}-x", "m", 0, topology=stateless),
+        hb(f"{group}-x", "m", -1),
+        hb(f"{group}-x", "m", -1),  # UNKNOWN_MEMBER_ID: it left
     ]
 
 
