@@ -1,8 +1,10 @@
 // Kafka Streams word count with processing.guarantee=exactly_once_v2, run against tidelog by
 // tests/kafka_ref/test_streams_connect.py: reads lines from <in>, writes running counts per word
-// to <out>; runs until the file named by <stop> exists.
+// to <out>; runs until the file named by <stop> exists. <group protocol> is "classic" (the default)
+// or "streams" (KIP-1071: the broker assigns the tasks); <replication factor> that of its internal
+// topics (default 1).
 //
-//   java WordCount <bootstrap> <application id> <in> <out> <state dir> <stop file>
+//   java WordCount <bootstrap> <application id> <in> <out> <state dir> <stop file> [<group protocol> [<replication factor>]]
 
 import java.nio.file.*;
 import java.util.*;
@@ -19,7 +21,8 @@ public class WordCount {
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, args.length > 7 ? Integer.parseInt(args[7]) : 1);
+        if (args.length > 6) p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[6]);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.String().getClass());
         // survive the broker's restart: keep retrying, as an application would

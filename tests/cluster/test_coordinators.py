@@ -11,6 +11,8 @@ coordinator of a transactional id the leader of its `__transaction_state` partit
   then stopped with SIGTERM (controlled shutdown); committed offsets never move back.
 - A consumer group of Kafka 4's protocol (KIP-848) carries on, the same members at the same
   epochs, when its coordinator's broker is killed: the next one replays it.
+- So does a streams group (KIP-1071): Kafka Streams' exactly-once word count with
+  group.protocol=streams counts every word exactly once across the kill of its coordinator.
 - Placement: FindCoordinator names the partition leader; the internal topics are replicated
   (replication factor 3, min ISR 2); a coordinator that lost the partition answers NOT_COORDINATOR.
 """
@@ -465,3 +467,133 @@ def test_kip890_verification_asks_the_remote_coordinator(cluster):
         )
     assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code.value == 0, r
     assert produce() == 0
+
+
+def streams_group_state(c: Cluster, group: str) -> tuple[int, set[str], str] | None:
+    """(group epoch, member ids, state) of a streams group (KIP-1071), from its coordinator; None
+    while it moves."""
+    try:
+        node = coordinator_of(c, group, key_type=0)
+        with KafkaClient(c.brokers[node].bootstrap) as client:
+            r = client.request(89, {"group_ids": [group], "include_authorized_operations": False}, version=0)
+    except Exception:  # noqa: BLE001 - a coordinator moving meanwhile: no sample
+        return None
+    (g,) = r.groups
+    if g.error_code.value:
+        return None
+    return g.group_epoch, {m.member_id for m in g.members}, g.group_state
+
+
+def test_a_streams_word_count_is_exactly_once_when_its_coordinator_is_killed(cluster, tmp_path):
+    """KIP-1071: Kafka Streams' exactly-once word count (java/streams/WordCount.java) with
+    group.protocol=streams and internal topics of replication factor 3 (created by the brokers)
+    keeps counting while the broker coordinating its group is killed with SIGKILL: the next
+    coordinator replays the group (the same member, the group epoch carried on) and the
+    read_committed output ends with exactly the right count of every word."""
+    import struct
+    import subprocess
+    import time
+
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from kafka_process import classpath
+
+    c = cluster
+    app, src, dst = f"wc-{uuid.uuid4().hex[:6]}", f"wci-{uuid.uuid4().hex[:6]}", f"wco-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, src, dst, partitions=3)
+    cp = classpath()
+    classes = tmp_path / "classes"
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(classes), str(root / "java" / "streams" / "WordCount.java")],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    (tmp_path / "log4j2.properties").write_text(
+        "status = warn\nappender.c.type = Console\nappender.c.name = E\nappender.c.target = SYSTEM_ERR\n"
+        "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %p %m%n\n"
+        "rootLogger.level = WARN\nrootLogger.appenderRef.e.ref = E\n"
+    )
+    stop = tmp_path / "stop"
+    log = open(tmp_path / "streams.log", "wb")
+    proc = subprocess.Popen(
+        [
+            "java",
+            "-Xmx384m",
+            f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+            "-cp",
+            f"{classes}:{cp}",
+            "WordCount",
+            c.bootstrap,
+            app,
+            src,
+            dst,
+            str(tmp_path / "state"),
+            str(stop),
+            "streams",
+            "3",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    sent: collections.Counter[str] = collections.Counter()
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True})
+
+    def send(lines: int, seed: int) -> None:
+        for i in range(lines):
+            line = " ".join(words[(seed + i * j) % len(words)] for j in range(1, 4))
+            sent.update(line.split())
+            producer.produce(src, line.encode(), key=b"%d" % i)
+        assert producer.flush(60) == 0
+
+    def counts(timeout: float) -> dict[str, int]:
+        """The latest count of each word in the output, read_committed, until it is `sent`."""
+        k = Consumer(
+            {
+                "bootstrap.servers": c.bootstrap,
+                "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        k.assign([TopicPartition(dst, p, 0) for p in range(3)])
+        latest: dict[str, int] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline and latest != dict(sent):
+                m = k.poll(0.5)
+                if m is not None and not m.error():
+                    latest[m.key().decode()] = struct.unpack(">q", m.value())[0]
+        finally:
+            k.close()
+        return latest
+
+    def diagnose() -> str:
+        return f"{(tmp_path / 'streams.log').read_text()[-3000:]}\n{c.logs('streams')[-3000:]}"
+
+    try:
+        send(200, 1)
+        assert counts(180) == dict(sent), f"the first counts\n{diagnose()}"
+        wait_for(lambda: (s := streams_group_state(c, app)) is not None and s[2] == "Stable", 60, "a stable group")
+        before = streams_group_state(c, app)
+        assert before is not None and len(before[1]) == 1
+        victim = coordinator_of(c, app, key_type=0)
+        c.brokers[victim].kill()
+        send(200, 2)
+        assert counts(180) == dict(sent), f"the counts with the coordinator dead\n{diagnose()}"
+        assert coordinator_of(c, app, key_type=0) != victim
+        after = streams_group_state(c, app)
+        assert after is not None and after[1] == before[1] and after[0] >= before[0], (before, after)
+        c.brokers[victim].start()
+        send(100, 3)
+        assert counts(180) == dict(sent), f"the counts after it returned\n{diagnose()}"
+        assert proc.poll() is None, diagnose()
+    finally:
+        stop.touch()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -37,3 +37,11 @@ def test_other_values_and_defaults():
     assert g.get_int("g", "share.record.lock.duration.ms") == 45000 and g.own("g") == {
         "share.record.lock.duration.ms": "45000"
     }
+
+
+def test_streams_values_are_bounded_too():
+    g = configs()
+    assert g.invalid("streams.session.timeout.ms", "45000") is None
+    assert "group.streams.min.session.timeout.ms" in g.invalid("streams.session.timeout.ms", "1000")
+    assert "group.streams.max.standby.replicas" in g.invalid("streams.num.standby.replicas", "3")
+    assert g.invalid("streams.num.standby.replicas", "2") is None

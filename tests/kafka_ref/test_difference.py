@@ -132,10 +132,12 @@ def diff(a, b, path: str = "") -> list[str]:
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    kafka = KafkaProcess(tmp_path_factory.mktemp("kafka"))
+    # streams groups: the first assignment is delayed past the test (ASSIGNMENT_DELAYED on both)
+    delay = {"group.streams.initial.rebalance.delay.ms": "600000"}
+    kafka = KafkaProcess(tmp_path_factory.mktemp("kafka"), overrides=delay)
     tide = BrokerProcess(
         tmp_path_factory.mktemp("tidelog") / "data",
-        {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"},
+        {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3", **delay},
     )
     kafka.start()
     tide.start()
@@ -527,6 +529,98 @@ def _delete_share_offsets_prepared(v: int, c) -> list[dict]:
     return _delete_share_offsets(v)
 
 
+def _streams_topology(source: str = TOPIC, changelog_partitions: int = 0) -> dict:
+    """A word count's: subtopology 0 reads `source` into a repartition topic, read by 1 (stateful)."""
+    info = {"partitions": 0, "replication_factor": 0, "topic_configs": [{"key": "cleanup.policy", "value": "delete"}]}
+    return {
+        "epoch": 0,
+        "subtopologies": [
+            {
+                "subtopology_id": "0",
+                "source_topics": [source],
+                "source_topic_regex": [],
+                "state_changelog_topics": [],
+                "repartition_sink_topics": ["diff-app-repartition"],
+                "repartition_source_topics": [],
+                "copartition_groups": [],
+            },
+            {
+                "subtopology_id": "1",
+                "source_topics": [],
+                "source_topic_regex": [],
+                "state_changelog_topics": [
+                    {**info, "name": "diff-app-changelog", "partitions": changelog_partitions, "topic_configs": []}
+                ],
+                "repartition_sink_topics": [],
+                "repartition_source_topics": [{**info, "name": "diff-app-repartition"}],
+                "copartition_groups": [],
+            },
+        ],
+    }
+
+
+def _streams_heartbeats(v: int) -> list[dict]:
+    """KIP-1071: refused requests (4.3.1's unsupported features, invalid ones, bad topologies), a
+    heartbeat to no group, then a member joining a group of its own with a word count's topology:
+    its internal topics missing, the first assignment delayed, its endpoint's (empty) partitions."""
+
+    def hb(group: str, member: str, epoch: int, **kw) -> dict:
+        joining = epoch == 0
+        return {
+            "group_id": group,
+            "member_id": member,
+            "member_epoch": epoch,
+            "endpoint_information_epoch": 0,
+            "instance_id": kw.get("instance_id"),
+            "rack_id": None,
+            "rebalance_timeout": kw.get("rebalance", 30_000 if joining else -1),
+            "topology": kw.get("topology", _streams_topology() if joining else None),
+            "active_tasks": kw.get("owned", [] if joining else None),
+            "standby_tasks": [] if joining or "owned" in kw else None,
+            "warmup_tasks": [] if joining or "owned" in kw else None,
+            "process_id": "p-1" if joining else None,
+            "user_endpoint": {"host": "app-host", "port": 7070} if joining else None,
+            "client_tags": [{"key": "zone", "value": "z1"}] if joining else None,
+            "task_offsets": None,
+            "task_end_offsets": None,
+            "shutdown_application": False,
+        }
+
+    group = f"diff-sg-{v}"
+    stateless = {
+        "epoch": 0,
+        "subtopologies": [
+            {
+                "subtopology_id": "0",
+                "source_topics": [TOPIC],
+                "source_topic_regex": [],
+                "state_changelog_topics": [],
+                "repartition_sink_topics": [],
+                "repartition_source_topics": [],
+                "copartition_groups": [],
+            }
+        ],
+    }
+    return [
+        hb(group, "m", 0, instance_id="i"),  # INVALID_REQUEST: static members not supported yet
+        hb(group, "m", 0, rebalance=-1),  # INVALID_REQUEST: no rebalance timeout
+        hb(group, "m", 0, topology=None),  # INVALID_REQUEST: no topology
+        hb(group, "m", 0, owned=[{"subtopology_id": "0", "partitions": [0]}]),  # INVALID_REQUEST: owns tasks
+        hb(group, "m", -3),  # INVALID_REQUEST: epoch
+        hb(group, "m", 0, topology=_streams_topology(changelog_partitions=3)),  # STREAMS_INVALID_TOPOLOGY
+        hb(group, "m", 0, topology=_streams_topology(source="__consumer_offsets")),  # STREAMS_INVALID_TOPOLOGY
+        hb(group, "m", 0, topology=_streams_topology(source="bad name!")),  # STREAMS_INVALID_TOPOLOGY
+        hb("no-such-group", "m", 3),  # GROUP_ID_NOT_FOUND
+        hb(group, "m-1", 0),  # joins: MISSING_INTERNAL_TOPICS, ASSIGNMENT_DELAYED, epoch 1, no tasks
+        hb(group, "m-2", 1, owned=[]),  # UNKNOWN_MEMBER_ID
+        hb(group, "m-1", 5, owned=[]),  # FENCED_MEMBER_EPOCH
+        # a stateless topology (no internal topics) in a group of its own: a member joins and leaves
+        hb(f"{group}-x", "m", 0, topology=stateless),
+        hb(f"{group}-x", "m", -1),
+        hb(f"{group}-x", "m", -1),  # UNKNOWN_MEMBER_ID: it left
+    ]
+
+
 CASES = {
     # name: (api_key, request builder: version -> request dicts, or (version, client) -> request
     # dicts when a request carries that broker's own ids)
@@ -695,6 +789,22 @@ CASES = {
     "DescribeShareGroupOffsets": (90, _share_offsets),
     "AlterShareGroupOffsets": (91, _alter_share_offsets),
     "DeleteShareGroupOffsets": (92, _delete_share_offsets_prepared),
+    "StreamsGroupHeartbeat": (88, lambda v: _streams_heartbeats(v)),
+    "StreamsGroupHeartbeat, then the group described": (
+        89,
+        lambda v: [
+            {"group_ids": [f"diff-sg-{v}"], "include_authorized_operations": False},
+            {"group_ids": ["no-such-group", ""], "include_authorized_operations": False},
+        ],
+    ),
+    "StreamsGroupHeartbeat, then DescribeGroups": (
+        15,
+        lambda v: [{"groups": [f"diff-sg-{n}" for n in (0,)], "include_authorized_operations": False}],
+    ),
+    "StreamsGroupHeartbeat, then ListGroups": (
+        16,
+        lambda v: [{"states_filter": ["not_ready"] if v >= 4 else [], "types_filter": ["streams"] if v >= 5 else []}],
+    ),
     "ConsumerGroupDescribe unknown": (
         69,
         lambda v: [{"group_ids": ["no-such-group"], "include_authorized_operations": False}],

@@ -111,7 +111,16 @@ def pairs(tmp_path_factory):
                 if r.responses[0].partition_responses[0].error_code.value == 0:
                     break
                 time.sleep(0.2)
+        for c in admins.values():
+            _streams_setup(c)
         bobs = {"kafka": _client(kafka.port, "bob", "bob-secret"), "tidelog": _client(tide.port, "bob", "bob-secret")}
+        for c in bobs.values():  # Kafka's ACLs take effect through its metadata log: wait for them
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                md = c.request(3, {"topics": [{"name": BOBS_IN}], "allow_auto_topic_creation": False}, version=9)
+                if md.topics[0].error_code.value == 0:
+                    break
+                time.sleep(0.2)
         yield bobs
         for c in [*admins.values(), *bobs.values()]:
             c.close()
@@ -119,6 +128,85 @@ def pairs(tmp_path_factory):
         kafka.stop()
         tide.stop()
         kafka.cleanup()
+
+
+BOBS_IN = "bobs-in"
+
+
+def _streams_setup(admin) -> None:
+    """For the streams group cases: bob may Read the group bobs-app and Describe topics named
+    bobs-*, among them its source topic bobs-in; he may create no topic."""
+    r = admin.request(
+        19,
+        {
+            "topics": [
+                {"name": BOBS_IN, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}
+            ],
+            "timeout": 20_000,
+            "validate_only": False,
+        },
+        version=5,
+    )
+    assert r.topics[0].error_code.value == 0, r
+    acl = {"principal": "User:bob", "host": "*", "permission_type": 3}  # ALLOW
+    r = admin.request(
+        30,
+        {
+            "creations": [
+                {**acl, "resource_type": 3, "resource_name": "bobs-app", "resource_pattern_type": 3, "operation": 3},
+                {**acl, "resource_type": 2, "resource_name": "bobs-", "resource_pattern_type": 4, "operation": 8},
+            ]
+        },
+        version=3,
+    )
+    assert all(x.error_code.value == 0 for x in r.results), r
+    deadline = time.monotonic() + 60  # Kafka's group coordinator loads its partitions first
+    while True:
+        found = admin.request(10, {"key": "bobs-app", "key_type": 0}, version=3).error_code.value
+        described = admin.request(89, {"group_ids": ["bobs-app"], "include_authorized_operations": False}, version=0)
+        if not found and described.groups[0].error_code.value == 69:  # GROUP_ID_NOT_FOUND: loaded
+            break
+        assert time.monotonic() < deadline, described
+        time.sleep(0.3)
+
+
+def _streams_heartbeat(group: str, source: str) -> dict:
+    info = {"partitions": 0, "replication_factor": 0, "topic_configs": []}
+    return {
+        "group_id": group,
+        "member_id": "bob-1",
+        "member_epoch": 0,
+        "endpoint_information_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30_000,
+        "topology": {
+            "epoch": 0,
+            "subtopologies": [
+                {
+                    "subtopology_id": "0",
+                    "source_topics": [source],
+                    "source_topic_regex": [],
+                    "state_changelog_topics": [
+                        {**info, "name": "bobs-app-changelog"},
+                        {**info, "name": "bobs-app-other-changelog"},
+                    ],
+                    "repartition_sink_topics": [],
+                    "repartition_source_topics": [],
+                    "copartition_groups": [],
+                }
+            ],
+        },
+        "active_tasks": [],
+        "standby_tasks": [],
+        "warmup_tasks": [],
+        "process_id": "p",
+        "user_endpoint": None,
+        "client_tags": [],
+        "task_offsets": None,
+        "task_end_offsets": None,
+        "shutdown_application": False,
+    }
 
 
 def _records() -> bytes:
@@ -295,6 +383,20 @@ CASES = {
         ],
     ),
     "DescribeLogDirs": (35, lambda v: [{"topics": [{"topic": TOPIC, "partitions": [0]}]}]),
+    # streams groups: Read on the group, then Describe on the topology's topics, then Create for the
+    # internal topics (refused: told in the MISSING_INTERNAL_TOPICS status); then the description
+    "StreamsGroupHeartbeat": (
+        88,
+        lambda v: [
+            _streams_heartbeat("bobs-other-app", BOBS_IN),  # GROUP_AUTHORIZATION_FAILED
+            _streams_heartbeat("bobs-app", TOPIC),  # TOPIC_AUTHORIZATION_FAILED
+            _streams_heartbeat("bobs-app", BOBS_IN),  # joins; may not create the internal topics
+        ],
+    ),
+    "StreamsGroupHeartbeat, then the groups described": (
+        89,
+        lambda v: [{"group_ids": ["bobs-app", "bobs-other-app"], "include_authorized_operations": True}],
+    ),
     "DescribeProducers": (61, lambda v: [{"topics": [{"name": TOPIC, "partition_indexes": [0]}]}]),
     "ShareGroupHeartbeat": (
         76,

@@ -1,7 +1,9 @@
-"""`tidelog groups list|describe|delete|reset-offsets|delete-offsets` (like kafka-consumer-groups
-and, for share groups, kafka-share-groups: a group's type - classic, consumer, share - is found with
-ListGroups and share groups are handled by `share_groups`). `tidelog consume` (records of a time
-window among others) lives in `cli_consume`.
+"""`tidelog groups list|describe|delete|reset-offsets|delete-offsets` (like kafka-consumer-groups;
+a group's type - classic, consumer, share, streams - is found with ListGroups: share groups are
+handled as kafka-share-groups does by `share_groups`, and `describe` of a streams group shows, as
+kafka-streams-groups does, its offsets and lags, `--members` its members with their tasks,
+`--state` its state and epochs). `tidelog consume` (records of a time window among others) lives in
+`cli_consume`.
 
 reset-offsets computes, per partition, the new offset from the broker: ListOffsets by timestamp
 (the time index) for --to-datetime/--by-duration, ListOffsets earliest/latest for the other
@@ -272,9 +274,79 @@ def cmd_list(args, client: KafkaClient) -> int:
     return 0
 
 
+# ---- streams groups (KIP-1071), as kafka-streams-groups shows them ------------------------------
+
+
+def describe_streams_group(client: KafkaClient, group: str):
+    """The StreamsGroupDescribe answer of `group`, or None when it is not a streams group."""
+    resp = client.request(89, {"group_ids": [group], "include_authorized_operations": False}, version=0)
+    g = resp.groups[0]
+    return None if g.error_code.value else g
+
+
+def _task_list(tasks) -> str:
+    return "".join(f"{t.subtopology_id}:[{','.join(map(str, t.partitions))}]; " for t in tasks)
+
+
+def _streams_assignments(m) -> str:
+    out = ""
+    for label, a in (("", m.assignment), ("TARGET-", m.target_assignment)):
+        for kind, tasks in (("ACTIVE", a.active_tasks), ("STANDBY", a.standby_tasks), ("WARMUP", a.warmup_tasks)):
+            if tasks:
+                out += f"{label}{kind}: {_task_list(tasks)}"
+    return out.strip()
+
+
+def describe_streams(args, client: KafkaClient, g) -> int:
+    if args.state:
+        coordinator = client.request(
+            10, {"key": args.group, "key_type": 0, "coordinator_keys": [args.group]}, highest=3
+        )
+        node = f"{coordinator.host}:{coordinator.port} ({coordinator.node_id})"
+        rows = [[g.group_id, node, g.group_state, g.group_epoch, g.assignment_epoch, len(g.members)]]
+        print(
+            _table(rows, ["GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"])
+        )
+        return 0
+    if args.members:
+        rows = [
+            [
+                g.group_id,
+                g.assignment_epoch,
+                m.topology_epoch,
+                m.member_id,
+                "classic" if m.is_classic else "streams",
+                m.member_epoch,
+                m.process_id,
+                m.client_id,
+                _streams_assignments(m),
+            ]
+            for m in g.members
+        ]
+        header = ["GROUP", "TARGET-ASSIGNMENT-EPOCH", "TOPOLOGY-EPOCH", "MEMBER", "MEMBER-PROTOCOL", "MEMBER-EPOCH"]
+        print(_table(rows, [*header, "PROCESS", "CLIENT-ID", "ASSIGNMENTS"]))
+        return 0
+    # offsets: every source topic's (input and repartition) committed offsets and lags
+    sources = set()
+    for sub in (g.topology.subtopologies or ()) if g.topology is not None else ():
+        sources.update(sub.source_topics)
+        sources.update(t.name for t in sub.repartition_source_topics)
+    current = {tp: o for tp, o in committed_offsets(client, args.group).items() if tp[0] in sources}
+    tps = sorted(current)
+    ends = {tp: off for tp, (off, _) in list_offsets(client, {tp: LATEST for tp in tps}).items()} if tps else {}
+    rows = [[args.group, t, p, current[(t, p)], ends.get((t, p)), ends[(t, p)] - current[(t, p)]] for t, p in tps]
+    print(f"Streams group {args.group} is {g.group_state} ({len(g.members)} members)")
+    print(_table(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "OFFSET-LAG"]))
+    return 0
+
+
 def cmd_describe(args, client: KafkaClient) -> int:
-    if group_type(client, args.group) == "share":
+    kind = group_type(client, args.group)
+    if kind == "share":
         return share_groups.cmd_describe(args.group, client, _table)
+    streams = describe_streams_group(client, args.group) if kind == "streams" else None
+    if streams is not None:
+        return describe_streams(args, client, streams)
     g = describe_group(client, args.group)
     if g.group_state == "Dead":
         print(f"Consumer group '{args.group}' does not exist.", file=sys.stderr)
@@ -454,7 +526,7 @@ def cmd_delete_offsets(args, client: KafkaClient) -> int:
 
 def add_parser(sub, default_bootstrap: str) -> None:
     p = sub.add_parser(
-        "groups", help="list, describe, delete groups (classic, consumer, share) and reset their offsets"
+        "groups", help="list, describe, delete groups (classic, consumer, share, streams) and reset their offsets"
     )
     gsub = p.add_subparsers(dest="action", required=True)
 
@@ -469,6 +541,9 @@ def add_parser(sub, default_bootstrap: str) -> None:
     lst.set_defaults(run=cmd_list)
     d = common(gsub.add_parser("describe"))
     d.add_argument("--group", required=True)
+    shown = d.add_mutually_exclusive_group()
+    shown.add_argument("--members", action="store_true", help="a streams group's members and their tasks")
+    shown.add_argument("--state", action="store_true", help="a streams group's state and epochs")
     d.set_defaults(run=cmd_describe)
     dl = common(gsub.add_parser("delete"))
     dl.add_argument("--group", required=True)

@@ -7,7 +7,9 @@ which override the broker's `group.share.*` / `group.consumer.*` defaults for th
     share.record.lock.duration.ms  a record's acquisition lock      default group.share.record.lock.duration.ms
     share.delivery.count.limit     deliveries before archiving      default group.share.delivery.count.limit
     share.session.timeout.ms, share.heartbeat.interval.ms, consumer.session.timeout.ms,
-    consumer.heartbeat.interval.ms (default: the broker's group.share.* / group.consumer.* keys)
+    consumer.heartbeat.interval.ms, streams.session.timeout.ms, streams.heartbeat.interval.ms,
+    streams.num.standby.replicas, streams.initial.rebalance.delay.ms, streams.assignment.interval.ms
+    (default: the broker's group.share.* / group.consumer.* / group.streams.* keys)
 
 A numeric value must lie within the broker's bounds for it, as Kafka's GroupConfig checks
 (`share.record.lock.duration.ms` within `group.share.min.record.lock.duration.ms` and
@@ -64,6 +66,12 @@ def _positive(v: str) -> str:
     return v
 
 
+def _non_negative(v: str) -> str:
+    if int(v) < 0:
+        raise ValueError("must not be negative")
+    return v
+
+
 def _choice(*options: str) -> Callable[[str], str]:
     def check(v: str) -> str:
         if v not in options:
@@ -83,6 +91,11 @@ GROUP_KEYS: dict[str, tuple[Callable[[str], str], str]] = {
     "share.heartbeat.interval.ms": (_positive, "group.share.heartbeat.interval.ms"),
     "consumer.session.timeout.ms": (_positive, "group.consumer.session.timeout.ms"),
     "consumer.heartbeat.interval.ms": (_positive, "group.consumer.heartbeat.interval.ms"),
+    "streams.session.timeout.ms": (_positive, "group.streams.session.timeout.ms"),
+    "streams.heartbeat.interval.ms": (_positive, "group.streams.heartbeat.interval.ms"),
+    "streams.num.standby.replicas": (_non_negative, "group.streams.num.standby.replicas"),
+    "streams.initial.rebalance.delay.ms": (_non_negative, "group.streams.initial.rebalance.delay.ms"),
+    "streams.assignment.interval.ms": (_non_negative, "group.streams.assignment.interval.ms"),
 }
 # a numeric key's bounds: the broker keys of its least and greatest values (Kafka's GroupConfig)
 BOUNDS: dict[str, tuple[str, str]] = {
@@ -98,7 +111,18 @@ BOUNDS: dict[str, tuple[str, str]] = {
         "group.consumer.min.heartbeat.interval.ms",
         "group.consumer.max.heartbeat.interval.ms",
     ),
+    "streams.session.timeout.ms": ("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
+    "streams.heartbeat.interval.ms": (
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
+    "streams.assignment.interval.ms": (
+        "group.streams.min.assignment.interval.ms",
+        "group.streams.max.assignment.interval.ms",
+    ),
 }
+# keys with only an upper bound (their least value is 0)
+UPPER_BOUNDS: dict[str, str] = {"streams.num.standby.replicas": "group.streams.max.standby.replicas"}
 
 
 class GroupConfigs:
@@ -134,6 +158,8 @@ class GroupConfigs:
                 return f"{key} must be greater than or equal to {low}"
             if int(value) > self.config[high]:
                 return f"{key} must be less than or equal to {high}"
+        if key in UPPER_BOUNDS and int(value) > self.config[UPPER_BOUNDS[key]]:
+            return f"{key} must be less than or equal to {UPPER_BOUNDS[key]}"
         return None
 
     def set(self, group: str, values: dict[str, str | None]) -> None:

@@ -216,6 +216,8 @@ class ConsumerGroups:
         group = self.groups.get(group_id)
         if group is not None:
             return group
+        if group_id in self.coord.streams.groups:
+            raise GroupError(E.group_id_not_found, f"Group {group_id} is not a consumer group.")
         classic = self.coord.groups.get(group_id)
         if classic is not None and not classic.is_empty_classic():
             if create:

@@ -2,8 +2,10 @@
 `__consumer_offsets` on start, and answers listing, describing and deleting groups. The protocols
 live beside it: `membership` (the classic protocol: JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
 rebalances, session expiry), `consumer_protocol` (Kafka 4's consumer protocol, KIP-848:
-ConsumerGroupHeartbeat, ConsumerGroupDescribe) and `offsets` (OffsetCommit/OffsetFetch/OffsetDelete,
-TxnOffsetCommit, retention). A group id names a classic group or a consumer group, never both.
+ConsumerGroupHeartbeat, ConsumerGroupDescribe), `streams_protocol` (Kafka Streams' protocol, KIP-1071:
+StreamsGroupHeartbeat, StreamsGroupDescribe), `share_group` (KIP-932) and `offsets`
+(OffsetCommit/OffsetFetch/OffsetDelete, TxnOffsetCommit, retention). A group id names one group of
+one of these kinds.
 
 A single node coordinates every group. In a cluster (`start_clustered`) the coordinator of group
 G is the leader of `__consumer_offsets` partition `partition_for(G)`, as in Kafka: the cluster node
@@ -24,7 +26,6 @@ from kio.schema.errors import ErrorCode as E
 
 from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
-from .consumer_persist import Record
 from .consumer_protocol import ConsumerGroups
 from .group import Group, Member
 from .membership import Membership, join_error
@@ -35,10 +36,12 @@ from .share_offsets import ShareOffsets, ShareOffsetStates
 from .state import Event
 from .state import GroupState as S
 from .store import GroupLog, OffsetStore
+from .streams_protocol import StreamsGroups
 
 if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
     from ..core.config import BrokerConfig
+    from ..core.group_configs import GroupConfigs
     from ..wire.responses import (
         DescribedGroup,
         JoinGroupResponse,
@@ -60,7 +63,12 @@ class GroupCoordinator:
     written to (the log engine's `EngineGroupLog`; tests may give a `MemoryGroupLog`)."""
 
     def __init__(
-        self, config: BrokerConfig, admin: TopicAdmin, group_log: GroupLog, shares: ShareOffsetStates | None = None
+        self,
+        config: BrokerConfig,
+        admin: TopicAdmin,
+        group_log: GroupLog,
+        shares: ShareOffsetStates | None = None,
+        group_configs: GroupConfigs | None = None,
     ) -> None:
         self.config = config
         self.admin = admin
@@ -77,6 +85,8 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.membership = Membership(self)
         self.consumer = ConsumerGroups(self)
+        # streams groups (KIP-1071), with the groups' own `streams.*` configs when given
+        self.streams = StreamsGroups(self, group_configs)
         # share groups (KIP-932), with the share state their partitions keep (None: no share groups,
         # as in tests that give no share state)
         self.share = ShareGroups(self, shares) if shares is not None else None
@@ -98,10 +108,12 @@ class GroupCoordinator:
         self.store.load()
         self._restore()
         self.consumer.restore()
+        self.streams.restore()
         if self.share is not None:
             self.share.restore()
         self.admin.listeners.append(self.offsets.topic_event)
         self.admin.listeners.append(self.consumer.topic_event)
+        self.admin.listeners.append(self.streams.topic_event)
         self.loaded = True
         self.offsets.schedule_expiry()
 
@@ -112,6 +124,7 @@ class GroupCoordinator:
         self.owned = {}
         self.admin.listeners.append(self.offsets.topic_event)
         self.admin.listeners.append(self.consumer.topic_event)
+        self.admin.listeners.append(self.streams.topic_event)
         self.loaded = True
         self.offsets.schedule_expiry()
 
@@ -141,7 +154,7 @@ class GroupCoordinator:
         assert self.store is not None and self.owned is not None
         self.loading.discard(partition)
         n = self.store.load_partition(partition)
-        restored = self._restore(partition) + self.consumer.restore(partition)
+        restored = self._restore(partition) + self.consumer.restore(partition) + self.streams.restore(partition)
         if self.share is not None:
             restored += self.share.restore(partition)
         self.owned[partition] = leader_epoch
@@ -162,6 +175,7 @@ class GroupCoordinator:
         for group_id in [g for g in self.groups if mine(g) == partition]:
             self.membership.shutdown(self.groups.pop(group_id), E.not_coordinator)
         self.consumer.unload(partition)
+        self.streams.unload(partition)
         if self.share is not None:
             self.share.unload(partition)
         self.store.forget_partition(partition)
@@ -189,6 +203,7 @@ class GroupCoordinator:
         for group in self.groups.values():
             self.membership.shutdown(group)
         self.consumer.stop()
+        self.streams.stop()
         if self.share is not None:
             self.share.stop()
         for t in self._tasks:
@@ -235,6 +250,7 @@ class GroupCoordinator:
                 (partition is None or mine(group_id) == partition)
                 and group_id not in self.store.consumer
                 and group_id not in self.store.share
+                and group_id not in self.store.streams
             ):
                 self.groups.setdefault(group_id, Group(group_id))
         if partition is None:
@@ -242,7 +258,7 @@ class GroupCoordinator:
             log.info("restored %d groups (%d with members)", len(self.groups), active)
         return restored
 
-    def forget_classic(self, group_id: str, records: list[Record]) -> None:
+    def forget_classic(self, group_id: str, records: list[Any]) -> None:
         """An empty classic group gives its id to a consumer group: its metadata record is deleted
         with the consumer group's first records (its committed offsets stay, the group's own)."""
         g = self.groups.pop(group_id, None)
@@ -279,6 +295,14 @@ class GroupCoordinator:
         reason: str | None = None,
     ) -> JoinGroupResponse:
         """JoinGroup (see `membership.GroupMembership.join`)."""
+        streams = self.streams.groups.get(group_id)
+        if streams is not None and not self.status(group_id):
+            if streams.members:  # Kafka converts only an empty streams group to a classic one
+                return join_error(E.inconsistent_group_protocol, "")
+            try:
+                await self.streams.drop(streams)
+            except LogError as e:
+                return join_error(E(e.error_code), member_id)
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None and not self.status(group_id):
             if consumer.members:
@@ -358,6 +382,8 @@ class GroupCoordinator:
         out: list[ListedGroup] = []
         if not kinds or "consumer" in kinds:
             out.extend(self.consumer.listed(wanted))
+        if not kinds or "streams" in kinds:
+            out.extend(self.streams.listed(wanted))
         if self.share is not None and (not kinds or "share" in kinds):
             out.extend(self.share.listed(wanted))
         for g in sorted(self.groups.values(), key=lambda g: g.group_id):
@@ -390,7 +416,11 @@ class GroupCoordinator:
         if g is None:
             if version < 6:
                 return base
-            other = group_id in self.consumer.groups or (self.share is not None and group_id in self.share.groups)
+            other = (
+                group_id in self.consumer.groups
+                or group_id in self.streams.groups
+                or (self.share is not None and group_id in self.share.groups)
+            )
             what = "is not a classic group" if other else "not found"
             return {**base, "error_code": E.group_id_not_found, "error_message": f"Group {group_id} {what}."}
         stable = g.is_(S.STABLE)
@@ -422,6 +452,14 @@ class GroupCoordinator:
             if consumer.members:
                 return E.non_empty_group.value
             await self.consumer.drop(consumer)
+            assert self.store is not None
+            await self.store.delete_group(group_id)
+            return NONE
+        streams = self.streams.groups.get(group_id)
+        if streams is not None:
+            if streams.members:
+                return E.non_empty_group.value
+            await self.streams.drop(streams)
             assert self.store is not None
             await self.store.delete_group(group_id)
             return NONE

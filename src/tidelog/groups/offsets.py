@@ -5,9 +5,10 @@ when a topic is deleted.
 Who may commit is checked against the group's membership (generation, member id, static
 instance); for a consumer group (KIP-848) against the member's epoch, and a commit with an older
 epoch only when every partition it commits was assigned to the member at or before it (KIP-1251;
-otherwise the whole OffsetCommit is STALE_MEMBER_EPOCH, as Kafka's validator throws). What is
-committed goes through the coordinator's `OffsetStore`, which writes it to `__consumer_offsets`
-before it becomes visible.
+otherwise the whole OffsetCommit is STALE_MEMBER_EPOCH, as Kafka's validator throws); for a streams
+group (KIP-1071) likewise, a partition standing for the task of its subtopology. What is committed
+goes through the coordinator's `OffsetStore`, which writes it to `__consumer_offsets` before it
+becomes visible.
 
 For the transaction coordinator (the whole API it needs):
 
@@ -38,6 +39,8 @@ from .consumer_views import commit_error, fetch_error
 from .group import Group
 from .records import OffsetValue
 from .state import GroupState as S
+from .streams_views import commit_error as streams_commit_error
+from .streams_views import fetch_error as streams_fetch_error
 
 if TYPE_CHECKING:
     from ..core.topics import Topic
@@ -120,7 +123,15 @@ class GroupOffsets:
     def _consumer_check(
         self, group_id: str, member_id: str, instance_id: str | None, epoch: int, version: int, txn: bool
     ) -> tuple[int, Callable[[TopicPartition], int] | None] | None:
-        """A consumer group's commit check: (error, per-partition check); None: not a consumer group."""
+        """A consumer or streams group's commit check: (error, per-partition check); None: neither."""
+        streams = self.coord.streams.groups.get(group_id)
+        if streams is not None:
+            if code := self.coord.status(group_id):
+                return code, None
+            serr, scheck = streams_commit_error(streams, member_id, instance_id, epoch, version, txn)
+            if scheck is None:
+                return serr, None
+            return serr, lambda tp: scheck(tp[0], tp[1])
         group = self.coord.consumer.groups.get(group_id)
         if group is None:
             return None
@@ -256,6 +267,10 @@ class GroupOffsets:
         if consumer is not None and member is not None:
             if code := fetch_error(consumer, member[0], member[1]):
                 return code, []
+        streams = self.coord.streams.groups.get(group_id)
+        if streams is not None and member is not None:
+            if code := streams_fetch_error(streams, member[0], member[1]):
+                return code, []
         committed = self.store.committed(group_id)
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -288,9 +303,12 @@ class GroupOffsets:
             return code, {}
         consumer = self.coord.consumer.groups.get(group_id)
         group = self.groups.get(group_id)
+        streams = self.coord.streams.groups.get(group_id)
         subscribed: set[str] | None = set()
         if consumer is not None:
             subscribed = consumer.subscribed_topic_names()
+        elif streams is not None:
+            subscribed = set(streams.source_topics()) if streams.members else set()
         elif group is None or group.is_(S.DEAD):
             return E.group_id_not_found.value, {}
         elif not group.is_(S.EMPTY):
@@ -360,10 +378,16 @@ class GroupOffsets:
                 log.info("group %s: %d committed offsets expired", group_id, len(doomed))
             if g.is_(S.EMPTY) and not self.store.committed(group_id) and self.groups.get(group_id) is g:
                 await self.coord.drop_group(g)
-        for group_id, cg in list(self.coord.consumer.groups.items()):
-            # a consumer group's offsets expire `retention` after their commit, all of them when the
-            # group is empty, else those of topics no member subscribes to (Kafka's rule)
-            subscribed = cg.subscribed_topic_names() if cg.members else set()
+        modern: list[tuple[str, set[str]]] = [
+            (gid, cg.subscribed_topic_names() if cg.members else set())
+            for gid, cg in self.coord.consumer.groups.items()
+        ]
+        modern += [
+            (gid, set(sg.source_topics()) if sg.members else set()) for gid, sg in self.coord.streams.groups.items()
+        ]
+        for group_id, subscribed in modern:
+            # a consumer or streams group's offsets expire `retention` after their commit, all of them
+            # when the group is empty, else those of topics it does not read (Kafka's rule)
             doomed = [
                 tp
                 for tp, v in self.store.committed(group_id).items()

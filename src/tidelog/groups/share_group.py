@@ -270,8 +270,10 @@ class ShareGroups:
         group = self.groups.get(group_id)
         if group is not None:
             return group
-        if group_id in self.coord.consumer.groups or (
-            group_id in self.coord.groups and not self.coord.groups[group_id].is_empty_classic()
+        if (
+            group_id in self.coord.consumer.groups
+            or group_id in self.coord.streams.groups
+            or (group_id in self.coord.groups and not self.coord.groups[group_id].is_empty_classic())
         ):
             raise GroupError(E.group_id_not_found, f"Group {group_id} is not a share group.")
         if group_id in self.coord.groups:

@@ -13,7 +13,8 @@ the storage engine:
 sees exactly the state it had (compaction only ever removes records that a later one shadows).
 The records of consumer groups (KIP-848: key versions 3-16, `consumer_records`) are kept decoded,
 latest per key, in `consumer`, from which `consumer_protocol` rebuilds the groups; they are
-written with `write_consumer`.
+written with `write_consumer`. Share groups' (9-15) likewise in `share` (`write_share`), streams
+groups' (17-23, `streams_records`) in `streams` (`write_streams`).
 
 Transactional offsets (TxnOffsetCommit) are staged per producer id with `stage()`: they
 are written as transactional records, kept in `pending`, and become visible offsets only when
@@ -34,6 +35,7 @@ from ..log.log import AppendInfo, PartitionLog
 from . import consumer_records as CR
 from . import records as R
 from . import share_records as SR
+from . import streams_records as STR
 from .records import GroupKey, GroupValue, OffsetKey, OffsetValue
 
 if TYPE_CHECKING:
@@ -107,6 +109,8 @@ class OffsetStore:
         self.consumer: dict[str, dict[CR.ConsumerGroupRecordKey, CR.ConsumerGroupRecordValue]] = {}
         # share groups (KIP-932): group -> record key -> its latest value
         self.share: dict[str, dict[SR.ShareGroupRecordKey, SR.ShareGroupRecordValue]] = {}
+        # streams groups (KIP-1071): group -> record key -> its latest value
+        self.streams: dict[str, dict[STR.StreamsGroupRecordKey, STR.StreamsGroupRecordValue]] = {}
         # producer id -> group -> partition -> offset, not yet visible
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
 
@@ -152,6 +156,8 @@ class OffsetStore:
             del self.consumer[group]
         for group in [g for g in self.share if mine(g) == partition]:
             del self.share[group]
+        for group in [g for g in self.streams if mine(g) == partition]:
+            del self.streams[group]
         for pid, staged in list(self.pending.items()):
             for group in [g for g in staged if mine(g) == partition]:
                 del staged[group]
@@ -186,9 +192,21 @@ class OffsetStore:
             else:
                 sview[skey] = SR.decode_value(skey, entry.value)
             return
+        if kind in STR.RECORD_TYPES:
+            tkey = STR.decode_key(entry.key)
+            if isinstance(tkey, STR.StreamsGroupPartitionMetadataKey):
+                return  # Kafka 4.0-4.1's, skipped by Kafka 4.3.1 too
+            tview = self.streams.setdefault(tkey.group, {})
+            if entry.value is None:
+                tview.pop(tkey, None)
+                if not tview:
+                    del self.streams[tkey.group]
+            else:
+                tview[tkey] = STR.decode_value(tkey, entry.value)
+            return
         if kind >= CR.CONSUMER_GROUP_METADATA:
             if kind not in CR.RECORD_TYPES:
-                return  # a streams group's record (Kafka's): groups tidelog does not serve
+                return  # a record type of a later Kafka
             ckey = CR.decode_key(entry.key)
             if isinstance(ckey, CR.ConsumerGroupPartitionMetadataKey):
                 return  # Kafka < 4.1's subscription metadata: replaced by the group's metadata hash
@@ -294,6 +312,35 @@ class OffsetStore:
                 view[key] = value
         if not self.consumer.get(group, True):
             del self.consumer[group]
+
+    async def write_streams(
+        self,
+        group: str,
+        records: Sequence[tuple[STR.StreamsGroupRecordKey | GroupKey, STR.StreamsGroupRecordValue | None]],
+    ) -> None:
+        """A streams group's records (`streams_records`; a classic `GroupKey` with None deletes the
+        classic group's metadata), in one append, then kept in the view."""
+        if not records:
+            return
+        encoded: list[tuple[bytes, bytes | None]] = []
+        for key, value in records:
+            if isinstance(key, GroupKey):
+                assert value is None, "only a classic group's tombstone goes with a streams group's records"
+                encoded.append((R.encode_group_key(key), None))
+            else:
+                encoded.append((STR.encode_key(key), None if value is None else STR.encode_value(value)))
+        await _maybe_await(self.backend.append(self.partition_for(group), encoded))
+        for key, value in records:
+            if isinstance(key, GroupKey):
+                self.groups.pop(key.group, None)
+                continue
+            view = self.streams.setdefault(group, {})
+            if value is None:
+                view.pop(key, None)
+            else:
+                view[key] = value
+        if not self.streams.get(group, True):
+            del self.streams[group]
 
     async def write_share(
         self, group: str, records: Sequence[tuple[SR.ShareGroupRecordKey, SR.ShareGroupRecordValue | None]]

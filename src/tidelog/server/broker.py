@@ -97,7 +97,7 @@ class Broker:
             self.shares = SharePartitions(config, self.registry, self.partitions, persister, self.group_configs)
             share_admin = ShareStateAdmin(persister, self.registry, self.partitions, self.shares.leadership)
             self.groups = GroupCoordinator(
-                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), share_admin
+                config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC), share_admin, self.group_configs
             )
             self.txn = TxnService(config, self.admin, self.partitions, self.groups, self.producers)
             self.cluster = SingleNode(self.node_id, self._endpoint, self.registry)
@@ -174,7 +174,11 @@ class Broker:
         self.shares = SharePartitions(config, self.registry, self.partitions, persister, self.group_configs, leadership)
         share_admin = ShareStateAdmin(persister, self.registry, self.partitions, leadership, persister.end_offset)
         groups = GroupCoordinator(
-            config, self.admin, EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes), share_admin
+            config,
+            self.admin,
+            EngineGroupLog(self.partitions, OFFSETS_TOPIC, writes),
+            share_admin,
+            group_configs=self.group_configs,
         )
         markers = MarkerSender(
             node_id, state.cache, replicas, self.producers, self.partitions, listener, groups, connect

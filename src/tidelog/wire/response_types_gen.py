@@ -163,7 +163,10 @@ def _render(messages: dict[str, _Message], names: dict[str, str]) -> Iterable[st
         yield ""
         yield f"class {names[key]}(TypedDict, total=False):"
         versions = sorted(msg.versions)
-        yield f'    """`{key}` (versions {_ranges(versions)})."""'
+        doc = f'    """`{key}` (versions {_ranges(versions)})."""'
+        if len(doc) > 120:  # the line limit: the path on a line of its own
+            doc = f'    """`{key}`\n    (versions {_ranges(versions)})."""'
+        yield doc
         yield ""
         for f in msg.fields.values():
             tp = f.scalar if f.nested is None else names[f.nested]
@@ -282,6 +285,8 @@ APIS = (
     ApiKey.CONSUMER_GROUP_DESCRIBE,
     ApiKey.SHARE_GROUP_HEARTBEAT,
     ApiKey.SHARE_GROUP_DESCRIBE,
+    ApiKey.STREAMS_GROUP_HEARTBEAT,
+    ApiKey.STREAMS_GROUP_DESCRIBE,
     ApiKey.SHARE_FETCH,
     ApiKey.SHARE_ACKNOWLEDGE,
     ApiKey.INITIALIZE_SHARE_GROUP_STATE,

@@ -1539,6 +1539,172 @@ class ReadShareGroupStateSummaryResponse(TypedDict, total=False):
     results: Required[Sequence[ReadStateSummaryResult]]
 
 
+# ---- STREAMS_GROUP_HEARTBEAT (key 88) ---------------------------------------------------------
+
+
+class TopicPartition(TypedDict, total=False):
+    """`StreamsGroupHeartbeatResponse.partitions_by_user_endpoint.active_partitions` (versions 0)."""
+
+    topic: Required[str]
+    partitions: Sequence[int]
+
+
+class Endpoint(TypedDict, total=False):
+    """`StreamsGroupHeartbeatResponse.partitions_by_user_endpoint.user_endpoint` (versions 0)."""
+
+    host: Required[str]
+    port: Required[int]
+
+
+class TaskIds(TypedDict, total=False):
+    """`StreamsGroupHeartbeatResponse.active_tasks` (versions 0)."""
+
+    subtopology_id: Required[str]
+    partitions: Sequence[int]
+
+
+class EndpointToPartitions(TypedDict, total=False):
+    """`StreamsGroupHeartbeatResponse.partitions_by_user_endpoint` (versions 0)."""
+
+    user_endpoint: Required[Endpoint]
+    active_partitions: Required[Sequence[TopicPartition]]
+    standby_partitions: Required[Sequence[TopicPartition]]
+
+
+class Status(TypedDict, total=False):
+    """`StreamsGroupHeartbeatResponse.status` (versions 0)."""
+
+    status_code: Required[int]
+    status_detail: Required[str]
+
+
+class StreamsGroupHeartbeatResponse(TypedDict, total=False):
+    """`StreamsGroupHeartbeatResponse` (versions 0)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    member_id: Required[str]
+    member_epoch: Required[int]
+    heartbeat_interval: Required[datetime.timedelta | int]
+    acceptable_recovery_lag: Required[int]
+    task_offset_interval: Required[datetime.timedelta | int]
+    status: Sequence[Status] | None
+    active_tasks: Sequence[TaskIds] | None
+    standby_tasks: Sequence[TaskIds] | None
+    warmup_tasks: Sequence[TaskIds] | None
+    endpoint_information_epoch: Required[int]
+    partitions_by_user_endpoint: Sequence[EndpointToPartitions] | None
+
+
+# ---- STREAMS_GROUP_DESCRIBE (key 89) ----------------------------------------------------------
+
+
+class KeyValue(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.topology.subtopologies.repartition_source_topics.topic_configs`
+    (versions 0)."""
+
+    key: Required[str]
+    value: Required[str]
+
+
+class StreamsGroupDescribeTaskIds(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.members.assignment.active_tasks` (versions 0)."""
+
+    subtopology_id: Required[str]
+    partitions: Sequence[int]
+
+
+class TopicInfo(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.topology.subtopologies.repartition_source_topics` (versions 0)."""
+
+    name: Required[str]
+    partitions: Required[int]
+    replication_factor: Required[int]
+    topic_configs: Required[Sequence[KeyValue]]
+
+
+class StreamsGroupDescribeAssignment(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.members.assignment` (versions 0)."""
+
+    active_tasks: Required[Sequence[StreamsGroupDescribeTaskIds]]
+    standby_tasks: Required[Sequence[StreamsGroupDescribeTaskIds]]
+    warmup_tasks: Required[Sequence[StreamsGroupDescribeTaskIds]]
+
+
+class TaskOffset(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.members.task_end_offsets` (versions 0)."""
+
+    subtopology_id: Required[str]
+    partition: Required[int]
+    offset: Required[int]
+
+
+class StreamsGroupDescribeEndpoint(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.members.user_endpoint` (versions 0)."""
+
+    host: Required[str]
+    port: Required[int]
+
+
+class Subtopology(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.topology.subtopologies` (versions 0)."""
+
+    subtopology_id: Required[str]
+    source_topics: Sequence[str]
+    repartition_sink_topics: Sequence[str]
+    state_changelog_topics: Required[Sequence[TopicInfo]]
+    repartition_source_topics: Required[Sequence[TopicInfo]]
+
+
+class StreamsGroupDescribeMember(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.members` (versions 0)."""
+
+    member_id: Required[str]
+    member_epoch: Required[int]
+    instance_id: str | None
+    rack_id: str | None
+    client_id: Required[str]
+    client_host: Required[str]
+    topology_epoch: Required[int]
+    process_id: Required[str]
+    user_endpoint: StreamsGroupDescribeEndpoint | None
+    client_tags: Required[Sequence[KeyValue]]
+    task_offsets: Required[Sequence[TaskOffset]]
+    task_end_offsets: Required[Sequence[TaskOffset]]
+    assignment: Required[StreamsGroupDescribeAssignment]
+    target_assignment: Required[StreamsGroupDescribeAssignment]
+    is_classic: Required[bool]
+
+
+class Topology(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups.topology` (versions 0)."""
+
+    epoch: Required[int]
+    subtopologies: Sequence[Subtopology] | None
+
+
+class StreamsGroupDescribeDescribedGroup(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse.groups` (versions 0)."""
+
+    error_code: Required[ErrorCode | int]
+    error_message: str | None
+    group_id: Required[str]
+    group_state: Required[str]
+    group_epoch: Required[int]
+    assignment_epoch: Required[int]
+    topology: Topology | None
+    members: Required[Sequence[StreamsGroupDescribeMember]]
+    authorized_operations: int
+
+
+class StreamsGroupDescribeResponse(TypedDict, total=False):
+    """`StreamsGroupDescribeResponse` (versions 0)."""
+
+    throttle_time: Required[datetime.timedelta | int]
+    groups: Required[Sequence[StreamsGroupDescribeDescribedGroup]]
+
+
 # ---- DESCRIBE_SHARE_GROUP_OFFSETS (key 90) ----------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from ..router import NO_RESPONSE
 from . import (
     rules_coord,  # registers the group, transaction and cluster rules
     rules_share,  # registers the share-group rules
+    rules_streams,  # registers the streams groups' rules
 )
 from .rule_kit import (
     CLUSTER_DENIED,
@@ -85,6 +86,7 @@ __all__ = [
     "cluster_operations",
     "rules_coord",
     "rules_share",
+    "rules_streams",
 ]
 
 
