@@ -11,7 +11,8 @@ ShareConsumer (confluent-kafka) and Kafka 4.3.1's KafkaShareConsumer.
   cluster as on a single node (java/clients/ShareChecks.java).
 - Kafka's KafkaShareConsumer, and its KafkaConsumer with group.protocol=consumer (KIP-848), read
   every record while the broker coordinating their group is killed and restarted.
-- FindCoordinator names a share partition's share coordinator.
+- FindCoordinator names a share partition's share coordinator; kafka-share-groups.sh describes,
+  rewinds and deletes a queue's offsets through the cluster.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tidelog.share.state_store import coordinator_partition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kafka_ref"))
 from test_java_client import java_checks, java_classes  # noqa: F401 - fixtures (compiled once per session)
+from test_kafka_tools import SHARE_GROUPS, tool  # noqa: F401 - the fixture running Kafka's tools
 
 pytestmark = pytest.mark.timeout(600, method="thread")
 CLUSTER_OVERRIDES = {
@@ -242,3 +244,40 @@ def test_java_consumers_carry_on_when_the_group_coordinator_is_killed(cluster, j
     result = [line for line in lines if line.startswith("{")]
     assert result, "".join(lines)[-2000:]
     assert '"distinct": 600' in result[-1], result[-1]
+
+
+def test_kafka_share_groups_tool_on_a_cluster(cluster, tool):  # noqa: F811 - the fixture
+    """kafka-share-groups.sh against three brokers (its AdminClient finds the coordinator): a
+    queue read by the console share consumer, described, rewound to the earliest offset, read
+    again, its offsets deleted."""
+    c = cluster
+    b = c.bootstrap
+    topic, group = f"tq-{uuid.uuid4().hex[:6]}", f"tqg-{uuid.uuid4().hex[:6]}"
+    replicated_topics(c, topic, partitions=1)
+    group_config(c, group, share_auto_offset_reset="earliest")
+    producer = Producer({"bootstrap.servers": b, "acks": "all"})
+    for v in "abc":
+        producer.produce(topic, v.encode())
+    assert producer.flush(30) == 0
+
+    def ok(r) -> str:
+        assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        return r.stdout
+
+    def read(n: int) -> list[str]:
+        out = ok(tool("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", b,
+                      "--topic", topic, "--group", group, "--max-messages", str(n)))  # fmt: skip
+        return sorted(out.split())
+
+    def described() -> list[list[str]]:
+        out = ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--describe", "--group", group))
+        return [line.split() for line in out.splitlines() if line.startswith(f"{group} ")]
+
+    assert read(3) == ["a", "b", "c"]
+    assert [r[1:] for r in described()] == [[topic, "0", "3", "0"]]
+    ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--reset-offsets", "--group", group, "--topic", topic,
+            "--to-earliest", "--execute"))  # fmt: skip
+    assert [r[1:] for r in described()] == [[topic, "0", "0", "3"]]
+    assert read(3) == ["a", "b", "c"]
+    ok(tool(SHARE_GROUPS, "--bootstrap-server", b, "--delete-offsets", "--group", group, "--topic", topic))
+    assert described() == []
