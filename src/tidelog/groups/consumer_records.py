@@ -74,6 +74,54 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias, TypeVar, overload
 
+from tidelog.groups.record_fields import (
+    I8 as _i8,
+)
+from tidelog.groups.record_fields import (
+    I16 as _i16,
+)
+from tidelog.groups.record_fields import (
+    I32 as _i32,
+)
+from tidelog.groups.record_fields import (
+    I64 as _i64,
+)
+from tidelog.groups.record_fields import (
+    NULL_TAG_DATA as _NULL_TAG_DATA,
+)
+from tidelog.groups.record_fields import (
+    ci32s as _ci32s,
+)
+from tidelog.groups.record_fields import (
+    cstr as _cstr,
+)
+from tidelog.groups.record_fields import (
+    key_str as _str,
+)
+from tidelog.groups.record_fields import (
+    r_ci32s as _r_ci32s,
+)
+from tidelog.groups.record_fields import (
+    r_cnstr as _r_cnstr,
+)
+from tidelog.groups.record_fields import (
+    r_cstr as _r_cstr,
+)
+from tidelog.groups.record_fields import (
+    r_cstrs as _r_cstrs,
+)
+from tidelog.groups.record_fields import (
+    r_i64 as _r_i64,
+)
+from tidelog.groups.record_fields import (
+    r_nullable_i32s as _r_nullable_i32s,
+)
+from tidelog.groups.record_fields import (
+    r_uuid as _r_uuid,
+)
+from tidelog.groups.record_fields import (
+    text as _text,
+)
 from tidelog.groups.records import RecordFormatError
 from tidelog.wire.primitives import DecodeError, Reader, encode_uvarint
 
@@ -136,14 +184,6 @@ MEMBER_STATE_STABLE = 0
 MEMBER_STATE_UNREVOKED_PARTITIONS = 1
 MEMBER_STATE_UNRELEASED_PARTITIONS = 2
 MEMBER_STATE_UNKNOWN = 127
-
-_MAX_STRING = 0x7FFF  # Kafka refuses longer strings on write and on read
-_NULL_TAG_DATA = b"\x00"  # a nullable tagged field set to null: its data is the null marker / count 0
-
-_i8 = struct.Struct(">b")
-_i16 = struct.Struct(">h")
-_i32 = struct.Struct(">i")
-_i64 = struct.Struct(">q")
 
 
 # ---- keys -------------------------------------------------------------------------------------
@@ -308,29 +348,6 @@ ConsumerGroupRecordValue: TypeAlias = (
 # ---- encode -----------------------------------------------------------------------------------
 
 
-def _utf8(s: str) -> bytes:
-    b = s.encode()
-    if len(b) > _MAX_STRING:
-        raise RecordFormatError(f"string of {len(b)} bytes is longer than {_MAX_STRING}")
-    return b
-
-
-def _str(out: bytearray, s: str) -> None:
-    """A classic (key) string."""
-    b = _utf8(s)
-    out += _i16.pack(len(b))
-    out += b
-
-
-def _cstr(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out.append(0)
-        return
-    b = _utf8(s)
-    out += encode_uvarint(len(b) + 1)
-    out += b
-
-
 def _cbytes(out: bytearray, b: bytes) -> None:
     out += encode_uvarint(len(b) + 1)
     out += b
@@ -340,11 +357,6 @@ def _cstrs(out: bytearray, items: tuple[str, ...]) -> None:
     out += encode_uvarint(len(items) + 1)
     for s in items:
         _cstr(out, s)
-
-
-def _ci32s(out: bytearray, items: tuple[int, ...]) -> None:
-    out += encode_uvarint(len(items) + 1)
-    out += struct.pack(f">{len(items)}i", *items)
 
 
 def _tags(out: bytearray, fields: list[tuple[int, bytes]]) -> None:
@@ -463,15 +475,6 @@ def encode_value(value: ConsumerGroupRecordValue) -> bytes:
 # ---- decode -----------------------------------------------------------------------------------
 
 
-def _text(r: Reader, n: int) -> str:
-    if n > _MAX_STRING:
-        raise DecodeError(f"string of {n} bytes is longer than {_MAX_STRING}")
-    try:
-        return str(r.raw(n), "utf-8")
-    except UnicodeDecodeError:
-        raise DecodeError(f"string at offset {r.pos - n} is not UTF-8") from None
-
-
 def _r_str(r: Reader) -> str:
     """A classic (key) string, not null."""
     n = r.int16()
@@ -480,32 +483,8 @@ def _r_str(r: Reader) -> str:
     return _text(r, n)
 
 
-def _r_cstr(r: Reader) -> str:
-    n = r.uvarint() - 1
-    if n < 0:
-        raise DecodeError(f"null in a non-nullable string at offset {r.pos - 1}")
-    return _text(r, n)
-
-
-def _r_cnstr(r: Reader) -> str | None:
-    n = r.uvarint() - 1
-    return None if n < 0 else _text(r, n)
-
-
 def _r_cbytes(r: Reader) -> bytes:
     return r.compact_bytes().tobytes()
-
-
-def _r_cstrs(r: Reader) -> tuple[str, ...]:
-    return tuple(_r_cstr(r) for _ in range(r.compact_array_len()))
-
-
-def _r_ci32s(r: Reader) -> tuple[int, ...]:
-    return tuple(r.int32_list(r.compact_array_len()))
-
-
-def _r_uuid(r: Reader) -> uuid.UUID:
-    return uuid.UUID(bytes=r.raw(16).tobytes())
 
 
 def _r_tags(r: Reader) -> dict[int, bytes]:
@@ -537,11 +516,6 @@ def _r_classic_member_metadata(r: Reader) -> ClassicMemberMetadata | None:
     return ClassicMemberMetadata(session_timeout_ms, protocols)
 
 
-def _r_nullable_i32s(r: Reader) -> tuple[int, ...] | None:
-    n = r.compact_nullable_array_len()
-    return None if n < 0 else tuple(r.int32_list(n))
-
-
 def _r_topic_partitions(r: Reader) -> TopicPartitions:
     topic_id = _r_uuid(r)
     partitions = _r_ci32s(r)
@@ -555,10 +529,6 @@ def _r_target_topic_partitions(r: Reader) -> TargetTopicPartitions:
     partitions = _r_ci32s(r)
     _r_tags(r)
     return TargetTopicPartitions(topic_id, partitions)
-
-
-def _r_i64(r: Reader) -> int:
-    return r.int64()
 
 
 def _r_metadata(r: Reader) -> ConsumerGroupMetadataValue:

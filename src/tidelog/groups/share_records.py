@@ -73,6 +73,45 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeAlias, TypeVar, overload
 
 from tidelog.groups.consumer_records import VALUE_VERSION, TargetTopicPartitions
+from tidelog.groups.record_fields import (
+    I8 as _i8,
+)
+from tidelog.groups.record_fields import (
+    I16 as _i16,
+)
+from tidelog.groups.record_fields import (
+    I32 as _i32,
+)
+from tidelog.groups.record_fields import (
+    I64 as _i64,
+)
+from tidelog.groups.record_fields import (
+    ci32s as _ci32s,
+)
+from tidelog.groups.record_fields import (
+    cstr as _cstr,
+)
+from tidelog.groups.record_fields import (
+    key_str as _str,
+)
+from tidelog.groups.record_fields import (
+    r_ci32s as _r_ci32s,
+)
+from tidelog.groups.record_fields import (
+    r_cnstr as _r_cnstr,
+)
+from tidelog.groups.record_fields import (
+    r_cstr as _r_cstr,
+)
+from tidelog.groups.record_fields import (
+    r_i64 as _r_i64,
+)
+from tidelog.groups.record_fields import (
+    r_uuid as _r_uuid,
+)
+from tidelog.groups.record_fields import (
+    text as _text,
+)
 from tidelog.groups.records import RecordFormatError
 from tidelog.wire.primitives import DecodeError, Reader, encode_uvarint
 
@@ -123,13 +162,6 @@ SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
 SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
 SHARE_GROUP_STATE_PARTITION_METADATA = 15
 RECORD_TYPES = frozenset({9, 10, 11, 12, 13, 14, 15})
-
-_MAX_STRING = 0x7FFF  # Kafka refuses longer strings on write and on read
-
-_i8 = struct.Struct(">b")
-_i16 = struct.Struct(">h")
-_i32 = struct.Struct(">i")
-_i64 = struct.Struct(">q")
 
 
 # ---- keys -------------------------------------------------------------------------------------
@@ -273,38 +305,10 @@ ShareGroupRecordValue: TypeAlias = (
 # ---- encode -----------------------------------------------------------------------------------
 
 
-def _utf8(s: str) -> bytes:
-    b = s.encode()
-    if len(b) > _MAX_STRING:
-        raise RecordFormatError(f"string of {len(b)} bytes is longer than {_MAX_STRING}")
-    return b
-
-
-def _str(out: bytearray, s: str) -> None:
-    """A classic (key) string."""
-    b = _utf8(s)
-    out += _i16.pack(len(b))
-    out += b
-
-
-def _cstr(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out.append(0)
-        return
-    b = _utf8(s)
-    out += encode_uvarint(len(b) + 1)
-    out += b
-
-
 def _cstrs(out: bytearray, items: tuple[str, ...]) -> None:
     out += encode_uvarint(len(items) + 1)
     for s in items:
         _cstr(out, s)
-
-
-def _ci32s(out: bytearray, items: tuple[int, ...]) -> None:
-    out += encode_uvarint(len(items) + 1)
-    out += struct.pack(f">{len(items)}i", *items)
 
 
 def _topic_partitions(out: bytearray, tps: tuple[TargetTopicPartitions, ...]) -> None:
@@ -391,41 +395,12 @@ def encode_value(value: ShareGroupRecordValue) -> bytes:
 # ---- decode -----------------------------------------------------------------------------------
 
 
-def _text(r: Reader, n: int) -> str:
-    if n > _MAX_STRING:
-        raise DecodeError(f"string of {n} bytes is longer than {_MAX_STRING}")
-    try:
-        return str(r.raw(n), "utf-8")
-    except UnicodeDecodeError:
-        raise DecodeError(f"string at offset {r.pos - n} is not UTF-8") from None
-
-
 def _r_str(r: Reader) -> str:
     """A classic (key) string, not null."""
     n = r.int16()
     if n < 0:
         raise DecodeError(f"null in a key string at offset {r.pos - 2}")
     return _text(r, n)
-
-
-def _r_cstr(r: Reader) -> str:
-    n = r.uvarint() - 1
-    if n < 0:
-        raise DecodeError(f"null in a non-nullable string at offset {r.pos - 1}")
-    return _text(r, n)
-
-
-def _r_cnstr(r: Reader) -> str | None:
-    n = r.uvarint() - 1
-    return None if n < 0 else _text(r, n)
-
-
-def _r_ci32s(r: Reader) -> tuple[int, ...]:
-    return tuple(r.int32_list(r.compact_array_len()))
-
-
-def _r_uuid(r: Reader) -> uuid.UUID:
-    return uuid.UUID(bytes=r.raw(16).tobytes())
 
 
 def _r_tags(r: Reader) -> dict[int, bytes]:
@@ -440,10 +415,6 @@ def _tagged(data: bytes, parse: Callable[[Reader], T]) -> T:
     if r.remaining():
         raise DecodeError(f"tagged field of {len(data)} bytes holds {r.pos} bytes of value")
     return v
-
-
-def _r_i64(r: Reader) -> int:
-    return r.int64()
 
 
 def _r_topic_partitions(r: Reader) -> tuple[TargetTopicPartitions, ...]:

@@ -72,6 +72,45 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeAlias, TypeVar
 
 from tidelog.groups.consumer_records import VALUE_VERSION
+from tidelog.groups.record_fields import (
+    I8 as _i8,
+)
+from tidelog.groups.record_fields import (
+    I16 as _i16,
+)
+from tidelog.groups.record_fields import (
+    I32 as _i32,
+)
+from tidelog.groups.record_fields import (
+    I64 as _i64,
+)
+from tidelog.groups.record_fields import (
+    NULL_TAG_DATA as _NULL_TAG_DATA,
+)
+from tidelog.groups.record_fields import (
+    cstr as _cstr,
+)
+from tidelog.groups.record_fields import (
+    r_cnstr as _r_cnstr,
+)
+from tidelog.groups.record_fields import (
+    r_cstr as _r_cstr,
+)
+from tidelog.groups.record_fields import (
+    r_cstrs as _r_cstrs,
+)
+from tidelog.groups.record_fields import (
+    r_i64 as _r_i64,
+)
+from tidelog.groups.record_fields import (
+    r_nullable_i32s as _r_nullable_i32s,
+)
+from tidelog.groups.record_fields import (
+    text as _text,
+)
+from tidelog.groups.record_fields import (
+    utf8 as _utf8,
+)
 from tidelog.groups.records import RecordFormatError
 from tidelog.wire.primitives import DecodeError, Reader, encode_uvarint
 
@@ -87,13 +126,7 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
 STREAMS_GROUP_TOPOLOGY = 23
 RECORD_TYPES = frozenset(range(17, 24))
 
-_MAX_STRING = 0x7FFF
-_NULL_TAG_DATA = b"\x00"
-_i8 = struct.Struct(">b")
-_i16 = struct.Struct(">h")
 _u16 = struct.Struct(">H")
-_i32 = struct.Struct(">i")
-_i64 = struct.Struct(">q")
 
 
 # ---- keys -------------------------------------------------------------------------------------
@@ -286,22 +319,6 @@ StreamsGroupRecordValue: TypeAlias = (
 # ---- encode -----------------------------------------------------------------------------------
 
 
-def _utf8(s: str) -> bytes:
-    b = s.encode()
-    if len(b) > _MAX_STRING:
-        raise RecordFormatError(f"string of {len(b)} bytes is longer than {_MAX_STRING}")
-    return b
-
-
-def _cstr(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out.append(0)
-        return
-    b = _utf8(s)
-    out += encode_uvarint(len(b) + 1)
-    out += b
-
-
 def _count(out: bytearray, n: int) -> None:
     out += encode_uvarint(n + 1)
 
@@ -470,36 +487,11 @@ def encode_value(value: StreamsGroupRecordValue) -> bytes:
 # ---- decode -----------------------------------------------------------------------------------
 
 
-def _text(r: Reader, n: int) -> str:
-    if n > _MAX_STRING:
-        raise DecodeError(f"string of {n} bytes is longer than {_MAX_STRING}")
-    try:
-        return str(r.raw(n), "utf-8")
-    except UnicodeDecodeError:
-        raise DecodeError(f"string at offset {r.pos - n} is not UTF-8") from None
-
-
 def _r_str(r: Reader) -> str:
     n = r.int16()
     if n < 0:
         raise DecodeError(f"null in a key string at offset {r.pos - 2}")
     return _text(r, n)
-
-
-def _r_cstr(r: Reader) -> str:
-    n = r.uvarint() - 1
-    if n < 0:
-        raise DecodeError(f"null in a non-nullable string at offset {r.pos - 1}")
-    return _text(r, n)
-
-
-def _r_cnstr(r: Reader) -> str | None:
-    n = r.uvarint() - 1
-    return None if n < 0 else _text(r, n)
-
-
-def _r_cstrs(r: Reader) -> tuple[str, ...]:
-    return tuple(_r_cstr(r) for _ in range(r.compact_array_len()))
 
 
 def _r_i32s(r: Reader) -> tuple[int, ...]:
@@ -538,17 +530,8 @@ def _r_nullable_key_values(r: Reader) -> tuple[KeyValue, ...] | None:
     return None if n < 0 else tuple(_r_key_value(r) for _ in range(n))
 
 
-def _r_nullable_i32s(r: Reader) -> tuple[int, ...] | None:
-    n = r.compact_nullable_array_len()
-    return None if n < 0 else tuple(r.int32_list(n))
-
-
 def _r_i32(r: Reader) -> int:
     return r.int32()
-
-
-def _r_i64(r: Reader) -> int:
-    return r.int64()
 
 
 def _r_metadata(r: Reader) -> StreamsGroupMetadataValue:

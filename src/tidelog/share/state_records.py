@@ -53,6 +53,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias, overload
 
+from tidelog.groups.record_fields import (
+    I16 as _i16,
+)
+from tidelog.groups.record_fields import (
+    I32 as _i32,
+)
+from tidelog.groups.record_fields import (
+    MAX_STRING as _MAX_STRING,
+)
 from tidelog.groups.records import RecordFormatError
 from tidelog.wire.primitives import DecodeError, Reader, encode_uvarint
 
@@ -92,10 +101,7 @@ DELIVERY_STATE_ACKNOWLEDGED = 2
 DELIVERY_STATE_ARCHIVED = 4
 
 _NO_DELIVERY_COMPLETE_COUNT = -1  # Kafka's default, left out of the bytes
-_MAX_STRING = 0x7FFF  # Kafka refuses longer strings on write and on read
 
-_i16 = struct.Struct(">h")
-_i32 = struct.Struct(">i")
 _key_tail = struct.Struct(">16si")  # topic id, partition
 _snapshot_head = struct.Struct(">iiiq")  # snapshot epoch, state epoch, leader epoch, start offset
 _update_head = struct.Struct(">iiq")  # snapshot epoch, leader epoch, start offset
