@@ -20,6 +20,7 @@ from tidelog.groups.group import parse_subscription_topics
 from tidelog.groups.state import TRANSITIONS, Event, IllegalTransition, next_state
 from tidelog.groups.state import GroupState as S
 from tidelog.groups.store import MemoryGroupLog, OffsetStore
+from tidelog.log.errors import LogError
 
 # ---- state machine -----------------------------------------------------------------------------
 
@@ -227,6 +228,31 @@ def test_a_marker_is_written_where_nothing_is_staged_in_memory():
     replayed = OffsetStore(log, 1)
     replayed.load()
     assert replayed.committed("g") == s.committed("g") == {("t", 0): R.OffsetValue(70, "", 1)}
+
+
+def test_a_transactional_write_of_an_ended_transaction_is_fenced():
+    """Simulation seed 5384: an exactly-once copier's TxnOffsetCommit (producer epoch 4) was held
+    up in the network while the copier was re-initialised - its transaction aborted, marker
+    written at epoch 5, the producer at epoch 6. When the old request arrived, the coordinator
+    staged its offsets, and the copier's next transaction's COMMIT marker made them committed:
+    the position of copies that had been aborted, source records skipped. A transactional write
+    older than the latest epoch the partition saw for its producer is refused, also after a
+    coordinator reloads the partition."""
+    log = MemoryGroupLog()
+    s = OffsetStore(log, 1)
+    run(s.stage(42, 4, "g", {("t", 0): R.OffsetValue(320, "", 1)}))
+    run(s.complete_partition(42, 5, False, 0))  # aborted: the producer re-initialised
+    with pytest.raises(LogError) as late:
+        run(s.stage(42, 4, "g", {("t", 0): R.OffsetValue(340, "", 1)}))  # the held-up request
+    assert late.value.error_code == 47  # INVALID_PRODUCER_EPOCH
+    run(s.stage(42, 6, "g", {("t", 1): R.OffsetValue(342, "", 1)}))  # the next transaction
+    run(s.complete_partition(42, 6, True, 0))
+    assert s.committed("g") == {("t", 1): R.OffsetValue(342, "", 1)}
+    moved = OffsetStore(log, 1)  # the next coordinator replays the partition
+    moved.load()
+    assert moved.committed("g") == {("t", 1): R.OffsetValue(342, "", 1)}
+    with pytest.raises(LogError):
+        run(moved.stage(42, 5, "g", {("t", 0): R.OffsetValue(340, "", 1)}))
 
 
 # ---- consumer protocol parsing -----------------------------------------------------------------

@@ -94,7 +94,7 @@ async def create_topic(client: Client, name: str, partitions: int, rf: int, conf
         await asyncio.sleep(0.5)
 
 
-async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
+async def scenario(sim: SimCluster, seconds: float, result: Result, transaction_version: int | None = None) -> None:
     h = History()
     sim.start()
     admin_proc = sim.client_process("admin")
@@ -117,8 +117,13 @@ async def scenario(sim: SimCluster, seconds: float, result: Result) -> None:
         c = Client(proc, name, sim.bootstrap, sim.net.connector(proc), sim.rng)
         producers.append((proc, Producer(c, h, TOPIC, kind=name, **kw)))  # type: ignore[arg-type]
     # transaction version 2 (KIP-890 part 2) for the transactional clients of half the seeds,
-    # drawn apart from the simulation's own randomness (the other seeds keep their schedules)
-    tv2 = random.Random(sim.seed * 7 + 5).random() < 0.5
+    # drawn apart from the simulation's own randomness (the other seeds keep their schedules);
+    # `--transaction-version` sets it for every seed (the seeds that found defects before version 2
+    # existed replay them at version 1)
+    if transaction_version is None:
+        tv2 = random.Random(sim.seed * 7 + 5).random() < 0.5
+    else:
+        tv2 = transaction_version == 2
     tproc = sim.client_process("txn")
     tc = Client(tproc, "txn", sim.bootstrap, sim.net.connector(tproc), sim.rng)
     producers.append((tproc, TxnProducer(tc, h, TOPIC, "sim-txn-1", kind="txn", tv2=tv2)))
@@ -194,7 +199,13 @@ def open_transactions(sim: SimCluster, topic: str) -> bool:
     return False
 
 
-def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path | None = None) -> Result:
+def run_seed(
+    seed: int,
+    seconds: float = 30.0,
+    verbose: bool = False,
+    keep: Path | None = None,
+    transaction_version: int | None = None,
+) -> Result:
     result = Result(seed)
     t0 = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix=f"tidelog-sim-{seed}-", dir=_tmp_root()))
@@ -213,7 +224,7 @@ def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path
     root.addHandler(errors)
     try:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(_main(sim, seconds, result))
+        loop.run_until_complete(_main(sim, seconds, result, transaction_version))
     except Exception:  # noqa: BLE001 - a crash of the harness is a failed seed, with its trace
         result.violations.append("simulation failed:\n" + traceback.format_exc())
     finally:
@@ -240,8 +251,8 @@ def run_seed(seed: int, seconds: float = 30.0, verbose: bool = False, keep: Path
     return result
 
 
-async def _main(sim: SimCluster, seconds: float, result: Result) -> None:
-    await scenario(sim, seconds, result)
+async def _main(sim: SimCluster, seconds: float, result: Result, transaction_version: int | None) -> None:
+    await scenario(sim, seconds, result, transaction_version)
 
 
 class _Errors(logging.Handler):
@@ -277,8 +288,9 @@ def _tmp_root() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
-def _worker(args: tuple[int, float]) -> Result:
-    r = run_seed(*args)
+def _worker(args: tuple[int, float, int | None]) -> Result:
+    seed, seconds, tv = args
+    r = run_seed(seed, seconds, transaction_version=tv)
     if r.ok:
         r.events, r.log_tail = [], ""
     return r
@@ -327,12 +339,18 @@ def main() -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--progress", type=int, default=0, metavar="N", help="a progress line every N seeds")
     ap.add_argument("--keep", type=Path, help="keep the data directories here (one seed)")
+    ap.add_argument(
+        "--transaction-version",
+        type=int,
+        choices=(1, 2),
+        help="every seed's transactional clients at this version (default: version 2 on half the seeds)",
+    )
     args = ap.parse_args()
     if os.environ.get("PYTHONHASHSEED") != HASH_SEED:  # string hashes decide set orders: fix them
         os.environ["PYTHONHASHSEED"] = HASH_SEED
         os.execv(sys.executable, [sys.executable, *sys.argv])
     if args.seed is not None:
-        r = run_seed(args.seed, args.seconds, args.verbose, args.keep)
+        r = run_seed(args.seed, args.seconds, args.verbose, args.keep, args.transaction_version)
         _report(r)
         return 0 if r.ok else 1
     seeds = parse_seeds(args.seeds)
@@ -340,7 +358,9 @@ def main() -> int:
     failed: list[int] = []
     acked = 0
     with multiprocessing.get_context("fork").Pool(max(1, args.jobs), maxtasksperchild=50) as pool:
-        for done, r in enumerate(pool.imap_unordered(_worker, [(s, args.seconds) for s in seeds]), 1):
+        for done, r in enumerate(
+            pool.imap_unordered(_worker, [(s, args.seconds, args.transaction_version) for s in seeds]), 1
+        ):
             acked += r.acked
             if not r.ok:
                 failed.append(r.seed)

@@ -30,12 +30,20 @@ def test_random_seeds_keep_every_promise():
     assert f"{SEEDS} passed, 0 failed" in done.stdout, done.stdout[-2000:]
 
 
-# seeds past the first 200 that found a defect (a 10,000-seed run): run in every suite
-FOUND = (342, 1801, 2078, 3069, 4676, 5664)
+# seeds past the first 200 that found a defect (a 10,000-seed run): run in every suite, with their
+# transactional clients at version 1 as when they were found (version 2 draws other schedules)
+FOUND = (342, 1801, 2078, 3069, 4676, 5384, 5664)
 
 
 def test_the_seeds_that_found_defects_keep_every_promise():
-    done = run("--seeds", ",".join(map(str, FOUND)), "--jobs", str(min(2, os.cpu_count() or 1)))
+    done = run(
+        "--seeds",
+        ",".join(map(str, FOUND)),
+        "--jobs",
+        str(min(2, os.cpu_count() or 1)),
+        "--transaction-version",
+        "1",
+    )
     assert done.returncode == 0 and f"{len(FOUND)} passed, 0 failed" in done.stdout, done.stdout[-20000:]
 
 

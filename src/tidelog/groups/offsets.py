@@ -420,10 +420,11 @@ class GroupOffsets:
 
 def _write_error(group_id: str, what: str, e: Exception) -> int:
     """The error a failed write of `__consumer_offsets` answers: the guard's (NOT_COORDINATOR when
-    leadership moved, COORDINATOR_NOT_AVAILABLE when not replicated in time), else
-    COORDINATOR_NOT_AVAILABLE; both make the client retry."""
+    leadership moved, COORDINATOR_NOT_AVAILABLE when not replicated in time), the store's
+    INVALID_PRODUCER_EPOCH (a transactional write of an ended transaction), else
+    COORDINATOR_NOT_AVAILABLE (the client retries)."""
     code = getattr(e, "error_code", None)
-    if code in (E.not_coordinator.value, E.coordinator_not_available.value):
+    if code in (E.not_coordinator.value, E.coordinator_not_available.value, E.invalid_producer_epoch.value):
         log.info("group %s: %s not written: %s", group_id, what, e)
         return int(code)
     log.error("group %s: %s could not be written", group_id, what, exc_info=e)

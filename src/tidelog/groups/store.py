@@ -19,7 +19,9 @@ groups' (17-23, `streams_records`) in `streams` (`write_streams`).
 Transactional offsets (TxnOffsetCommit) are staged per producer id with `stage()`: they
 are written as transactional records, kept in `pending`, and become visible offsets only when
 `complete(producer_id, commit=True)` writes the commit marker; an abort drops them. Replay follows
-the same rule, so a crash between the two leaves them invisible, as in Kafka.
+the same rule, so a crash between the two leaves them invisible, as in Kafka. A transactional write
+at an older producer epoch than the latest its partition saw for the producer (one that arrives
+after its transaction ended) is refused with INVALID_PRODUCER_EPOCH, as Kafka's log fences it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..log.errors import LogError
 from ..log.log import AppendInfo, PartitionLog
+from ..wire.errors import INVALID_PRODUCER_EPOCH
 from . import consumer_records as CR
 from . import records as R
 from . import share_records as SR
@@ -52,6 +56,7 @@ class LogEntry:
     producer_id: int = -1
     transactional: bool = False
     control: bool | None = None  # None: a data record; True/False: a commit/abort marker
+    producer_epoch: int = -1
 
 
 class GroupLog(Protocol):
@@ -85,10 +90,14 @@ class MemoryGroupLog:
         producer_epoch: int = -1,
         transactional: bool = False,
     ) -> None:
-        self.partitions.setdefault(partition, []).extend(LogEntry(k, v, producer_id, transactional) for k, v in records)
+        self.partitions.setdefault(partition, []).extend(
+            LogEntry(k, v, producer_id, transactional, None, producer_epoch) for k, v in records
+        )
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:
-        self.partitions.setdefault(partition, []).append(LogEntry(None, None, producer_id, True, commit))
+        self.partitions.setdefault(partition, []).append(
+            LogEntry(None, None, producer_id, True, commit, producer_epoch)
+        )
 
     def replay(self, partition: int) -> list[LogEntry]:
         return list(self.partitions.get(partition, ()))
@@ -113,6 +122,8 @@ class OffsetStore:
         self.streams: dict[str, dict[STR.StreamsGroupRecordKey, STR.StreamsGroupRecordValue]] = {}
         # producer id -> group -> partition -> offset, not yet visible
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
+        # (partition, producer id) -> the latest epoch its transactional writes and markers carried
+        self.producer_epochs: dict[tuple[int, int], int] = {}
 
     def set_num_partitions(self, n: int) -> None:
         """`__consumer_offsets` has `n` partitions (cluster mode: known once the topic exists)."""
@@ -163,8 +174,12 @@ class OffsetStore:
                 del staged[group]
             if not staged:
                 del self.pending[pid]
+        for key in [k for k in self.producer_epochs if k[0] == partition]:
+            del self.producer_epochs[key]
 
     def _apply(self, entry: LogEntry, partition: int) -> None:
+        if entry.transactional and entry.producer_id >= 0:
+            self._saw_epoch(partition, entry.producer_id, entry.producer_epoch)
         if entry.control is not None:
             # a marker completes what the producer staged in this partition (its groups)
             staged = self.pending.get(entry.producer_id, {})
@@ -363,10 +378,22 @@ class OffsetStore:
     async def stage(
         self, producer_id: int, producer_epoch: int, group: str, offsets: dict[TopicPartition, OffsetValue]
     ) -> None:
+        partition = self.partition_for(group)
+        latest = self.producer_epochs.get((partition, producer_id), -1)
+        if producer_epoch < latest:
+            # a transactional write of an ended transaction, arriving late (its producer was
+            # fenced and its transaction aborted meanwhile): refused, as the producer state of
+            # Kafka's log refuses it - staged, the producer's next commit marker would make it
+            # visible (simulation seed 5384)
+            raise LogError(
+                INVALID_PRODUCER_EPOCH,
+                f"producer {producer_id} epoch {producer_epoch} is older than its latest {latest} here",
+            )
+        self._saw_epoch(partition, producer_id, producer_epoch)
         recs = [
             (R.encode_offset_key(OffsetKey(group, t, p)), R.encode_offset_value(v)) for (t, p), v in offsets.items()
         ]
-        await _maybe_await(self.backend.append(self.partition_for(group), recs, producer_id, producer_epoch, True))
+        await _maybe_await(self.backend.append(partition, recs, producer_id, producer_epoch, True))
         self.pending.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
 
     async def complete(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
@@ -386,6 +413,7 @@ class OffsetStore:
         failed) is closed by this transaction's marker. Without it the producer's next
         transaction's marker would complete those orphaned offsets on replay - the offsets of an
         aborted transaction made visible (simulation seed 3069)."""
+        self._saw_epoch(partition, producer_id, producer_epoch)
         await _maybe_await(self.backend.append_marker(partition, producer_id, producer_epoch, commit))
         staged = self.pending.get(producer_id)
         here = {g: offs for g, offs in (staged or {}).items() if self.partition_for(g) == partition}
@@ -399,6 +427,11 @@ class OffsetStore:
         if commit:
             for group, offs in here.items():
                 self.offsets.setdefault(group, {}).update(offs)
+
+    def _saw_epoch(self, partition: int, producer_id: int, producer_epoch: int) -> None:
+        key = (partition, producer_id)
+        if producer_epoch > self.producer_epochs.get(key, -1):
+            self.producer_epochs[key] = producer_epoch
 
 
 class WriteGuard(Protocol):
@@ -478,14 +511,14 @@ class EngineGroupLog:
                 break
             for batch in LR.decode_batches(data):
                 h = batch.header
-                attrs, pid = h[LR.H_ATTRIBUTES], h[LR.H_PRODUCER_ID]
+                attrs, pid, epoch = h[LR.H_ATTRIBUTES], h[LR.H_PRODUCER_ID], h[LR.H_PRODUCER_EPOCH]
                 txn = bool(attrs & LR.TRANSACTIONAL_FLAG_MASK)
                 for r in batch.records:
                     if r.offset < offset:
                         continue
                     if attrs & LR.CONTROL_FLAG_MASK:
                         ctype, _ = LR.parse_control_record(r)
-                        yield LogEntry(None, None, pid, True, ctype == LR.CONTROL_COMMIT)
+                        yield LogEntry(None, None, pid, True, ctype == LR.CONTROL_COMMIT, epoch)
                     else:
-                        yield LogEntry(r.key, r.value, pid, txn)
+                        yield LogEntry(r.key, r.value, pid, txn, None, epoch)
                 offset = max(offset, h[LR.H_BASE_OFFSET] + h[LR.H_LAST_OFFSET_DELTA] + 1)
