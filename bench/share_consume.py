@@ -139,9 +139,9 @@ def main() -> None:
     print()
     print(f"share-group consume, {args.messages} x {args.size} B on one partition, {args.runs} runs each (medians)")
     header = ["consumers", "tidelog records/s", "kafka records/s", "tidelog / kafka"]
-    header += ["redelivered tidelog / kafka", "broker CPU s tidelog / kafka"]
+    header += ["consumers given records tidelog / kafka", "redelivered tidelog / kafka", "broker CPU s tidelog / kafka"]
     print("| " + " | ".join(header) + " |")
-    print("|---|---|---|---|---|---|")
+    print("|" + "---|" * len(header))
     for n in sorted({r["consumers"] for r in runs}):
 
         def med(broker: str, key: str, n: int = n) -> float:
@@ -149,7 +149,8 @@ def main() -> None:
 
         t, k = med("tidelog", "records_per_s"), med("kafka", "records_per_s")
         print(
-            f"| {n} | {t:,.0f} | {k:,.0f} | {t / k:.2f} | {med('tidelog', 'redelivered_share'):.1%} / "
+            f"| {n} | {t:,.0f} | {k:,.0f} | {t / k:.2f} | {med('tidelog', 'consumers_with_records'):.0f} / "
+            f"{med('kafka', 'consumers_with_records'):.0f} | {med('tidelog', 'redelivered_share'):.1%} / "
             f"{med('kafka', 'redelivered_share'):.1%} | {med('tidelog', 'broker_cpu_s'):.1f} / "
             f"{med('kafka', 'broker_cpu_s'):.1f} |"
         )
