@@ -22,7 +22,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode as E
 
@@ -30,6 +30,9 @@ from ..core.topics import SHARE_STATE_TOPIC
 from .peer import Connector, PeerError, PeerPool, tcp_connect
 
 if TYPE_CHECKING:
+    from kio.schema.read_share_group_state.v0.response import PartitionResult as ReadResult
+    from kio.schema.read_share_group_state_summary.v1.response import PartitionResult as SummaryResult
+
     from .metadata import MetadataCache
     from .replica import ReplicaManager
 
@@ -60,16 +63,30 @@ class StateBatchLike(Protocol):
     def delivery_count(self) -> int: ...
 
 
-class LocalShareCoordinator(Protocol):
+StateT = TypeVar("StateT")  # a share partition's state (`share.state_store.ShareState`)
+SummaryT = TypeVar("SummaryT")  # its summary (`share.persister.Summary`)
+BatchT = TypeVar("BatchT", bound="StateBatchLike")  # a state batch (`share.state_records.StateBatch`)
+StateT_co = TypeVar("StateT_co", covariant=True)
+SummaryT_co = TypeVar("SummaryT_co", covariant=True)
+BatchT_contra = TypeVar("BatchT_contra", bound="StateBatchLike", contravariant=True)
+T = TypeVar("T")
+
+
+class LocalShareCoordinator(Protocol[StateT_co, SummaryT_co, BatchT_contra]):
     """This broker's share coordinator (`share.coordinator.ShareCoordinator`)."""
 
     async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> int: ...
-    async def read(self, key: ShareKey, leader_epoch: int) -> tuple[int, Any]: ...
+    async def read(self, key: ShareKey, leader_epoch: int) -> tuple[int, StateT_co | None]: ...
     async def write(
-        self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: Iterable[Any]
+        self,
+        key: ShareKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Iterable[BatchT_contra],
     ) -> int: ...
     async def delete(self, key: ShareKey) -> int: ...
-    def summary(self, key: ShareKey) -> tuple[int, Any]: ...
+    def summary(self, key: ShareKey) -> tuple[int, SummaryT_co | None]: ...
 
 
 class Placement(Protocol):
@@ -94,16 +111,16 @@ class ShareLeadership:
         return p.leader_epoch
 
 
-class RoutedPersister:
+class RoutedPersister(Generic[StateT, SummaryT, BatchT]):
     def __init__(
         self,
         node_id: int,
         cache: MetadataCache,
-        local: LocalShareCoordinator,
+        local: LocalShareCoordinator[StateT, SummaryT, BatchT],
         placement: Placement,
         partition_of: Callable[[ShareKey, int], int],
-        read_from: Callable[[Any], Any],
-        summary_from: Callable[[Any], Any],
+        read_from: Callable[[ReadResult], StateT | None],
+        summary_from: Callable[[SummaryResult], SummaryT],
         listener: str,
         timeout_s: float,
         connect: Connector = tcp_connect,
@@ -113,7 +130,7 @@ class RoutedPersister:
         self.local = local
         self.placement = placement
         self.partition_of = partition_of
-        self.read_from = read_from  # a Read answer's partition -> the state
+        self.read_from = read_from  # a Read answer's partition -> the state (None: no state)
         self.summary_from = summary_from  # a ReadSummary answer's partition -> the summary
         self.timeout_s = timeout_s
         self._pool = PeerPool(cache, listener, f"tidelog-share-{node_id}", min(timeout_s, 10.0), connect)
@@ -121,23 +138,17 @@ class RoutedPersister:
     # ---- the persister's calls ---------------------------------------------------------------------
     async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> int:
         part = {"partition": key[2], "state_epoch": state_epoch, "start_offset": start_offset}
-        code, _ = await self._call(
-            key,
-            lambda: self.local.initialize(key, state_epoch, start_offset),
-            INITIALIZE,
-            0,
-            {"group_id": key[0], "topics": [{"topic_id": key[1], "partitions": [part]}]},
-        )
+
+        async def here() -> tuple[int, None]:
+            return await self.local.initialize(key, state_epoch, start_offset), None
+
+        code, _ = await self._call(key, here, INITIALIZE, 0, _request(key, part), _nothing)
         return code
 
-    async def read(self, key: ShareKey, leader_epoch: int) -> tuple[int, Any]:
+    async def read(self, key: ShareKey, leader_epoch: int) -> tuple[int, StateT | None]:
         part = {"partition": key[2], "leader_epoch": leader_epoch}
         return await self._call(
-            key,
-            lambda: self.local.read(key, leader_epoch),
-            READ,
-            0,
-            {"group_id": key[0], "topics": [{"topic_id": key[1], "partitions": [part]}]},
+            key, lambda: self.local.read(key, leader_epoch), READ, 0, _request(key, part), self.read_from
         )
 
     async def write(
@@ -146,7 +157,7 @@ class RoutedPersister:
         state_epoch: int,
         leader_epoch: int,
         start_offset: int,
-        batches: Iterable[StateBatchLike],
+        batches: Iterable[BatchT],
     ) -> int:
         kept = list(batches)
         part = {
@@ -165,33 +176,26 @@ class RoutedPersister:
                 for b in kept
             ],
         }
-        code, _ = await self._call(
-            key,
-            lambda: self.local.write(key, state_epoch, leader_epoch, start_offset, kept),
-            WRITE,
-            1,
-            {"group_id": key[0], "topics": [{"topic_id": key[1], "partitions": [part]}]},
-        )
+
+        async def here() -> tuple[int, None]:
+            return await self.local.write(key, state_epoch, leader_epoch, start_offset, kept), None
+
+        code, _ = await self._call(key, here, WRITE, 1, _request(key, part), _nothing)
         return code
 
     async def delete(self, key: ShareKey) -> int:
-        code, _ = await self._call(
-            key,
-            lambda: self.local.delete(key),
-            DELETE,
-            0,
-            {"group_id": key[0], "topics": [{"topic_id": key[1], "partitions": [{"partition": key[2]}]}]},
-        )
+        async def here() -> tuple[int, None]:
+            return await self.local.delete(key), None
+
+        code, _ = await self._call(key, here, DELETE, 0, _request(key, {"partition": key[2]}), _nothing)
         return code
 
-    async def summary(self, key: ShareKey) -> tuple[int, Any]:
-        async def here() -> tuple[int, Any]:
+    async def summary(self, key: ShareKey) -> tuple[int, SummaryT | None]:
+        async def here() -> tuple[int, SummaryT | None]:
             return self.local.summary(key)
 
         part = {"partition": key[2], "leader_epoch": -1}
-        return await self._call(
-            key, here, SUMMARY, 1, {"group_id": key[0], "topics": [{"topic_id": key[1], "partitions": [part]}]}
-        )
+        return await self._call(key, here, SUMMARY, 1, _request(key, part), self.summary_from)
 
     # ---- a partition's end, for a share group's lag -------------------------------------------------
     async def end_offset(self, topic: str, partition: int) -> int | None:
@@ -221,16 +225,19 @@ class RoutedPersister:
     async def _call(
         self,
         key: ShareKey,
-        here: Callable[[], Awaitable[Any]],
+        here: Callable[[], Awaitable[tuple[int, T | None]]],
         api_key: int,
         version: int,
         data: dict[str, Any],
-    ) -> tuple[int, Any]:
+        from_remote: Callable[[Any], T | None],
+    ) -> tuple[int, T | None]:
+        """`here()` when this broker coordinates the key, else the request to whoever does;
+        retried while the answer is retriable, for up to the timeout."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         delay = 0.05
         while True:
-            code, answer = await self._once(key, here, api_key, version, data)
+            code, answer = await self._once(key, here, api_key, version, data, from_remote)
             if code not in RETRIABLE or loop.time() + delay >= deadline:
                 return code, answer
             await asyncio.sleep(delay)
@@ -239,18 +246,18 @@ class RoutedPersister:
     async def _once(
         self,
         key: ShareKey,
-        here: Callable[[], Awaitable[Any]],
+        here: Callable[[], Awaitable[tuple[int, T | None]]],
         api_key: int,
         version: int,
         data: dict[str, Any],
-    ) -> tuple[int, Any]:
+        from_remote: Callable[[Any], T | None],
+    ) -> tuple[int, T | None]:
         if code := await self.placement.ensure_topic(SHARE_STATE_TOPIC):
             return code, None
         n = self.placement.num_partitions(SHARE_STATE_TOPIC)
         leader = self.placement.leader(SHARE_STATE_TOPIC, self.partition_of(key, n))
         if leader == self.node_id:
-            answer = await here()
-            return (answer, None) if isinstance(answer, int) else answer
+            return await here()
         peer = self._pool.get(leader) if leader >= 0 else None
         if peer is None:
             return LOST, None
@@ -262,12 +269,19 @@ class RoutedPersister:
             return LOST, None
         p = resp.results[0].partitions[0]
         code = int(p.error_code.value)
-        if code or api_key not in (READ, SUMMARY):
-            return code, None
-        return NONE_CODE, (self.read_from(p) if api_key == READ else self.summary_from(p))
+        return (code, None) if code else (NONE_CODE, from_remote(p))
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _request(key: ShareKey, partition: dict[str, Any]) -> dict[str, Any]:
+    """A persister request for one share partition."""
+    return {"group_id": key[0], "topics": [{"topic_id": key[1], "partitions": [partition]}]}
+
+
+def _nothing(_partition: object) -> None:
+    return None
 
 
 NONE_CODE = 0
