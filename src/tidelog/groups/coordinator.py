@@ -436,7 +436,8 @@ class GroupCoordinator:
                     "client_id": m.client_id,
                     "client_host": m.client_host,
                     "member_metadata": m.metadata(g.protocol_name) if stable else b"",
-                    "member_assignment": m.assignment if stable else b"",
+                    # as Kafka: the last assignment, in every state (metadata only when Stable)
+                    "member_assignment": m.assignment,
                 }
                 for m in g.members.values()
             ],
