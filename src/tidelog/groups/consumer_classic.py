@@ -10,7 +10,8 @@ GroupMetadataManager does (classicGroupJoinToConsumerGroup and its siblings). Ow
   the member one step (revocation first) and answers at once: generation = its member epoch,
   protocol type "consumer", its first protocol's name, and no leader duty (an empty leader, no
   member list). Its session timer (its own session timeout) and a sync timer (its rebalance
-  timeout) are armed.
+  timeout) are armed. A static member taking the place of the last member of the consumer
+  protocol (its instance id) turns the group into a classic group instead.
 - **SyncGroup** at the member's epoch answers its current assignment, serialized at its
   subscription's version; a target epoch ahead of the member (unless it is revoking) answers
   REBALANCE_IN_PROGRESS.
@@ -37,7 +38,7 @@ from kio.schema.errors import ErrorCode as E
 from ..log.errors import LogError
 from .consumer_embedded import EmbeddedFormatError, decode_subscription
 from .consumer_group import ConsumerGroup, Member, MemberState
-from .consumer_migration import assignment_bytes, classic_metadata, topic_ids
+from .consumer_migration import assignment_bytes, classic_metadata, downgrade_enabled, topic_ids
 from .consumer_persist import Record, member_record
 from .consumer_requests import GroupError
 from .membership import join_error, sync_error
@@ -133,6 +134,16 @@ class ClassicMembers:
             log.info("group %s: a classic member joins; asked to rejoin as %s", gid, member_id)
             return [], join_error(E.member_id_required, member_id)
         records: list[Record] = []
+        # a classic member taking the place of the last member of the consumer protocol (a static
+        # member coming back with JoinGroup) turns the group into a classic group (Kafka's
+        # validateOnlineDowngradeWithReplacedMember)
+        replaced = group.static_member(instance_id)
+        downgrade = (
+            replaced is not None
+            and replaced.classic is None
+            and group.all_classic_except({replaced.member_id})
+            and downgrade_enabled(cg.policy)
+        )
         if instance_id is None:
             member = group.members.get(member_id) or Member(member_id)
         else:
@@ -166,10 +177,18 @@ class ClassicMembers:
         if changed or regexes_changed or new_hash != group.metadata_hash:
             cg.bump(group, new_hash, records)
         group.put_member(updated)
-        if group.assignment_epoch < group.group_epoch:
-            cg.assign(group, records)
         owned = topic_ids(subscription.owned_partitions, cg.coord.registry)
-        now = cg.reconciled(group, updated, owned, changed, records)
+        if downgrade:
+            # a new subscription: the classic group rebalances; else the member is reconciled first
+            stale = group.assignment_epoch < group.group_epoch
+            now = updated if stale else cg.reconciled(group, updated, owned, changed, records)
+            why = f"Downgrade group {gid} from consumer to classic with stale assignment." if stale else None
+            records += cg.downgrade(group, set(), why)
+            log.info("group %s: static member %s replaced the last consumer-protocol member", gid, member_id)
+        else:
+            if group.assignment_epoch < group.group_epoch:
+                cg.assign(group, records)
+            now = cg.reconciled(group, updated, owned, changed, records)
         log.info(
             "group %s: classic member %s joined at epoch %d (%s)", gid, now.member_id, now.member_epoch, now.state.label
         )

@@ -21,9 +21,10 @@ assignment serialized at the version of its own subscription; the consumer group
 the classic group's record go in one append, and the classic group starts a rebalance
 (PreparingRebalance), so the members rejoin it through their heartbeats.
 
-Not done: the downgrade Kafka makes when a static member of the consumer protocol is replaced by a
-classic one (the same instance id joining with JoinGroup), and `group.max.size` (tidelog's classic
-groups have no maximum size; Kafka's default is unbounded too).
+The same happens when a member of the classic protocol takes the place of the last static member
+of the consumer protocol (its instance id, in JoinGroup: `consumer_classic`); the classic group then
+rebalances only when the group epoch is ahead of the target assignment. Not done:
+`group.max.size` (tidelog's classic groups have no maximum size; Kafka's default is unbounded too).
 """
 
 from __future__ import annotations

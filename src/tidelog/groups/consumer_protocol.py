@@ -379,7 +379,7 @@ class ConsumerGroups:
         members = list(members)
         leaving = {m.member_id for m in members}
         if can_downgrade(group, leaving, self.policy):
-            return self._downgrade(group, leaving, why)
+            return self.downgrade(group, leaving, f"the consumer group became a classic group: {why}")
         records: list[Record] = []
         for m in members:
             self._drop_member(group, m.member_id, records)
@@ -387,12 +387,15 @@ class ConsumerGroups:
         self.bump(group, self.metadata_hash(group.subscribed_topic_names()), records)
         return records
 
-    def _downgrade(self, group: ConsumerGroup, leaving: set[str], why: str) -> list[Record]:
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], rebalance: str | None) -> list[Record]:
+        """The group, but the `leaving` members, becomes a classic group (rebalancing, with the
+        reason `rebalance`, or Stable); the records: the consumer group's tombstones and the
+        classic group's metadata."""
         gid = group.group_id
         records = tombstones(group)
         classic = to_classic(group, leaving, self.coord.registry)
         self.forget(gid)
-        value = self.coord.membership.adopt(classic, f"the consumer group became a classic group: {why}")
+        value = self.coord.membership.adopt(classic, rebalance)
         records.append((GroupKey(gid), value))
         log.info("group %s: the consumer group (%d classic members) is now a classic group", gid, len(classic.members))
         return records

@@ -301,3 +301,24 @@ async def test_only_a_group_of_the_consumer_protocol_upgrades(broker):
     assert c["error_code"] == GROUP_ID_NOT_FOUND
     assert "does not use the consumer embedded protocol" in c["error_message"]
     assert "cg" in broker.groups.groups and not broker.groups.consumer.groups
+
+
+async def test_a_static_member_coming_back_with_the_classic_protocol_downgrades_the_group(broker):
+    mid, _gen, _c = await upgraded(broker)  # a classic member, and "c" of the consumer protocol
+    await classic_join(broker, mid)
+    await classic_sync(broker, mid, 2)
+    await hb(broker, "c", -1, owned=None, topics=None)  # downgraded: the group is classic again
+    j = await classic_join(broker, mid)
+    await classic_sync(broker, mid, j["generation_id"], {mid: encode_assignment(1, [("t", [0, 1])])})
+    s = await hb(broker, "s", 0, owned=[], instance_id="i1")  # a static member upgrades it again
+    assert s["error_code"] == 0
+    s = await hb(broker, "s", s["member_epoch"], owned=[], topics=None, instance_id="i1")
+    left = await hb(broker, "s", -2, owned=None, topics=None, instance_id="i1")  # gone for now
+    assert left["member_epoch"] == -2 and "cg" in broker.groups.consumer.groups
+    # the same instance comes back as a classic consumer: it takes s's place, the group is classic
+    request = join_request("", encode_subscription(["t"], [], version=1))
+    back = await call(join_group, broker, 8, {**request, "group_instance_id": "i1"})
+    assert back["error_code"] == 0 and back["member_id"] != "s"
+    assert not broker.groups.consumer.groups
+    g = broker.groups.groups["cg"]
+    assert set(g.members) == {mid, back["member_id"]} and g.protocol_type == "consumer"
