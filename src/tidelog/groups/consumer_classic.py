@@ -133,6 +133,10 @@ class ClassicMembers:
         if require_known_member_id and unknown and instance_id is None:
             log.info("group %s: a classic member joins; asked to rejoin as %s", gid, member_id)
             return [], join_error(E.member_id_required, member_id)
+        try:
+            subscription = decode_subscription(protocols[0][1])
+        except EmbeddedFormatError as e:
+            raise GroupError(E.unknown_server_error, f"Malformed embedded consumer protocol: {e}") from None
         records: list[Record] = []
         # a classic member taking the place of the last member of the consumer protocol (a static
         # member coming back with JoinGroup) turns the group into a classic group (Kafka's
@@ -150,10 +154,6 @@ class ClassicMembers:
             member = self._static(group, member_id, instance_id, unknown, records)
         if member.member_id not in group.members:
             log.info("group %s: member %s joins with the classic protocol", gid, member_id)
-        try:
-            subscription = decode_subscription(protocols[0][1])
-        except EmbeddedFormatError as e:
-            raise GroupError(E.unknown_server_error, f"Malformed embedded consumer protocol: {e}") from None
         updated = replace(
             member,
             instance_id=instance_id if instance_id is not None else member.instance_id,

@@ -141,13 +141,9 @@ class ConsumerGroups:
     ) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
         records: list[Record] = []
         joining = hb.member_epoch == JOIN_EPOCH
-        group = self._group(hb.group_id, joining, records)
         member_id = hb.member_id or str(uuid.uuid4())
-        if len(group.members) >= self.max_size and member_id not in group.members:
-            raise GroupError(
-                E.group_max_size_reached,
-                f"The consumer group has reached its maximum capacity of {self.max_size} members.",
-            )
+        group = self._group(hb.group_id, joining, records, member_id)
+        self._check_size(group.members, member_id)
         found = self._member(group, hb, member_id, records)
         updated = _updated(found, hb)
         names_changed = updated.subscribed_topic_names != found.subscribed_topic_names
@@ -228,7 +224,15 @@ class ConsumerGroups:
         return moved
 
     # ---- finding the group and the member --------------------------------------------------------
-    def _group(self, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
+    def _check_size(self, members: Iterable[str], member_id: str) -> None:
+        ids = set(members)
+        if len(ids) >= self.max_size and member_id not in ids:
+            raise GroupError(
+                E.group_max_size_reached,
+                f"The consumer group has reached its maximum capacity of {self.max_size} members.",
+            )
+
+    def _group(self, group_id: str, create: bool, records: list[Record], member_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
@@ -237,7 +241,7 @@ class ConsumerGroups:
         classic = self.coord.groups.get(group_id)
         if classic is not None and not classic.is_empty_classic():
             if create:
-                return self._upgrade(classic, records)
+                return self._upgrade(classic, records, member_id)
             raise GroupError(E.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
             raise GroupError(E.group_id_not_found, f"Consumer group {group_id} not found.")
@@ -248,11 +252,13 @@ class ConsumerGroups:
         group = self.groups[group_id] = ConsumerGroup(group_id)
         return group
 
-    def _upgrade(self, classic: ClassicGroup, records: list[Record]) -> ConsumerGroup:
-        """A classic group with members becomes a consumer group (`consumer_migration`)."""
+    def _upgrade(self, classic: ClassicGroup, records: list[Record], member_id: str) -> ConsumerGroup:
+        """A classic group with members becomes a consumer group (`consumer_migration`). Every check
+        that may refuse the joining member is made first: nothing changes when it is refused."""
         gid = classic.group_id
         check_upgrade(classic, self.policy, self.max_size)
         group = from_classic(classic, self.coord.registry, self.metadata_hash)
+        self._check_size(group.members, member_id)
         self.coord.membership.shutdown(classic, E.rebalance_in_progress)  # parked JoinGroup/SyncGroup: rejoin
         self.coord.forget_classic(gid, records)
         records += creation_records(group)
@@ -285,7 +291,8 @@ class ConsumerGroups:
                 return Member(member_id, instance_id=hb.instance_id)
             if static.member_id == member_id:
                 return static
-            if static.member_epoch != LEAVE_STATIC_EPOCH:
+            if static.member_epoch != LEAVE_STATIC_EPOCH and static.classic is None:
+                # (a member of the classic protocol is replaced at once, as Kafka does)
                 raise GroupError(
                     E.unreleased_instance_id,
                     f"Static member {member_id} with instance id {hb.instance_id} cannot join the group "

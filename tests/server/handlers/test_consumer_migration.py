@@ -29,6 +29,7 @@ from .test_consumer_groups import hb, parts
 INCONSISTENT_GROUP_PROTOCOL = 23
 REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
 
 
 def join_request(member_id: str, subscription: bytes, group: str = "cg", session: int = 30_000, ptype="consumer"):
@@ -322,3 +323,12 @@ async def test_a_static_member_coming_back_with_the_classic_protocol_downgrades_
     assert not broker.groups.consumer.groups
     g = broker.groups.groups["cg"]
     assert set(g.members) == {mid, back["member_id"]} and g.protocol_type == "consumer"
+
+
+async def test_a_refused_upgrade_leaves_the_classic_group_as_it_was(tmp_path):
+    async with started_broker(tmp_path, ADVERTISED, "group.consumer.max.size=1") as b:
+        mid, gen = await classic_group_of_one(b)
+        c = await hb(b, "c", 0, owned=[])
+        assert c["error_code"] == GROUP_MAX_SIZE_REACHED  # one classic member fits, two would not
+        assert not b.groups.consumer.groups and list(b.groups.groups["cg"].members) == [mid]
+        assert await classic_heartbeat(b, mid, gen) == 0
