@@ -252,11 +252,14 @@ def consumer_group_state(c: Cluster, group: str) -> tuple[int, set[str]] | None:
     return g.group_epoch, {m.member_id for m in g.members}
 
 
-def test_a_consumer_protocol_group_carries_on_when_its_coordinator_is_killed(cluster):
+@pytest.mark.parametrize("first", ["consumer", "classic"])
+def test_a_consumer_protocol_group_carries_on_when_its_coordinator_is_killed(cluster, first):
     """KIP-848: two librdkafka members (group.protocol=consumer) keep consuming while the broker
     coordinating their group is killed; the next coordinator replays the group from
     `__consumer_offsets` (the same members, the group epoch carried on, not started again) and
-    every record is read."""
+    every record is read. With `first` classic, the first member is of the classic protocol: the
+    second one's join upgrades the classic group online, and the next coordinator replays the
+    mixed group (the classic member's protocols and session timeout with it)."""
     from confluent_kafka import Consumer, Producer
 
     c = cluster
@@ -273,12 +276,12 @@ def test_a_consumer_protocol_group_carries_on_when_its_coordinator_is_killed(clu
     lock = threading.Lock()
     stop = threading.Event()
 
-    def consume() -> None:
+    def consume(protocol: str) -> None:
         k = Consumer(
             {
                 "bootstrap.servers": c.bootstrap,
                 "group.id": group,
-                "group.protocol": "consumer",
+                "group.protocol": protocol,
                 "auto.offset.reset": "earliest",
                 "auto.commit.interval.ms": 200,
             }
@@ -291,11 +294,12 @@ def test_a_consumer_protocol_group_carries_on_when_its_coordinator_is_killed(clu
                     seen.add(m.value().decode())
         k.close()
 
-    threads = [threading.Thread(target=consume, daemon=True) for _ in range(2)]
-    for t in threads:
-        t.start()
+    threads = [threading.Thread(target=consume, args=(p,), daemon=True) for p in (first, "consumer")]
+    threads[0].start()
     try:
         produce(0, 300)
+        wait_for(lambda: len(seen) >= 100, 90, "the first member's first records")
+        threads[1].start()
         wait_for(lambda: len(seen) >= 300, 90, "the first records")
         wait_for(lambda: (s := consumer_group_state(c, group)) is not None and len(s[1]) == 2, 60, "both members")
         before = consumer_group_state(c, group)

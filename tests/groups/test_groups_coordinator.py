@@ -168,7 +168,7 @@ async def test_offset_retention(tmp_path):
     r = await join(coord, "cg", session=5000)
     await coord.sync("cg", r["member_id"], None, 1, None, None, {})
     await coord.commit_offsets("cg", 1, r["member_id"], None, {("t", 2): OffsetValue(3, "", 0)})
-    coord.leave("cg", [(r["member_id"], None)])
+    await coord.leave("cg", [(r["member_id"], None)])
     empty_since = coord.groups["cg"].state_timestamp
     assert await coord.expire_offsets(now=1000 + minute) == 2  # simple t-0 and explicit
     assert set(coord.store.committed("simple")) == {("t", 1)}

@@ -1129,3 +1129,127 @@ def test_transaction_version_2_as_kafka(pair):
             )
         findings += [f"{what}: {d}" for d in diff(_sorted_lists(answers["kafka"]), _sorted_lists(answers["tidelog"]))]
     assert not findings, "\n".join(findings)
+
+
+# ---- online migration between a classic and a consumer group (KIP-848) ----------------------
+
+
+def _embedded(topics: list[str], owned: list[tuple[str, list[int]]] | None = None, assignment: bool = False) -> bytes:
+    """A ConsumerProtocolSubscription v1 (topics, no user data, owned partitions), or with
+    `assignment` a ConsumerProtocolAssignment v1 of `owned`."""
+    import struct
+
+    def s(x: str) -> bytes:
+        return struct.pack(">h", len(x)) + x.encode()
+
+    def tps(items) -> bytes:
+        return struct.pack(">i", len(items)) + b"".join(
+            s(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps) for t, ps in items
+        )
+
+    if assignment:
+        return struct.pack(">h", 1) + tps(owned or []) + struct.pack(">i", -1)
+    names = struct.pack(">i", len(topics)) + b"".join(s(t) for t in topics)
+    return struct.pack(">h", 1) + names + struct.pack(">i", -1) + tps(owned or [])
+
+
+def test_online_migration_as_kafka(pair):
+    """The same online migration with both brokers (their default policy, bidirectional), answer by
+    answer: a classic member owning both partitions, a member of the consumer protocol joining (the
+    group is upgraded), the group described, the classic member told to rejoin, committing at its
+    generation, rejoining at the new epoch and syncing its share, the consumer member leaving (the
+    group is downgraded back to a classic group, rebalancing)."""
+    group = "diff-mig"
+    cg_member = str(uuid.UUID(int=0x313))
+    ids: dict[str, dict[str, str]] = {name: {} for name in pair}
+    sub = _embedded([TOPIC])
+
+    def join(c: KafkaClient) -> dict:
+        return {
+            "group_id": group,
+            "session_timeout": 30_000,
+            "rebalance_timeout": 30_000,
+            "member_id": ids[c.name].get("classic", ""),
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": sub}],
+        }
+
+    def sync(c: KafkaClient, generation: int, assign: bool = False) -> dict:
+        me = ids[c.name]["classic"]
+        given = [{"member_id": me, "assignment": _embedded([], [(TOPIC, [0, 1])], assignment=True)}] if assign else []
+        return {
+            "group_id": group,
+            "generation_id": generation,
+            "member_id": me,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": given,
+        }
+
+    def beat(c: KafkaClient, generation: int) -> dict:
+        return {"group_id": group, "generation_id": generation, "member_id": ids[c.name]["classic"]}
+
+    def cg(epoch: int) -> dict:
+        return {
+            "group_id": group,
+            "member_id": cg_member,
+            "member_epoch": epoch,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout": 30_000 if epoch == 0 else -1,
+            "subscribed_topic_names": [TOPIC] if epoch == 0 else None,
+            "subscribed_topic_regex": None,
+            "server_assignor": None,
+            "topic_partitions": [] if epoch >= 0 else None,
+        }
+
+    def commit(c: KafkaClient, generation: int) -> dict:
+        return {
+            "group_id": group,
+            "generation_id_or_member_epoch": generation,
+            "member_id": ids[c.name]["classic"],
+            "group_instance_id": None,
+            "topics": [{"name": TOPIC, "partitions": [_committed(0)]}],
+        }
+
+    steps = [
+        ("JoinGroup v5: the member id to use", 11, 5, join),
+        ("JoinGroup v5: a classic group of one", 11, 5, join),
+        ("SyncGroup v5: the leader assigns both partitions", 14, 5, lambda c: sync(c, 1, assign=True)),
+        ("ConsumerGroupHeartbeat: a consumer member joins (upgrade)", 68, 1, lambda c: cg(0)),
+        ("ConsumerGroupDescribe", 69, 1, lambda c: {"group_ids": [group], "include_authorized_operations": False}),
+        ("DescribeGroups v5 of the consumer group", 15, 5, lambda c: {"groups": [group]}),
+        ("Heartbeat v4: rejoin", 12, 4, lambda c: beat(c, 1)),
+        ("Heartbeat v4 of a wrong generation", 12, 4, lambda c: beat(c, 5)),
+        ("OffsetCommit v8 at the generation", 8, 8, lambda c: commit(c, 1)),
+        ("OffsetCommit v8 ahead of it", 8, 8, lambda c: commit(c, 5)),
+        ("JoinGroup v5: the classic member rejoins", 11, 5, join),
+        ("SyncGroup v5: its share", 14, 5, lambda c: sync(c, 2)),
+        ("Heartbeat v4: stable", 12, 4, lambda c: beat(c, 2)),
+        ("ConsumerGroupHeartbeat: the consumer member takes the other", 68, 1, lambda c: cg(2)),
+        (
+            "ConsumerGroupDescribe, reconciled",
+            69,
+            1,
+            lambda c: {"group_ids": [group], "include_authorized_operations": False},
+        ),
+        ("ConsumerGroupHeartbeat: it leaves (downgrade)", 68, 1, lambda c: cg(-1)),
+        ("DescribeGroups v5 of the classic group again", 15, 5, lambda c: {"groups": [group]}),
+        ("Heartbeat v4: rejoin the classic group", 12, 4, lambda c: beat(c, 2)),
+    ]
+    findings = []
+    for name, c in pair.items():
+        c.name = name
+    for what, api_key, v, build in steps:
+        answers = {}
+        for name, c in pair.items():
+            raw = control.to_plain(c.request(api_key, _fit(request_schema(api_key, v), build(c)), version=v))
+            if api_key == 11 and raw.get("member_id"):
+                ids[name].setdefault("classic", raw["member_id"])
+            if api_key == 11:  # the leader is a member id, each broker's own
+                raw["leader"] = "<the classic member>" if raw["leader"] == ids[name].get("classic") else raw["leader"]
+            answers[name] = normalize(raw)
+        findings += [f"{what}: {d}" for d in diff(_sorted_lists(answers["kafka"]), _sorted_lists(answers["tidelog"]))]
+    assert not findings, "\n".join(findings)

@@ -166,7 +166,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "group.consumer.heartbeat.interval.ms": (_int(1), "5000"),
     "group.consumer.max.size": (_int(1), str(2**31 - 1)),
     "group.consumer.assignors": (_assignors, "uniform,range"),
-    "group.consumer.migration.policy": (_choice("disabled", "upgrade", "downgrade", "bidirectional"), "disabled"),
+    "group.consumer.migration.policy": (_choice("disabled", "upgrade", "downgrade", "bidirectional"), "bidirectional"),
     # the bounds of a group's own consumer.* / share.* configs (kafka-configs --entity-type groups)
     "group.consumer.min.session.timeout.ms": (_int(1), "45000"),
     "group.consumer.max.session.timeout.ms": (_int(1), "60000"),

@@ -25,6 +25,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .consumer_records import ClassicMemberMetadata
+
 # member epochs with a meaning of their own (ConsumerGroupHeartbeat)
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -73,6 +75,18 @@ class Member:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    # a member that joined with the classic protocol (JoinGroup) has its session timeout and the
+    # protocols it supports here (online migration); None: a member of the consumer protocol
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
+
+    def classic_protocol_name(self) -> str:
+        """The protocol a classic member is told it uses: the first it supports."""
+        assert self.classic is not None and self.classic.supported_protocols
+        return self.classic.supported_protocols[0].name
 
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
@@ -164,6 +178,34 @@ class ConsumerGroup:
         if m.subscribed_topic_regex:
             names.update(self.regexes.get(m.subscribed_topic_regex, (frozenset(), 0, 0))[0])
         return names
+
+    # ---- members of the classic protocol (online migration) ------------------------------------
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's supportsClassicProtocols: type "consumer" and, in a group with members, one of
+        `names` supported by every member using the classic protocol."""
+        if protocol_type != "consumer":
+            return False
+        wanted = set(names)
+        if not self.members:
+            return bool(wanted)
+        classic = [m.classic for m in self.members.values() if m.classic is not None]
+        return any(all(any(p.name == n for p in c.supported_protocols) for c in classic) for n in wanted)
+
+    def all_classic_except(self, leaving: Iterable[str]) -> bool:
+        """Whether every member but `leaving` (member ids) uses the classic protocol."""
+        gone = set(leaving)
+        return all(m.classic is not None for m in self.members.values() if m.member_id not in gone)
+
+    def waiting_on_unreleased(self, member: Member) -> bool:
+        """Whether a member of UNRELEASED_PARTITIONS still waits for a partition of its target
+        that another member owns."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, ps in self.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(topic_id, {})
+            if any(p not in mine and self.current_partition_epoch(topic_id, p) != -1 for p in ps):
+                return True
+        return False
 
     def preferred_assignor(self, default: str) -> str:
         """The server assignor most members ask for (ties: the name first in order), else `default`."""

@@ -7,6 +7,7 @@ this broker starts coordinating its partition. The formats are `consumer_records
     assignment_record    ConsumerGroupCurrentMemberAssignment: its epoch, state, owned partitions
                          with the epoch each was assigned at, and those it must revoke
     tombstones           every record of a group, deleted
+    creation_records     every record of a group converted from a classic group, in Kafka's order
     group_from           a group from the latest record of each key (None without its metadata)
 """
 
@@ -16,10 +17,12 @@ from collections.abc import Iterable
 
 from . import consumer_records as CR
 from .consumer_group import ConsumerGroup, Member, MemberState, Partitions, TargetPartitions
-from .records import GroupKey
+from .records import GroupKey, GroupValue
 
-# (a consumer_records key, or a classic group's key to delete; its value, or None: a tombstone)
-Record = tuple[CR.ConsumerGroupRecordKey | GroupKey, CR.ConsumerGroupRecordValue | None]
+# (a consumer_records key, or a classic group's key; its value, or None: a tombstone). A classic
+# group's key goes with a consumer group's records when the group converts (online migration): its
+# tombstone when it becomes a consumer group, its GroupValue when it becomes a classic group again.
+Record = tuple[CR.ConsumerGroupRecordKey | GroupKey, CR.ConsumerGroupRecordValue | GroupValue | None]
 
 
 def member_record(group_id: str, m: Member) -> Record:
@@ -34,6 +37,7 @@ def member_record(group_id: str, m: Member) -> Record:
             subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka writes "" for none
             rebalance_timeout_ms=m.rebalance_timeout_ms,
             server_assignor=m.server_assignor,
+            classic_member_metadata=m.classic,
         ),
     )
 
@@ -88,6 +92,7 @@ def group_from(
             m.subscribed_topic_names = tuple(v.subscribed_topic_names)
             m.subscribed_topic_regex = v.subscribed_topic_regex or None
             m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+            m.classic = v.classic_member_metadata
         elif isinstance(k, CR.ConsumerGroupTargetAssignmentMetadataKey) and isinstance(
             v, CR.ConsumerGroupTargetAssignmentMetadataValue
         ):
@@ -126,6 +131,25 @@ def partitions_from(tps: Iterable[CR.TopicPartitions], default_epoch: int) -> Pa
             out[tp.topic_id] = dict(zip(tp.partitions, epochs, strict=True))
         else:
             out[tp.topic_id] = dict.fromkeys(tp.partitions, max(default_epoch, 0))
+    return out
+
+
+def creation_records(group: ConsumerGroup) -> list[Record]:
+    """What Kafka's createConsumerGroupRecords writes for a group made from a classic one: each
+    member, the group epoch, each target, the target's epoch, each member's current assignment."""
+    gid = group.group_id
+    out: list[Record] = [member_record(gid, m) for m in group.members.values()]
+    out.append(
+        (CR.ConsumerGroupMetadataKey(gid), CR.ConsumerGroupMetadataValue(group.group_epoch, group.metadata_hash))
+    )
+    out += [target_record(gid, mid, group.target.get(mid, {})) for mid in group.members]
+    out.append(
+        (
+            CR.ConsumerGroupTargetAssignmentMetadataKey(gid),
+            CR.ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch, group.assignment_timestamp),
+        )
+    )
+    out += [assignment_record(gid, m) for m in group.members.values()]
     return out
 
 

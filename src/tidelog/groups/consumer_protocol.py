@@ -7,7 +7,7 @@ One heartbeat, as Kafka's GroupMetadataManager runs it (the state model is in `c
    a subscription, and no owned partitions; -1 leaves, -2 leaves as a static member that will come
    back; an unknown server assignor is UNSUPPORTED_ASSIGNOR; a regex that does not compile is
    INVALID_REGULAR_EXPRESSION).
-2. Find the group (epoch 0 creates it; an *empty* classic group of that id becomes a consumer group)
+2. Find the group (epoch 0 creates it; a classic group of that id becomes a consumer group)
    and the member (epoch 0 creates it; a static member's instance id is taken over only after it
    left with -2; an epoch other than the member's is FENCED_MEMBER_EPOCH, except its previous epoch
    with owned partitions it still holds: the answer with its new epoch was lost).
@@ -24,15 +24,16 @@ One heartbeat, as Kafka's GroupMetadataManager runs it (the state model is in `c
 
 A write that fails answers its error (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE: the client
 retries or finds the new coordinator); the state in memory is then ahead of the log until the next
-write of the group. Kafka's runtime rolls it back instead. Online migration of a group *with
-members* between the classic and the consumer protocol is not done: such a heartbeat is answered
-GROUP_ID_NOT_FOUND and such a JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka answers with
-`group.consumer.migration.policy=disabled`; empty groups convert both ways, as in Kafka.
+write of the group. Kafka's runtime rolls it back instead.
+
+Online migration (`consumer_migration`, `group.consumer.migration.policy`): a heartbeat joining a
+classic group with members converts it (an empty one is simply replaced); members of the classic
+protocol in a consumer group are served by `consumer_classic`; fencing the last member of the
+consumer protocol turns the group back into a classic group.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import re
@@ -48,6 +49,7 @@ from ..core.topics import INTERNAL_TOPICS
 from ..log.errors import LogError
 from . import consumer_records as CR
 from .assignors import ASSIGNORS, MemberSpec, TopicSpec
+from .consumer_classic import ClassicMembers
 from .consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -62,9 +64,20 @@ from .consumer_group import (
     owned_ids,
     reconcile,
 )
-from .consumer_persist import Record, assignment_record, group_from, member_record, target_record, tombstones
+from .consumer_migration import can_downgrade, check_upgrade, from_classic, to_classic
+from .consumer_persist import (
+    Record,
+    assignment_record,
+    creation_records,
+    group_from,
+    member_record,
+    target_record,
+    tombstones,
+)
 from .consumer_requests import GroupError, Heartbeat, error_response, invalid
+from .consumer_timers import JOIN, REBALANCE, SESSION, SYNC, MemberTimers
 from .consumer_views import described, described_error, listed
+from .records import GroupKey
 
 if TYPE_CHECKING:
     from ..wire.responses import (
@@ -73,10 +86,10 @@ if TYPE_CHECKING:
         ListedGroup,
     )
     from .coordinator import GroupCoordinator
+    from .group import Group as ClassicGroup
 
 log = logging.getLogger("tidelog.groups")
 NONE = 0
-MAX_REBALANCE_TIMEOUT_MS = 2**31 - 1
 
 
 def assignment_of(parts: Partitions) -> list[tuple[uuid.UUID, list[int]]]:
@@ -95,9 +108,10 @@ class ConsumerGroups:
         self.heartbeat_interval_ms: int = cfg["group.consumer.heartbeat.interval.ms"]
         self.max_size: int = cfg["group.consumer.max.size"]
         self.assignors: list[str] = [a for a in cfg["group.consumer.assignors"] if a in ASSIGNORS]
+        self.policy: str = cfg["group.consumer.migration.policy"]
         self.groups: dict[str, ConsumerGroup] = {}
-        self._session: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._rebalance: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self.timers = MemberTimers(self._expired)
+        self.classic = ClassicMembers(self)  # members of the classic protocol in these groups
         self.topics_version = 0  # bumped by every topic change: regexes are resolved again
 
     # ---- the heartbeat ---------------------------------------------------------------------------
@@ -117,7 +131,7 @@ class ConsumerGroups:
             return error_response(e.code, e.message)
         if records:
             try:
-                await self._write(hb.group_id, records)
+                await self.write(hb.group_id, records)
             except LogError as e:
                 return error_response(E(e.error_code), e.message)
         return response
@@ -127,13 +141,9 @@ class ConsumerGroups:
     ) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
         records: list[Record] = []
         joining = hb.member_epoch == JOIN_EPOCH
-        group = self._group(hb.group_id, joining, records)
         member_id = hb.member_id or str(uuid.uuid4())
-        if len(group.members) >= self.max_size and member_id not in group.members:
-            raise GroupError(
-                E.group_max_size_reached,
-                f"The consumer group has reached its maximum capacity of {self.max_size} members.",
-            )
+        group = self._group(hb.group_id, joining, records, member_id)
+        self._check_size(group.members, member_id)
         found = self._member(group, hb, member_id, records)
         updated = _updated(found, hb)
         names_changed = updated.subscribed_topic_names != found.subscribed_topic_names
@@ -141,15 +151,15 @@ class ConsumerGroups:
         if member_id not in group.members or _metadata_changed(found, updated):
             records.append(member_record(group.group_id, updated))
         members = [*(m for m in group.members.values() if m.member_id != member_id), updated]
-        regexes_changed = self._refresh_regexes(group, members, records, may_describe)
-        new_hash = self._metadata_hash(group.subscribed_topic_names(members))
+        regexes_changed = self.refresh_regexes(group, members, records, may_describe)
+        new_hash = self.metadata_hash(group.subscribed_topic_names(members))
         if names_changed or regex_changed or regexes_changed or new_hash != group.metadata_hash:
-            self._bump(group, new_hash, records)
+            self.bump(group, new_hash, records)
         group.put_member(updated)
         if group.assignment_epoch < group.group_epoch:
-            self._assign(group, records)
-        member = self._reconciled(group, updated, owned_ids(hb.owned), names_changed or regex_changed, records)
-        self._arm_session(group.group_id, member_id)
+            self.assign(group, records)
+        member = self.reconciled(group, updated, owned_ids(hb.owned), names_changed or regex_changed, records)
+        self.timers.arm(SESSION, group.group_id, member_id, self.session_timeout_ms)
         response: ConsumerGroupHeartbeatResponse = {
             "throttle_time": 0,
             "error_code": NONE,
@@ -170,7 +180,7 @@ class ConsumerGroups:
             }
         return records, response
 
-    def _reconciled(
+    def reconciled(
         self,
         group: ConsumerGroup,
         member: Member,
@@ -204,15 +214,25 @@ class ConsumerGroups:
             return member
         group.put_member(moved)
         records.append(assignment_record(group.group_id, moved))
-        key = (group.group_id, moved.member_id)
-        if moved.state is MemberState.UNREVOKED_PARTITIONS:
-            self._arm_rebalance(group.group_id, moved)
-        else:
-            self._cancel(self._rebalance, key)
+        if moved.classic is None:  # a classic member has its join and sync timers instead
+            if moved.state is MemberState.UNREVOKED_PARTITIONS:
+                self.timers.arm(
+                    REBALANCE, group.group_id, moved.member_id, moved.rebalance_timeout_ms, moved.member_epoch
+                )
+            else:
+                self.timers.cancel(REBALANCE, group.group_id, moved.member_id)
         return moved
 
     # ---- finding the group and the member --------------------------------------------------------
-    def _group(self, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
+    def _check_size(self, members: Iterable[str], member_id: str) -> None:
+        ids = set(members)
+        if len(ids) >= self.max_size and member_id not in ids:
+            raise GroupError(
+                E.group_max_size_reached,
+                f"The consumer group has reached its maximum capacity of {self.max_size} members.",
+            )
+
+    def _group(self, group_id: str, create: bool, records: list[Record], member_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
@@ -221,10 +241,7 @@ class ConsumerGroups:
         classic = self.coord.groups.get(group_id)
         if classic is not None and not classic.is_empty_classic():
             if create:
-                raise GroupError(
-                    E.group_id_not_found,
-                    f"Cannot upgrade classic group {group_id} to consumer group because online upgrade is disabled.",
-                )
+                return self._upgrade(classic, records, member_id)
             raise GroupError(E.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
             raise GroupError(E.group_id_not_found, f"Consumer group {group_id} not found.")
@@ -233,6 +250,23 @@ class ConsumerGroups:
             self.coord.forget_classic(group_id, records)
             log.info("group %s: the empty classic group is now a consumer group", group_id)
         group = self.groups[group_id] = ConsumerGroup(group_id)
+        return group
+
+    def _upgrade(self, classic: ClassicGroup, records: list[Record], member_id: str) -> ConsumerGroup:
+        """A classic group with members becomes a consumer group (`consumer_migration`). Every check
+        that may refuse the joining member is made first: nothing changes when it is refused."""
+        gid = classic.group_id
+        check_upgrade(classic, self.policy, self.max_size)
+        group = from_classic(classic, self.coord.registry, self.metadata_hash)
+        self._check_size(group.members, member_id)
+        self.coord.membership.shutdown(classic, E.rebalance_in_progress)  # parked JoinGroup/SyncGroup: rejoin
+        self.coord.forget_classic(gid, records)
+        records += creation_records(group)
+        self.groups[gid] = group
+        for m in group.members.values():
+            assert m.classic is not None
+            self.timers.arm(SESSION, gid, m.member_id, m.classic.session_timeout_ms)
+        log.info("group %s: the classic group (%d members) is now a consumer group", gid, len(group.members))
         return group
 
     def _member(self, group: ConsumerGroup, hb: Heartbeat, member_id: str, records: list[Record]) -> Member:
@@ -257,7 +291,8 @@ class ConsumerGroups:
                 return Member(member_id, instance_id=hb.instance_id)
             if static.member_id == member_id:
                 return static
-            if static.member_epoch != LEAVE_STATIC_EPOCH:
+            if static.member_epoch != LEAVE_STATIC_EPOCH and static.classic is None:
+                # (a member of the classic protocol is replaced at once, as Kafka does)
                 raise GroupError(
                     E.unreleased_instance_id,
                     f"Static member {member_id} with instance id {hb.instance_id} cannot join the group "
@@ -272,7 +307,7 @@ class ConsumerGroups:
                 assigned=copy_partitions(static.assigned),
                 pending_revocation={},
             )
-            self._replace(group, static, fresh, records)
+            self.replace_member(group, static, fresh, records)
             log.info(
                 "group %s: static member %s (%s) replaces %s",
                 group.group_id,
@@ -291,7 +326,7 @@ class ConsumerGroups:
         _check_epoch(static, hb.member_epoch, owned_ids(hb.owned))
         return static
 
-    def _replace(self, group: ConsumerGroup, old: Member, new: Member, records: list[Record]) -> None:
+    def replace_member(self, group: ConsumerGroup, old: Member, new: Member, records: list[Record]) -> None:
         """Static membership: `new` (another member id) takes `old`'s place and its target."""
         target = group.target.get(old.member_id, {})
         self._drop_member(group, old.member_id, records)
@@ -320,7 +355,7 @@ class ConsumerGroups:
             if member is None:
                 raise GroupError(E.unknown_member_id, f"Member {hb.member_id} is not a member of group {hb.group_id}.")
             log.info("group %s: member %s left", hb.group_id, hb.member_id)
-            return self._fence(group, [member]), response
+            return self.fence(group, [member]), response
         member = group.static_member(hb.instance_id)
         if member is None:
             raise GroupError(E.unknown_member_id, f"Instance id {hb.instance_id} is unknown.")
@@ -332,7 +367,7 @@ class ConsumerGroups:
             )
         if hb.member_epoch == LEAVE_EPOCH:
             log.info("group %s: static member %s (%s) left", hb.group_id, hb.member_id, hb.instance_id)
-            return self._fence(group, [member]), response
+            return self.fence(group, [member]), response
         # -2: gone for now, coming back: it keeps its place (and its partitions) until its session ends
         away = replace(
             member,
@@ -344,24 +379,42 @@ class ConsumerGroups:
         log.info("group %s: static member %s (%s) left for now", hb.group_id, hb.member_id, hb.instance_id)
         return [assignment_record(group.group_id, away)], {**response, "member_epoch": LEAVE_STATIC_EPOCH}
 
-    def _fence(self, group: ConsumerGroup, members: Iterable[Member]) -> list[Record]:
-        """Remove members (left, or timed out): their partitions are free; the group epoch bumps."""
+    def fence(self, group: ConsumerGroup, members: Iterable[Member], why: str = "members left") -> list[Record]:
+        """Remove members (left, or timed out): their partitions are free; the group epoch bumps. When
+        only members of the classic protocol remain, the group becomes a classic group instead
+        (`consumer_migration`, as the policy allows)."""
+        members = list(members)
+        leaving = {m.member_id for m in members}
+        if can_downgrade(group, leaving, self.policy):
+            return self.downgrade(group, leaving, f"the consumer group became a classic group: {why}")
         records: list[Record] = []
         for m in members:
             self._drop_member(group, m.member_id, records)
-        self._refresh_regexes(group, list(group.members.values()), records, None)
-        self._bump(group, self._metadata_hash(group.subscribed_topic_names()), records)
+        self.refresh_regexes(group, list(group.members.values()), records, None)
+        self.bump(group, self.metadata_hash(group.subscribed_topic_names()), records)
+        return records
+
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], rebalance: str | None) -> list[Record]:
+        """The group, but the `leaving` members, becomes a classic group (rebalancing, with the
+        reason `rebalance`, or Stable); the records: the consumer group's tombstones and the
+        classic group's metadata."""
+        gid = group.group_id
+        records = tombstones(group)
+        classic = to_classic(group, leaving, self.coord.registry)
+        self.forget(gid)
+        value = self.coord.membership.adopt(classic, rebalance)
+        records.append((GroupKey(gid), value))
+        log.info("group %s: the consumer group (%d classic members) is now a classic group", gid, len(classic.members))
         return records
 
     def _drop_member(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
         group.remove_member(member_id)
-        self._cancel(self._session, (group.group_id, member_id))
-        self._cancel(self._rebalance, (group.group_id, member_id))
+        self.timers.cancel_member(group.group_id, member_id)
         records.append((CR.ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member_id), None))
         records.append((CR.ConsumerGroupTargetAssignmentMemberKey(group.group_id, member_id), None))
         records.append((CR.ConsumerGroupMemberMetadataKey(group.group_id, member_id), None))
 
-    def _bump(self, group: ConsumerGroup, metadata_hash: int, records: list[Record]) -> None:
+    def bump(self, group: ConsumerGroup, metadata_hash: int, records: list[Record]) -> None:
         group.group_epoch += 1
         group.metadata_hash = metadata_hash
         records.append(
@@ -373,7 +426,7 @@ class ConsumerGroups:
         log.info("group %s: epoch %d", group.group_id, group.group_epoch)
 
     # ---- the target assignment ---------------------------------------------------------------------
-    def _assign(self, group: ConsumerGroup, records: list[Record]) -> None:
+    def assign(self, group: ConsumerGroup, records: list[Record]) -> None:
         name = group.preferred_assignor(self.assignors[0])
         registry = self.coord.registry
         topics: dict[uuid.UUID, TopicSpec] = {}
@@ -409,7 +462,7 @@ class ConsumerGroups:
         registry = self.coord.registry
         return {t.topic_id for n in names if (t := registry.get(n)) is not None}
 
-    def _metadata_hash(self, names: Iterable[str]) -> int:
+    def metadata_hash(self, names: Iterable[str]) -> int:
         """A digest of the subscribed topics as the assignment sees them (id, partitions): when it
         changes, the group is assigned again (Kafka's hash is another function of the same facts)."""
         registry = self.coord.registry
@@ -420,12 +473,12 @@ class ConsumerGroups:
                 h.update(f"{n}\0{t.topic_id}\0{t.partitions}\n".encode())
         return int.from_bytes(h.digest(), "big", signed=True)
 
-    def _refresh_regexes(
+    def refresh_regexes(
         self,
         group: ConsumerGroup,
         members: list[Member],
         records: list[Record],
-        may_describe: Callable[[str], bool] | None,
+        may_describe: Callable[[str], bool] | None = None,
     ) -> bool:
         """Resolve the regexes the members use (new ones, and all after a topic change); forget the
         unused ones. Whether a resolution changed."""
@@ -459,45 +512,31 @@ class ConsumerGroups:
         self.topics_version += 1
 
     # ---- timers ---------------------------------------------------------------------------------------
-    def _arm_session(self, group_id: str, member_id: str) -> None:
-        key = (group_id, member_id)
-        self._cancel(self._session, key)
-        loop = asyncio.get_running_loop()
-        self._session[key] = loop.call_later(self.session_timeout_ms / 1000, self._expired, group_id, member_id, None)
-
-    def _arm_rebalance(self, group_id: str, member: Member) -> None:
-        key = (group_id, member.member_id)
-        self._cancel(self._rebalance, key)
-        loop = asyncio.get_running_loop()
-        timeout = max(0, min(member.rebalance_timeout_ms, MAX_REBALANCE_TIMEOUT_MS)) / 1000
-        self._rebalance[key] = loop.call_later(timeout, self._expired, group_id, member.member_id, member.member_epoch)
-
-    @staticmethod
-    def _cancel(timers: dict[tuple[str, str], asyncio.TimerHandle], key: tuple[str, str]) -> None:
-        t = timers.pop(key, None)
-        if t is not None:
-            t.cancel()
-
-    def _expired(self, group_id: str, member_id: str, epoch: int | None) -> None:
-        """A member's session (epoch None) or its revocation (at `epoch`) timed out: fenced."""
-        (self._session if epoch is None else self._rebalance).pop((group_id, member_id), None)
+    def _expired(self, kind: str, group_id: str, member_id: str, epoch: int | None) -> None:
+        """A member's timer of `kind` (consumer_timers) fired: it is fenced (a revocation's only
+        while the member is still at the epoch it had to revoke at)."""
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None or (epoch is not None and member.member_epoch != epoch):
             return
-        why = "its session timed out" if epoch is None else f"it did not revoke its partitions at epoch {epoch} in time"
+        why = {
+            SESSION: "its session timed out",
+            REBALANCE: f"it did not revoke its partitions at epoch {epoch} in time",
+            JOIN: "the classic member failed to join within the rebalance timeout",
+            SYNC: "the classic member failed to sync within the rebalance timeout",
+        }[kind]
         log.info("group %s: member %s fenced: %s", group_id, member_id, why)
-        records = self._fence(group, [member])
+        records = self.fence(group, [member], f"member {member_id} fenced: {why}")
         self.coord.spawn(self._write_logged(group_id, records))
 
     async def _write_logged(self, group_id: str, records: list[Record]) -> None:
         try:
-            await self._write(group_id, records)
+            await self.write(group_id, records)
         except LogError as e:
             log.info("group %s: records not written: %s", group_id, e)
 
     # ---- durability --------------------------------------------------------------------------------
-    async def _write(self, group_id: str, records: list[Record]) -> None:
+    async def write(self, group_id: str, records: list[Record]) -> None:
         assert self.coord.store is not None
         await self.coord.store.write_consumer(group_id, records)
 
@@ -514,8 +553,11 @@ class ConsumerGroups:
                 continue
             self.groups[group_id] = group
             n += 1
-            for member_id in group.members:
-                self._arm_session(group_id, member_id)
+            for member_id, m in group.members.items():
+                # as Kafka on load: the group's session timeout for every member, classic ones too
+                self.timers.arm(SESSION, group_id, member_id, self.session_timeout_ms)
+                if m.classic is None and m.state is MemberState.UNREVOKED_PARTITIONS:
+                    self.timers.arm(REBALANCE, group_id, member_id, m.rebalance_timeout_ms, m.member_epoch)
         return n
 
     def unload(self, partition: int) -> None:
@@ -528,19 +570,15 @@ class ConsumerGroups:
         group = self.groups.pop(group_id, None)
         if group is not None:
             for member_id in group.members:
-                self._cancel(self._session, (group_id, member_id))
-                self._cancel(self._rebalance, (group_id, member_id))
+                self.timers.cancel_member(group_id, member_id)
 
     def stop(self) -> None:
-        for timers in (self._session, self._rebalance):
-            for t in timers.values():
-                t.cancel()
-            timers.clear()
+        self.timers.stop()
 
     async def drop(self, group: ConsumerGroup) -> None:
         """Delete an empty group's records (DeleteGroups, or a classic JoinGroup taking its id);
         its committed offsets are the caller's. Raises the write's LogError."""
-        await self._write(group.group_id, tombstones(group))
+        await self.write(group.group_id, tombstones(group))
         self.forget(group.group_id)
         log.info("consumer group %s deleted", group.group_id)
 
@@ -578,6 +616,7 @@ def _updated(member: Member, hb: Heartbeat) -> Member:
         ),
         client_id=hb.client_id,
         client_host=hb.client_host,
+        classic=None,  # a heartbeat of the consumer protocol: the member uses it from now on
     )
 
 
@@ -591,6 +630,7 @@ def _metadata_changed(a: Member, b: Member) -> bool:
         a.subscribed_topic_regex,
         a.rebalance_timeout_ms,
         a.server_assignor,
+        a.classic,
     ) != (
         b.instance_id,
         b.rack_id,
@@ -600,6 +640,7 @@ def _metadata_changed(a: Member, b: Member) -> bool:
         b.subscribed_topic_regex,
         b.rebalance_timeout_ms,
         b.server_assignor,
+        b.classic,
     )
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
-from .consumer_group import ConsumerGroup
+from .consumer_group import ConsumerGroup, Partitions
 
 if TYPE_CHECKING:
     from ..core.topics import TopicRegistry
@@ -53,14 +53,22 @@ def described(
                 "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex or "",  # as Kafka: "" for none
-                "assignment": {"topic_partitions": named(m.assigned)},
+                # what it owns: its assigned partitions and those it is revoking, as Kafka
+                "assignment": {"topic_partitions": named(_owned(m.assigned, m.pending_revocation))},
                 "target_assignment": {"topic_partitions": named(group.target.get(m.member_id, {}))},
-                "member_type": 1,  # the consumer protocol (0: classic)
+                "member_type": 0 if m.classic is not None else 1,  # 0: the classic protocol, 1: the consumer
             }
             for m in group.members.values()
         ],
         "authorized_operations": NO_OPERATIONS,
     }
+
+
+def _owned(assigned: Partitions, revoking: Partitions) -> dict[uuid.UUID, set[int]]:
+    out: dict[uuid.UUID, set[int]] = {t: set(ps) for t, ps in assigned.items()}
+    for t, ps in revoking.items():
+        out.setdefault(t, set()).update(ps)
+    return out
 
 
 def described_error(group_id: str, code: E, message: str | None) -> ConsumerGroupDescribeDescribedGroup:
@@ -101,17 +109,20 @@ def commit_error(
     member = group.members.get(member_id)
     if member is None:
         return E.unknown_member_id.value, None
-    if not txn and version < 9:
+    # a member of the classic protocol (online migration) commits with any version, its generation
+    # being its member epoch: a wrong one is ILLEGAL_GENERATION rather than STALE_MEMBER_EPOCH
+    stale = E.illegal_generation.value if member.classic is not None else E.stale_member_epoch.value
+    if not txn and member.classic is None and version < 9:
         return E.unsupported_version.value, None
     if epoch == member.member_epoch:
         return NONE, None
     if epoch > member.member_epoch:
-        return E.stale_member_epoch.value, None
+        return stale, None
 
     def check(topic_id: uuid.UUID | None, partition: int) -> int:
         assigned_at = member.assignment_epoch(topic_id, partition) if topic_id is not None else None
         if assigned_at is None or epoch < assigned_at:
-            return E.stale_member_epoch.value
+            return stale
         return NONE
 
     return NONE, check
@@ -124,4 +135,6 @@ def fetch_error(group: ConsumerGroup, member_id: str | None, epoch: int) -> int:
     member = group.members.get(member_id or "")
     if member is None:
         return E.unknown_member_id.value
-    return NONE if epoch == member.member_epoch else E.stale_member_epoch.value
+    if epoch == member.member_epoch:
+        return NONE
+    return E.illegal_generation.value if member.classic is not None else E.stale_member_epoch.value

@@ -26,9 +26,10 @@ from kio.schema.errors import ErrorCode as E
 
 from ..core.topics import OFFSETS_TOPIC
 from ..log.errors import LogError
+from .consumer_group import ConsumerGroup
 from .consumer_protocol import ConsumerGroups
 from .group import Group, Member
-from .membership import Membership, join_error
+from .membership import Membership, join_error, sync_error
 from .offsets import GroupOffsets
 from .records import GroupKey, OffsetValue
 from .share_group import ShareGroups
@@ -306,8 +307,21 @@ class GroupCoordinator:
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None and not self.status(group_id):
             if consumer.members:
-                # online migration of a group with members is not done (Kafka's policy "disabled")
-                return join_error(E.inconsistent_group_protocol, member_id)
+                # the consumer group serves the classic member (online migration, `consumer_classic`)
+                if not self.membership.min_session_ms <= session_ms <= self.membership.max_session_ms:
+                    return join_error(E.invalid_session_timeout, member_id)
+                return await self.consumer.classic.join(
+                    consumer,
+                    member_id,
+                    instance_id,
+                    client_id,
+                    client_host,
+                    session_ms,
+                    rebalance_ms if rebalance_ms >= 0 else session_ms,  # JoinGroup v0: the session timeout
+                    protocol_type,
+                    protocols,
+                    require_known_member_id,
+                )
             try:  # an empty consumer group becomes a classic group, as in Kafka
                 await self.consumer.drop(consumer)
             except LogError as e:
@@ -337,15 +351,35 @@ class GroupCoordinator:
         protocol_name: str | None,
         assignments: dict[str, bytes],
     ) -> SyncGroupResponse:
+        consumer = self._consumer_group(group_id)
+        if consumer is not None:
+            if not consumer.members:
+                return sync_error(E.unknown_member_id)
+            return self.consumer.classic.sync(
+                consumer, member_id, instance_id, generation, protocol_type, protocol_name
+            )
         return await self.membership.sync(
             group_id, member_id, instance_id, generation, protocol_type, protocol_name, assignments
         )
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
+        consumer = self._consumer_group(group_id)
+        if consumer is not None:
+            return self.consumer.classic.heartbeat(consumer, member_id, instance_id, generation)
         return self.membership.heartbeat(group_id, member_id, instance_id, generation)
 
-    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[MemberResponse]]:
+    async def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[MemberResponse]]:
+        consumer = self._consumer_group(group_id)
+        if consumer is not None:
+            return await self.consumer.classic.leave(consumer, leaving)
         return self.membership.leave(group_id, leaving)
+
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group of that id coordinated here now, whose classic members (online
+        migration) SyncGroup, Heartbeat and LeaveGroup go to."""
+        if self.status(group_id):
+            return None
+        return self.consumer.groups.get(group_id)
 
     async def commit_offsets(
         self,
@@ -436,7 +470,8 @@ class GroupCoordinator:
                     "client_id": m.client_id,
                     "client_host": m.client_host,
                     "member_metadata": m.metadata(g.protocol_name) if stable else b"",
-                    "member_assignment": m.assignment if stable else b"",
+                    # as Kafka: the last assignment, in every state (metadata only when Stable)
+                    "member_assignment": m.assignment,
                 }
                 for m in g.members.values()
             ],

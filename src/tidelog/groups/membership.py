@@ -83,6 +83,21 @@ class Membership:
             if handle is not None:
                 handle.cancel()
 
+    def adopt(self, group: Group, reason: str | None) -> GroupValue:
+        """A consumer group became this classic group (online migration, `consumer_migration`): it
+        is Stable at its generation with its members' assignments, their sessions start now, and,
+        with a `reason`, a rebalance begins at once (the members learn of it in their heartbeats).
+        The record of the group as it was adopted, for the caller to write with the consumer
+        group's tombstones."""
+        group.transition(Event.LOADED_ACTIVE)
+        value = self._group_value(group)
+        self.groups[group.group_id] = group
+        for m in group.members.values():
+            self.touch(m, group)
+        if reason is not None:
+            self._prepare_rebalance(group, reason)
+        return value
+
     # ---- sessions ----------------------------------------------------------------------------
     def touch(self, member: Member, group: Group) -> None:
         """The member is alive now: push its session deadline out, arming its timer if idle."""

@@ -301,29 +301,35 @@ class OffsetStore:
     async def write_consumer(
         self,
         group: str,
-        records: Sequence[tuple[CR.ConsumerGroupRecordKey | GroupKey, CR.ConsumerGroupRecordValue | None]],
+        records: Sequence[tuple[CR.ConsumerGroupRecordKey | GroupKey, CR.ConsumerGroupRecordValue | GroupValue | None]],
     ) -> None:
-        """Write a consumer group's records (`consumer_records` keys and values; None deletes; a
-        classic `GroupKey` with None deletes the classic group's metadata) in one append, then keep
-        them in the view. Raises the write's error (NOT_COORDINATOR...): the view is not changed."""
+        """Write a consumer group's records (`consumer_records` keys and values; None deletes) in one
+        append, then keep them in the view. A classic `GroupKey` goes with them when the group
+        converts (online migration): with None it deletes the classic group's metadata, with a
+        GroupValue it writes it (the group is a classic one again). Raises the write's error
+        (NOT_COORDINATOR...): the view is not changed."""
         if not records:
             return
         encoded: list[tuple[bytes, bytes | None]] = []
         for key, value in records:
             if isinstance(key, GroupKey):
-                assert value is None, "only a classic group's tombstone goes with a consumer group's records"
-                encoded.append((R.encode_group_key(key), None))
+                assert value is None or isinstance(value, GroupValue), "a classic group's key takes its own value"
+                encoded.append((R.encode_group_key(key), None if value is None else R.encode_group_value(value)))
             else:
+                assert not isinstance(value, GroupValue)
                 encoded.append((CR.encode_key(key), None if value is None else CR.encode_value(value)))
         await _maybe_await(self.backend.append(self.partition_for(group), encoded))
         for key, value in records:
             if isinstance(key, GroupKey):
-                self.groups.pop(key.group, None)
+                if isinstance(value, GroupValue):
+                    self.groups[key.group] = value
+                else:
+                    self.groups.pop(key.group, None)
                 continue
             view = self.consumer.setdefault(group, {})
             if value is None:
                 view.pop(key, None)
-            else:
+            elif not isinstance(value, GroupValue):
                 view[key] = value
         if not self.consumer.get(group, True):
             del self.consumer[group]

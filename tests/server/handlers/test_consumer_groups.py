@@ -246,7 +246,7 @@ async def test_a_group_of_one_protocol_is_not_joined_with_the_other(broker):
             "rebalance_timeout": 30_000,
             "member_id": "",
             "group_instance_id": None,
-            "protocol_type": "consumer",
+            "protocol_type": "connect",  # a classic consumer would be served (test_consumer_migration)
             "protocols": [{"name": "range", "metadata": b""}],
         },
     )

@@ -23,16 +23,16 @@ class Deps:
     groups: GroupCoordinator
 
 
-def handle(deps: Deps, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+async def handle(deps: Deps, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     coordinator = deps.groups
     if ctx.api_version < 3:
         member_id: str = getattr(request, "member_id")  # v0-2: one member, at the top level
-        top, members = coordinator.leave(request.group_id, [(member_id, None)])
+        top, members = await coordinator.leave(request.group_id, [(member_id, None)])
         if not top and members:
             top = members[0]["error_code"]
         return {"throttle_time": 0, "error_code": top, "members": []}
     leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    top, members = coordinator.leave(request.group_id, leaving)
+    top, members = await coordinator.leave(request.group_id, leaving)
     return {"throttle_time": 0, "error_code": top, "members": members}
 
 
