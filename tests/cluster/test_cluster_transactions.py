@@ -6,6 +6,7 @@ whole and aborted ones never, also after a data partition's leader was killed mi
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +21,9 @@ from tidelog.cli.client import KafkaClient
 
 pytestmark = pytest.mark.timeout(300)
 PARTS = 3
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kafka_ref"))
+from test_java_client import java_checks, java_classes  # noqa: E402,F401 - fixtures (compiled once per session)
 
 
 def coordinator_of(c: Cluster, txn_id: str, key_type: int = 1) -> int:
@@ -132,44 +136,14 @@ def test_transactions_across_brokers_and_a_leader_failover(cluster):
         assert copies[0][-1][1] == hw - 1
 
 
-def test_java_producer_runs_transaction_version_2_across_brokers(cluster, tmp_path):
+def test_java_producer_runs_transaction_version_2_across_brokers(cluster, java_checks):  # noqa: F811 - the fixture
     """Kafka 4.3.1's Java producer against three brokers, which finalize transaction.version 2:
     a consume-transform-produce copy (java/clients/ClientChecks.java `eos`, partitions spread over
     the brokers) whose Produce v12+ and TxnOffsetCommit v5 have their partitions added by the
     coordinator on another broker (AddPartitionsToTxn v5), and whose EndTxn v5 markers go out as
     WriteTxnMarkers v2 with the bumped epoch. read_committed sees every input once, aborted
     copies hidden."""
-    import json
-    import subprocess
-
-    from kafka_process import classpath
-
-    root = Path(__file__).resolve().parents[2]
-    cp = classpath()
-    classes = tmp_path / "classes"
-    subprocess.run(
-        ["javac", "-cp", cp, "-d", str(classes), str(root / "java" / "clients" / "ClientChecks.java")],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    r = subprocess.run(
-        [
-            "java",
-            "-Xmx256m",
-            "-cp",
-            f"{classes}:{cp}",
-            "ClientChecks",
-            cluster.bootstrap,
-            "eos",
-            "jc" + uuid.uuid4().hex[:6],
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert r.returncode == 0, f"{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-    out = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
+    out = java_checks(cluster.bootstrap, "eos")
     assert out["aborted"] >= 1 and out["transactions"] > out["aborted"]
     assert out["all_present"] and out["duplicates"] == 0 and out["read_committed"] == out["inputs"]
     assert out["read_uncommitted"] > out["read_committed"]

@@ -147,10 +147,7 @@ def pair(tmp_path_factory):
             _prepare(c)
             _coordinators_ready(c)
             _prepare_errors(c)
-            md = c.request(
-                3, {"topics": [{"name": TOPIC}, {"name": SMALL}], "allow_auto_topic_creation": False}, version=12
-            )
-            c.topic_ids = {t.name: t.topic_id for t in md.topics}
+            c.topic_ids = _topic_ids(c, TOPIC, SMALL)
             _prepare_groups_and_txns(c)
         yield clients
         for c in clients.values():
@@ -234,6 +231,18 @@ def _prepare_errors(c: KafkaClient) -> None:
 
 
 NO_SUCH_TOPIC_ID = uuid.UUID(int=0xD1FF)
+
+
+def _topic_ids(c: KafkaClient, *names: str) -> dict[str, uuid.UUID]:
+    """The broker's ids of `names`, once its metadata has them all (a topic just created may not be
+    in Kafka's metadata yet: an id of zeros would make v13 requests UNKNOWN_TOPIC_ID there)."""
+    deadline = time.monotonic() + 30
+    while True:
+        md = c.request(3, {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": False}, version=12)
+        ids = {t.name: t.topic_id for t in md.topics if not t.error_code.value and t.topic_id != uuid.UUID(int=0)}
+        if len(ids) == len(names) or time.monotonic() > deadline:
+            return ids
+        time.sleep(0.1)
 
 
 def _produce(

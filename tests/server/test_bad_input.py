@@ -57,7 +57,7 @@ def test_unknown_api_versions_version_gets_v0_error_body(broker):
     resp = recv_frame(s)
     corr, err, n = struct.unpack_from(">ihi", resp, 0)
     assert corr == 7 and err == 35 and n == 1
-    assert struct.unpack_from(">hhh", resp, 10) == (18, 0, 3)
+    assert struct.unpack_from(">hhh", resp, 10) == (18, 0, 4)
 
 
 def test_unsupported_api_closes_connection(broker):

@@ -199,7 +199,19 @@ class RoutedPersister(Generic[StateT, SummaryT, BatchT]):
 
     # ---- a partition's end, for a share group's lag -------------------------------------------------
     async def end_offset(self, topic: str, partition: int) -> int | None:
-        """The high watermark of a partition led elsewhere (ListOffsets -1 to its leader)."""
+        """The high watermark of a partition led elsewhere (ListOffsets -1 to its leader), asked
+        again of whoever leads while the leadership moves, for up to the timeout; None then."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        delay = 0.05
+        while True:
+            found = await self._end_offset_once(topic, partition)
+            if found is not None or loop.time() + delay >= deadline:
+                return found
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _end_offset_once(self, topic: str, partition: int) -> int | None:
         st = self.cache.state(topic, partition)
         leader = st.leader if st is not None else -1
         peer = self._pool.get(leader) if leader >= 0 else None
