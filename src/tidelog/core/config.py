@@ -313,6 +313,7 @@ class BrokerConfig:
             "flush.messages": str(v["log.flush.interval.messages"]),
             "flush.ms": str(flush_ms if flush_ms is not None else LONG_MAX),
             "file.delete.delay.ms": str(v["log.segment.delete.delay.ms"]),
+            "min.insync.replicas": str(v["min.insync.replicas"]),
         }
 
 

@@ -217,6 +217,7 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "flush.messages": ("log.flush.interval.messages",),
     "flush.ms": ("log.flush.interval.ms",),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "min.insync.replicas": ("min.insync.replicas",),
 }
 
 
