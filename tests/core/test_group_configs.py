@@ -37,3 +37,17 @@ def test_other_values_and_defaults():
     assert g.get_int("g", "share.record.lock.duration.ms") == 45000 and g.own("g") == {
         "share.record.lock.duration.ms": "45000"
     }
+
+
+def test_a_groups_record_lock_limit_lies_within_the_broker_bounds():
+    g = configs()
+    assert g.get_int("g", "share.partition.max.record.locks") == 2000  # group.share.partition.max.record.locks
+    assert g.invalid("share.partition.max.record.locks", "100") is None
+    assert g.invalid("share.partition.max.record.locks", "99") == (
+        "share.partition.max.record.locks must be greater than or equal to group.share.min.partition.max.record.locks"
+    )
+    assert g.invalid("share.partition.max.record.locks", "4001") is not None  # group.share.max.partition.max...
+    assert (
+        configs(group_share_max_partition_max_record_locks="5000").invalid("share.partition.max.record.locks", "4001")
+        is None
+    )
