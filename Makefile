@@ -84,8 +84,9 @@ test-fast: $(STAMP) check
 
 # Peer tests: confluent-kafka-python's own integration suite (its pinned commit, downloaded once
 # into ~/.cache/tidelog/peers with the packages it imports) against tidelog, all of it: admin,
-# consumer (KIP-848 protocol), producer and share-consumer (KIP-932) tests. `make test` runs a part.
-peer-tests: $(STAMP)
+# consumer (KIP-848 protocol), producer and share-consumer (KIP-932) tests, part of the share
+# consumer's once more on a three-broker cluster (etcd). `make test` runs a part.
+peer-tests: $(STAMP) etcd
 	TIDELOG_PEERS=full $(PY) -m pytest -q tests/peers $(PYTEST_ARGS)
 
 # The deterministic simulation of the cluster (tests/sim/run.py): SEEDS seeds from 0 (or a range

@@ -17,8 +17,9 @@ virtual environment; the confluent-kafka under test is the project's own.
     python tests/peers/confluent_suite.py --digest DIR     # TREE_SHA256 of an extracted tree (a new pin)
 
 Environment: TIDELOG_PEERS_CACHE (default ~/.cache/tidelog/peers) holds the suite and its
-packages; TIDELOG_CONFLUENT_SUITE_ARCHIVE names a local copy of the archive (`git archive` of the
-same commit will do) for a machine without access to GitHub: the digest is checked all the same.
+packages; TIDELOG_CONFLUENT_SUITE_ARCHIVE names a local copy of the archive for a machine without
+access to GitHub (`git archive --format=tar.gz --prefix=suite/ COMMIT` of a clone will do: one top
+directory, as GitHub's): the digest is checked all the same.
 """
 
 from __future__ import annotations
@@ -154,8 +155,14 @@ def _archive_bytes() -> bytes:
     local = os.environ.get("TIDELOG_CONFLUENT_SUITE_ARCHIVE")
     if local:
         return Path(local).read_bytes()
-    with urllib.request.urlopen(ARCHIVE_URL, timeout=120) as resp:
-        return resp.read()
+    try:
+        with urllib.request.urlopen(ARCHIVE_URL, timeout=120) as resp:
+            return bytes(resp.read())
+    except OSError as e:  # URLError included
+        raise RuntimeError(
+            f"cannot download {ARCHIVE_URL} ({e}); TIDELOG_CONFLUENT_SUITE_ARCHIVE may name a local copy "
+            f"(`git archive --format=tar.gz --prefix=suite/ {COMMIT}` in a clone of confluent-kafka-python)"
+        ) from e
 
 
 def _extract(data: bytes, dest: Path) -> None:

@@ -11,8 +11,10 @@ listener with PLAIN user `sasl_user` (the suite's `sasl_cluster`), 1 s share acq
 every topic.
 
 `make test` runs a part (`confluent_suite.SUBSET`, a few minutes); `make peer-tests`
-(TIDELOG_PEERS=full) runs all of it (`confluent_suite.FULL`). What is deselected, and why, is in
-`confluent_suite.DESELECTED` (and in the README's Compatibility section).
+(TIDELOG_PEERS=full) runs all of it (`confluent_suite.FULL`), and the share consumer's part of
+SUBSET once more against a three-broker cluster (etcd, share state replicated), where the share
+coordinator, the group coordinator and the partitions' leaders are different brokers. What is
+deselected, and why, is in `confluent_suite.DESELECTED` (and in the README's Compatibility section).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import confluent_suite as suite
 import pytest
 from broker_process import BrokerProcess, free_port
+from cluster_process import Cluster
 
 from tidelog.cli.client import KafkaClient
 
@@ -32,6 +35,10 @@ JAAS = (
     'username="sasl_user" password="sasl_user" user_sasl_user="sasl_user";'
 )
 FULL = os.environ.get("TIDELOG_PEERS") == "full"
+SHARE_LOCKS = {  # the suite's broker_conf: 1 s acquisition locks for its redelivery tests
+    "group.share.record.lock.duration.ms": "1000",
+    "group.share.min.record.lock.duration.ms": "1000",
+}
 
 # Skips the suite decides itself whatever the broker (its own skip marks): any other skip is a
 # test that found the broker wanting (e.g. "broker does not allow ...") and fails the peer test.
@@ -56,8 +63,7 @@ def tidelog(tmp_path_factory):
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "true",
-            "group.share.record.lock.duration.ms": "1000",
-            "group.share.min.record.lock.duration.ms": "1000",
+            **SHARE_LOCKS,
             "offsets.topic.num.partitions": "3",
             "share.coordinator.state.topic.num.partitions": "3",
         },
@@ -82,12 +88,30 @@ def tidelog(tmp_path_factory):
     broker.stop()
 
 
-@pytest.mark.parametrize("part", ["clients", "share"])
-def test_confluent_kafka_python_integration_suite(tidelog, part):
-    broker, sasl_bootstrap = tidelog
-    out = suite.run_suite(broker.bootstrap, sasl_bootstrap, (suite.FULL if FULL else suite.SUBSET)[part])
+@pytest.fixture(scope="module")
+def tidelog_cluster(tmp_path_factory):
+    overrides = {
+        **SHARE_LOCKS,
+        "offsets.topic.num.partitions": "3",
+        "share.coordinator.state.topic.num.partitions": "3",
+    }
+    cluster = Cluster(tmp_path_factory.mktemp("peers-cluster"), 3, overrides, name="peers").start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.parametrize("part", ["clients", "share", *(["share-cluster"] if FULL else [])])
+def test_confluent_kafka_python_integration_suite(request, part):
+    if part == "share-cluster":
+        cluster = request.getfixturevalue("tidelog_cluster")
+        out = suite.run_suite(cluster.bootstrap, "", suite.SUBSET["share"])
+        logs = cluster.logs()
+    else:
+        broker, sasl_bootstrap = request.getfixturevalue("tidelog")
+        out = suite.run_suite(broker.bootstrap, sasl_bootstrap, (suite.FULL if FULL else suite.SUBSET)[part])
+        logs = broker.log()
     print(out.summary())
-    report = f"{out.summary()}\n--- suite output ---\n{out.output}\n--- broker log ---\n{broker.log()}"
+    report = f"{out.summary()}\n--- suite output ---\n{out.output}\n--- broker log ---\n{logs}"
     assert out.passed, report  # something ran
     assert not out.failed and out.returncode == 0, report
     unexpected = {t: why for t, why in out.skipped.items() if t not in SUITE_SKIPS}
