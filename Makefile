@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test test-fast simulate setup kcat java etcd clean bench check format kafka kafka-jars cluster
+.PHONY: serve test test-fast peer-tests simulate setup kcat java etcd clean bench check format kafka kafka-jars cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,8 +68,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests fuzz bench
 	$(VENV)/bin/ruff format src tests fuzz bench
 
+# Every test but the peer tests, which download a client project's suite from GitHub (below).
 test: $(STAMP) kcat java etcd kafka-jars check
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --ignore=tests/peers $(PYTEST_ARGS)
 
 # The fast tier, before every commit: no JVM, no Spark, no process started (brokers, etcd,
 # clusters; tests marked interop are left to `make test`); the scripted cluster simulations and 20
@@ -81,6 +82,14 @@ FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/core/test_group_con
 	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/sim
 test-fast: $(STAMP) check
 	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q -m "not interop" $(FAST_TESTS) $(PYTEST_ARGS)
+
+# Peer tests: confluent-kafka-python's own integration suite (its pinned commit, downloaded once
+# into ~/.cache/tidelog/peers with the packages it imports) against tidelog, all of it: admin,
+# consumer (KIP-848 protocol), producer and share-consumer (KIP-932) tests, part of the share
+# consumer's once more on a three-broker cluster (etcd). Not part of `make test`: it needs GitHub
+# (or TIDELOG_CONFLUENT_SUITE_ARCHIVE, a local `git archive` of the pinned commit).
+peer-tests: $(STAMP) etcd
+	TIDELOG_PEERS=full $(PY) -m pytest -q tests/peers $(PYTEST_ARGS)
 
 # The deterministic simulation of the cluster (tests/sim/run.py): SEEDS seeds from 0 (or a range
 # a:b, b excluded, to split a long run), on every core, a progress line every 100 seeds.

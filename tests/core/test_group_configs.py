@@ -45,3 +45,17 @@ def test_streams_values_are_bounded_too():
     assert "group.streams.min.session.timeout.ms" in g.invalid("streams.session.timeout.ms", "1000")
     assert "group.streams.max.standby.replicas" in g.invalid("streams.num.standby.replicas", "3")
     assert g.invalid("streams.num.standby.replicas", "2") is None
+
+
+def test_a_groups_record_lock_limit_lies_within_the_broker_bounds():
+    g = configs()
+    assert g.get_int("g", "share.partition.max.record.locks") == 2000  # group.share.partition.max.record.locks
+    assert g.invalid("share.partition.max.record.locks", "100") is None
+    assert g.invalid("share.partition.max.record.locks", "99") == (
+        "share.partition.max.record.locks must be greater than or equal to group.share.min.partition.max.record.locks"
+    )
+    assert g.invalid("share.partition.max.record.locks", "4001") is not None  # group.share.max.partition.max...
+    assert (
+        configs(group_share_max_partition_max_record_locks="5000").invalid("share.partition.max.record.locks", "4001")
+        is None
+    )

@@ -131,3 +131,21 @@ def test_deleted_segment_fd_stays_readable_until_delay(open_log, clock):
     clock.advance(2000)
     log.apply_retention()
     assert log._graveyard == []
+
+
+def test_empty_cleanup_policy_keeps_every_segment(open_log, clock):
+    """Kafka 4.x: an empty cleanup.policy list means no cleanup at all - neither retention
+    deletes nor compaction, and DeleteRecords is refused as without `delete`."""
+    cfg = LogConfig.from_properties({"cleanup.policy": "", "retention.ms": str(HOUR), "segment.bytes": "200"})
+    assert cfg.cleanup_policy == "" and not cfg.delete and not cfg.compact
+    log = open_log(cfg)
+    for i in range(6):
+        log.append(batch_of(2, T0 + i))
+    n = len(log.segments)
+    clock.now = T0 + 10 * HOUR
+    assert log.apply_retention() == 0 and len(log.segments) == n and log.log_start_offset == 0
+    with pytest.raises(LogError) as refused:
+        log.delete_records(1)
+    assert refused.value.error_code == POLICY_VIOLATION
+    with pytest.raises(ValueError):
+        LogConfig.from_properties({"cleanup.policy": "delete,forever"})

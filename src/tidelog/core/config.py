@@ -201,6 +201,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "group.share.record.lock.duration.ms": (_int(1), "30000"),
     "group.share.delivery.count.limit": (_int(2, 10), "5"),
     "group.share.partition.max.record.locks": (_int(100), "2000"),
+    "group.share.min.partition.max.record.locks": (_int(100, 2000), "100"),
+    "group.share.max.partition.max.record.locks": (_int(2000, 10000), "4000"),
     "share.coordinator.state.topic.num.partitions": (_int(1), "50"),
     "share.coordinator.state.topic.segment.bytes": (_int(1), str(100 * 1024 * 1024)),
     "share.coordinator.state.topic.replication.factor": (_int(1), "3"),  # cluster mode
@@ -327,6 +329,7 @@ class BrokerConfig:
             "flush.messages": str(v["log.flush.interval.messages"]),
             "flush.ms": str(flush_ms if flush_ms is not None else LONG_MAX),
             "file.delete.delay.ms": str(v["log.segment.delete.delay.ms"]),
+            "min.insync.replicas": str(v["min.insync.replicas"]),
         }
 
 

@@ -147,6 +147,8 @@ BROKER_TYPES: dict[str, ConfigType] = {
     "group.share.min.delivery.count.limit": INT,
     "group.share.max.delivery.count.limit": INT,
     "group.share.partition.max.record.locks": INT,
+    "group.share.min.partition.max.record.locks": INT,
+    "group.share.max.partition.max.record.locks": INT,
     "share.coordinator.state.topic.num.partitions": INT,
     "share.coordinator.state.topic.segment.bytes": INT,
     "share.coordinator.state.topic.replication.factor": ConfigType.SHORT,
@@ -230,6 +232,7 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "flush.messages": ("log.flush.interval.messages",),
     "flush.ms": ("log.flush.interval.ms",),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "min.insync.replicas": ("min.insync.replicas",),
 }
 
 
@@ -364,6 +367,8 @@ DOCS: dict[str, str] = {
     "group.share.min.delivery.count.limit": "Smallest share.delivery.count.limit a group may set.",
     "group.share.max.delivery.count.limit": "Largest share.delivery.count.limit a group may set.",
     "group.share.partition.max.record.locks": "Most records in flight (acquired or waiting) per share partition.",
+    "group.share.min.partition.max.record.locks": "Smallest share.partition.max.record.locks a group may set.",
+    "group.share.max.partition.max.record.locks": "Largest share.partition.max.record.locks a group may set.",
     "share.coordinator.state.topic.num.partitions": "Partitions of __share_group_state.",
     "share.coordinator.state.topic.segment.bytes": "Segment size of __share_group_state.",
     "share.coordinator.state.topic.replication.factor": "Replication factor of __share_group_state (a cluster).",

@@ -6,6 +6,8 @@ which override the broker's `group.share.*` / `group.consumer.*` defaults for th
     share.isolation.level          read_uncommitted | read_committed         default read_uncommitted
     share.record.lock.duration.ms  a record's acquisition lock      default group.share.record.lock.duration.ms
     share.delivery.count.limit     deliveries before archiving      default group.share.delivery.count.limit
+    share.partition.max.record.locks  records in flight per share partition (read when the share
+                                   partition is loaded)   default group.share.partition.max.record.locks
     share.session.timeout.ms, share.heartbeat.interval.ms, consumer.session.timeout.ms,
     consumer.heartbeat.interval.ms, streams.session.timeout.ms, streams.heartbeat.interval.ms,
     streams.num.standby.replicas, streams.initial.rebalance.delay.ms, streams.assignment.interval.ms
@@ -87,6 +89,7 @@ GROUP_KEYS: dict[str, tuple[Callable[[str], str], str]] = {
     "share.isolation.level": (_choice("read_uncommitted", "read_committed"), "=read_uncommitted"),
     "share.record.lock.duration.ms": (_positive, "group.share.record.lock.duration.ms"),
     "share.delivery.count.limit": (_positive, "group.share.delivery.count.limit"),
+    "share.partition.max.record.locks": (_positive, "group.share.partition.max.record.locks"),
     "share.session.timeout.ms": (_positive, "group.share.session.timeout.ms"),
     "share.heartbeat.interval.ms": (_positive, "group.share.heartbeat.interval.ms"),
     "consumer.session.timeout.ms": (_positive, "group.consumer.session.timeout.ms"),
@@ -104,6 +107,10 @@ BOUNDS: dict[str, tuple[str, str]] = {
         "group.share.max.record.lock.duration.ms",
     ),
     "share.delivery.count.limit": ("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+    "share.partition.max.record.locks": (
+        "group.share.min.partition.max.record.locks",
+        "group.share.max.partition.max.record.locks",
+    ),
     "share.session.timeout.ms": ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
     "share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
     "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),

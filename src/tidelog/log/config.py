@@ -57,9 +57,11 @@ def _ratio(s: str) -> float:
 
 
 def _policy(s: str) -> str:
+    """`delete`, `compact`, both, or - as in Kafka 4.x - none (an empty list: segments are kept
+    forever, neither deleted by retention nor compacted)."""
     parts = sorted({p.strip() for p in str(s).split(",") if p.strip()})
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError(f"{s!r} is not delete, compact or both")
+    if any(p not in ("delete", "compact") for p in parts):
+        raise ValueError(f"{s!r} is not delete, compact, both or empty")
     return ",".join(parts)
 
 

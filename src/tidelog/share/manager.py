@@ -188,7 +188,7 @@ class SharePartitions:
                 max(start, plog.log_start_offset),
                 lock_ms=self.group_configs.get_int(group, "share.record.lock.duration.ms"),
                 delivery_limit=self.group_configs.get_int(group, "share.delivery.count.limit"),
-                max_in_flight=self.config["group.share.partition.max.record.locks"],
+                max_in_flight=self.group_configs.get_int(group, "share.partition.max.record.locks"),
                 state_batches=[
                     StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                     for b in batches

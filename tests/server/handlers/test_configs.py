@@ -180,6 +180,23 @@ async def test_describe_the_cluster_default_broker_resource(broker):
     ]
 
 
+async def test_a_topics_min_insync_replicas_inherits_the_brokers(tmp_path):
+    """As Kafka: a topic without an override has the broker's min.insync.replicas (static, then the
+    cluster-wide dynamic default, which Kafka 4's KRaft format writes), with that source."""
+    async with started_broker(tmp_path, ADVERTISED, "min.insync.replicas=2") as b:
+        resp = await describe(b, (TOPIC, "t", ["min.insync.replicas"]), synonyms=True)
+        entry = configs_of(resp["results"][0])["min.insync.replicas"]
+        assert (entry["value"], entry["config_source"]) == ("2", STATIC_BROKER_CONFIG)
+        assert synonyms(entry) == [
+            ("min.insync.replicas", "2", STATIC_BROKER_CONFIG),
+            ("min.insync.replicas", "1", DEFAULT_CONFIG),
+        ]
+        await incremental(b, (BROKER, "", [("min.insync.replicas", SET, "1")]))
+        resp = await describe(b, (TOPIC, "t", ["min.insync.replicas"]))
+        entry = configs_of(resp["results"][0])["min.insync.replicas"]
+        assert (entry["value"], entry["config_source"]) == ("1", DYNAMIC_DEFAULT_BROKER_CONFIG)
+
+
 # ---- AlterConfigs ---------------------------------------------------------------------------
 
 

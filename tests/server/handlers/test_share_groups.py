@@ -139,6 +139,21 @@ async def test_records_are_acquired_acknowledged_and_redelivered(broker):
     assert acquired(await fetch(broker, "m1", 3)) == []
 
 
+async def test_a_groups_own_record_lock_limit_caps_what_is_in_flight(broker):
+    """share.partition.max.record.locks set on the group (Kafka 4.3's per-group config) bounds what
+    one partition has in flight, in place of the broker's group.share.partition.max.record.locks."""
+    broker.group_configs.set("sg", {"share.auto.offset.reset": "earliest", "share.partition.max.record.locks": "100"})
+    for _ in range(30):
+        await produce_records(broker, 10)
+    await hb(broker, "m1", 0)
+    f = await fetch(broker, "m1", 0, max_records=1000)
+    got = acquired(f)
+    assert got and got[0][0] == 0 and got[-1][1] == 99  # 100 records, on a log batch boundary
+    assert acquired(await fetch(broker, "m1", 1, max_records=1000)) == []  # at the limit: nothing more
+    f = await fetch(broker, "m1", 2, [ack(0, 99, ACCEPT)], max_records=1000)
+    assert acquired(f)[0][0] == 100 and acquired(f)[-1][1] == 199
+
+
 async def test_two_members_on_one_partition_never_get_the_same_record(broker):
     await earliest(broker)
     await produce_records(broker, 1, partition=0)
