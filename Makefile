@@ -102,7 +102,8 @@ simulate: $(STAMP)
 # then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then its
 # recovery times after a leader's SIGKILL, SIGSTOP, SIGTERM and an etcd kill (bench/cluster_failover.py), then the
 # Spark export: decoders, pyarrow's write, the Parquet and Delta exports and the tidelog scan in rows/s at 1M and
-# 4M records (bench/spark_export.py).
+# 4M records (bench/spark_export.py), and how far `tidelog export --follow` trails producers writing
+# 50k records/s with segment.ms=10000 (bench/export_follow.py).
 # BENCH_ARGS=--quick for a few-minute run.
 bench: $(STAMP) kafka-jars
 	$(PY) -m pip install -q 'matplotlib>=3.7'
@@ -112,6 +113,7 @@ bench: $(STAMP) kafka-jars
 	$(PY) bench/cluster_failover.py
 	$(PY) bench/spark_export.py --records 1000000
 	$(PY) bench/spark_export.py --records 4000000
+	$(PY) bench/export_follow.py --rate 50000 --seconds 120 --segment-ms 10000
 
 clean:
 	rm -rf $(VENV) build *.egg-info

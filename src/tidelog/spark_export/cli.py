@@ -4,6 +4,7 @@
                    [--driver-memory 1g] [--shuffle-partitions 4] [--jvm-flags "..."] [--hive]
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
                    [--rewrite-min-files N] [--table-format parquet|delta]
+                   [--follow [--poll-interval S] [--metrics-port N]]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """
@@ -64,6 +65,43 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=8,
         help="rewrite a table partition once it holds this many small files (default 8)",
     )
+    _configure_follow(p)
+
+
+def _configure_follow(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep running: export each segment as it closes (one Spark session; SIGTERM stops after "
+        "the run in progress); see the README's 'Continuous export'",
+    )
+    p.add_argument(
+        "--poll-interval", type=float, default=1.0, help="--follow: seconds between looks for closed segments"
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="--follow: serve Prometheus metrics (lag in records and seconds per topic) on "
+        "127.0.0.1:PORT/metrics (default 0: off)",
+    )
+
+
+def _follow(spark, options, args) -> None:
+    import threading
+
+    from .follow import Follower, FollowMetrics, stop_on_signals
+    from .progress import Progress
+
+    stop = threading.Event()
+    stop_on_signals(stop)
+    metrics = FollowMetrics()
+    server = metrics.serve(args.metrics_port) if args.metrics_port else None
+    try:
+        Follower(spark, options, Progress(), metrics, stop, args.poll_interval).run()
+    finally:
+        if server is not None:
+            server.shutdown()
 
 
 def cmd_export(args) -> int:
@@ -113,7 +151,10 @@ def cmd_export(args) -> int:
             table_format=args.table_format,
         )
         try:
-            ExportJob(spark, options, Progress()).run()
+            if args.follow:
+                _follow(spark, options, args)
+            else:
+                ExportJob(spark, options, Progress()).run()
         except TableFormatError as e:
             print(f"tidelog export: {e}", file=sys.stderr)
             return 2
