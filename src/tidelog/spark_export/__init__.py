@@ -2,9 +2,11 @@
 
 - `segments`: read-only planning and decoding of segment files into Arrow (no Spark);
 - `datasource`: the `tidelog` PySpark data source (`register(spark)`);
+- `stream`: its streaming reader (`spark.readStream.format("tidelog")`);
 - `session`: the tuned SparkSession and the catalog (`build_session`, `attach_tables`);
 - `manifest`: what was exported, and the in-flight run (exactly-once protocol);
 - `job`: the export/compaction job; `progress`: bars and the summary; `cli`: `tidelog export`.
 
-Nothing here is imported by the broker; pyspark is needed only by `datasource`, `session` and `job`.
+Nothing here is imported by the broker; pyspark is needed only by `datasource`, `stream`, `session`
+and `job`.
 """
