@@ -10,10 +10,11 @@ files the Spark tasks wrote with pyarrow (`direct`) become one Delta commit.
   from the `date=.../partition=...` directories) with the idempotent-write pair as a `txn`
   action (app id `tidelog-export`, version = the run's serial) and the run id as the commit's
   `userMetadata`, in one atomic log entry: a reader sees all of the run's files or none.
+- `create` makes the append table (version 0), as Spark's `CREATE TABLE` would.
 - `committed` reads the table's txn version back: whether a run's commit is in the table.
 - `remove_uncommitted` deletes the files named with a run id that the table does not reference
-  (a crashed run's, or a failed Spark task attempt's): a Delta reader never reads them, this only
-  frees the space.
+  (a crashed run's), `remove_strays` those beside a commit's files (a failed Spark task
+  attempt's): a Delta reader never reads them, this only frees the space.
 """
 
 from __future__ import annotations
@@ -102,6 +103,28 @@ def partition_values(rel: str) -> dict[str, str | None]:
     return values
 
 
+def table_schema():
+    """The Arrow schema of `tidelog.<topic>` (`session.TABLE_COLUMNS`): the columns the tasks
+    write (`direct.FILE_COLUMNS`), then the partition columns."""
+    import pyarrow as pa
+
+    from . import direct
+    from . import segments as seg
+
+    fields = [seg.arrow_schema().field(c) for c in direct.FILE_COLUMNS]
+    return pa.schema(fields + [pa.field("date", pa.date32()), pa.field("partition", pa.int32())])
+
+
+def create(location: Path) -> None:
+    """The append table at `location` (version 0, `CREATE TABLE`), unless the location holds one."""
+    if (Path(location) / "_delta_log").exists():
+        return
+    from deltalake import DeltaTable
+
+    Path(location).parent.mkdir(parents=True, exist_ok=True)
+    DeltaTable.create(str(location), table_schema(), mode="ignore", partition_by=["date", "partition"])
+
+
 def committed(location: Path, serial: int) -> bool:
     """Whether the table at `location` holds the commit of the run numbered `serial`."""
     from deltalake import DeltaTable
@@ -143,20 +166,29 @@ def run_rows(location: Path, run_id: str) -> int:
     return sum(n or 0 for _p, n in _run_files(DeltaTable(str(location)), run_id))
 
 
-def remove_uncommitted(location: Path, run_id: str, dirs: list[Path] | None = None) -> int:
-    """Delete the files named with `run_id` under `location` (or only in `dirs`) that the table
-    does not reference: the number deleted."""
+def remove_uncommitted(location: Path, run_id: str) -> int:
+    """Delete the files named with `run_id` under `location` that the table does not reference
+    (a crashed run's): the number deleted."""
     from deltalake import DeltaTable
 
     root = Path(location).resolve()
-    pattern = f"part-{run_id}-*"
-    found = [f for d in dirs for f in Path(d).glob(pattern)] if dirs is not None else list(root.rglob(pattern))
+    found = list(root.rglob(f"part-{run_id}-*"))
     if not found:
         return 0
-    referenced = {p.rsplit("/", 1)[-1] for p, _n in _run_files(DeltaTable(str(root)), run_id)}
+    return _remove(found, {p.rsplit("/", 1)[-1] for p, _n in _run_files(DeltaTable(str(root)), run_id)})
+
+
+def remove_strays(files: list[tuple], run_id: str) -> int:
+    """After the commit of `files` (`describe`'s tuples): delete the other files named with
+    `run_id` in their directories (a failed Spark task attempt's, beside its retry's)."""
+    dirs = {Path(f[0]).parent for f in files}
+    return _remove([f for d in dirs for f in d.glob(f"part-{run_id}-*")], {Path(f[0]).name for f in files})
+
+
+def _remove(found: list[Path], keep: set[str]) -> int:
     removed = 0
     for f in found:
-        if f.name not in referenced:
+        if f.name not in keep:
             f.unlink(missing_ok=True)
             removed += 1
     return removed
