@@ -10,15 +10,16 @@ output is what Spark's own writer makes of the same rows: zstd Parquet in Hive-s
 file per (date, partition) a task meets. The files must land where the driver publishes them
 from: a local directory with `local[*]`, a shared path on a cluster (as for Spark's own writer).
 
-Delta tables are written by Spark (`delta`): a Delta commit has to list its files and their
-statistics, which Delta's writer does.
+Delta tables are written the same way, into the table's directory, and `deltalog.describe` runs
+in the task after each file: its size and Delta statistics from the footer, so that the driver
+can commit the files to the Delta log (`delta`, `deltalog`).
 """
 
 from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +101,26 @@ def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[
     return [(str(path), rows[0]) for _w, path, rows in writers.values()]
 
 
-def _run_group(out: str, tag: str, items: Iterator[tuple[int, list[seg.SegmentTask]]]) -> Iterator[tuple[str, int]]:
+def _run_group(
+    out: str, tag: str, describe: Callable | None, items: Iterator[tuple[int, list[seg.SegmentTask]]]
+) -> Iterator[Any]:
     for n, tasks in items:
-        yield from write_tasks(tasks, out, f"{tag}{n:05d}")
+        for path, rows in write_tasks(tasks, out, f"{tag}{n:05d}"):
+            yield (path, rows) if describe is None else describe(path, rows)
+
+
+def write_files(
+    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", describe: Callable | None = None
+) -> list:
+    """One Spark job writing every group's rows under `out` (a task per group), files named
+    `part-<tag><group>-<random>.parquet`: per file, `describe(path, rows)` as the task that wrote
+    it returned it ((path, rows) without `describe`; it must be importable in the workers)."""
+    if not groups:
+        return []
+    rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
+    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe)).collect()
 
 
 def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "") -> int:
-    """One Spark job writing every group's rows under `out` (a task per group): the row count."""
-    if not groups:
-        return 0
-    rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    files = rdd.mapPartitions(functools.partial(_run_group, str(out), tag)).collect()
-    return sum(rows for _f, rows in files)
+    """`write_files` without descriptions: the row count."""
+    return sum(rows for _f, rows in write_files(spark, groups, out, tag))
