@@ -303,7 +303,7 @@ class Supervisor:
         try:
             if self.own_etcd and not self._start_etcd():
                 self._stop_all()
-                return 1
+                return 0 if self.stop_signal is not None else 1  # a signal while etcd started
             self._start_brokers()
             return self._loop()
         finally:
@@ -340,6 +340,8 @@ class Supervisor:
                 log.info("etcd (pid %d) serving on 127.0.0.1:%d", self.etcd.proc.pid, self.etcd_client)
                 return True
             self.wake.wait(0.1)
+        if self.stop_signal is not None:
+            return False
         log.error("etcd did not answer on 127.0.0.1:%d within %.0f s", self.etcd_client, ETCD_START_S)
         return False
 
