@@ -74,7 +74,7 @@ def produce(args: argparse.Namespace) -> None:
         {
             "bootstrap.servers": args.bootstrap,
             "acks": "1",
-            "linger.ms": 1,
+            "linger.ms": args.linger_ms,
             # librdkafka's default queue (100k records): a deeper one only delays the acks
             "queue.buffering.max.messages": 100_000,
         }
@@ -207,6 +207,7 @@ def measure(n: int, args: argparse.Namespace) -> dict:
         topic = serve.create_topic(args.partitions)
         cmd = [args.python, __file__, "produce", "--bootstrap", serve.bootstrap, "--topic", topic]
         cmd += ["--size", str(args.size), "--warmup", str(args.warmup), "--duration", str(args.duration)]
+        cmd += ["--linger-ms", str(args.linger_ms)]
         producers = [subprocess.Popen(cmd, stdout=subprocess.PIPE) for _ in range(args.producers)]
         time.sleep(args.warmup)  # the producers' own warm-up: the window starts with theirs
         pids = serve.broker_pids()
@@ -214,6 +215,7 @@ def measure(n: int, args: argparse.Namespace) -> dict:
         time.sleep(args.duration)
         cpu = cpu_seconds(pids) - cpu0
         results = [json.loads(p.communicate(timeout=120)[0].decode().strip().splitlines()[-1]) for p in producers]
+        batches, records = batch_sizes(serve.dir / "data", topic)
     finally:
         serve.stop()
     acked = sum(r["acked"] for r in results)
@@ -223,7 +225,22 @@ def measure(n: int, args: argparse.Namespace) -> dict:
         "errors": sum(r["errors"] for r in results),
         "broker_cpu_s": cpu,
         "cpu_us_per_record": cpu / acked * 1e6 if acked else None,
+        "records_per_batch": records / batches if batches else None,
     }
+
+
+def batch_sizes(data: Path, topic: str) -> tuple[int, int]:
+    """(batches, records) in the topic's segments: the producers' batching, which sets the
+    brokers' cost per record (each batch is a write and an index check)."""
+    sys.path.insert(0, str(SRC))
+    from tidelog.log import records as rb
+
+    batches = records = 0
+    for seg in data.glob(f"**/{topic}-*/*.log"):
+        for _pos, h in rb.iter_batches(seg.read_bytes()):
+            batches += 1
+            records += h.last_offset_delta + 1
+    return batches, records
 
 
 def table(rows: list[dict], args: argparse.Namespace) -> str:
@@ -231,16 +248,18 @@ def table(rows: list[dict], args: argparse.Namespace) -> str:
     per_process = base["records_per_s"] / base["processes"]
     lines = [
         f"tidelog serve --processes N: {args.partitions} partitions RF 1, {args.producers} producers "
-        f"(acks=1, linger.ms=1, {args.size}-byte values), {args.duration:g} s each, {os.cpu_count()} cores",
+        f"(acks=1, linger.ms={args.linger_ms:g}, {args.size}-byte values), {args.duration:g} s each, "
+        f"{os.cpu_count()} cores",
         "",
-        "| N | records/s | efficiency | broker CPU s | CPU us/record | errors |",
-        "|---|---|---|---|---|---|",
+        "| N | records/s | efficiency | broker CPU s | CPU us/record | records/batch | errors |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         eff = r["records_per_s"] / (r["processes"] * per_process) if per_process else 0.0
         us = f"{r['cpu_us_per_record']:.1f}" if r["cpu_us_per_record"] is not None else "-"
         rate, cpu = f"{r['records_per_s']:,.0f}", f"{r['broker_cpu_s']:.1f}"
-        lines.append(f"| {r['processes']} | {rate} | {eff:.2f} | {cpu} | {us} | {r['errors']} |")
+        per_batch = f"{r['records_per_batch']:.1f}" if r.get("records_per_batch") else "-"
+        lines.append(f"| {r['processes']} | {rate} | {eff:.2f} | {cpu} | {us} | {per_batch} | {r['errors']} |")
     return "\n".join(lines)
 
 
@@ -254,6 +273,7 @@ def main() -> None:
         a.add_argument("--size", type=int, default=200, help="value bytes")
         a.add_argument("--warmup", type=float, default=3.0, help="seconds before the window")
         a.add_argument("--duration", type=float, default=20.0, help="seconds of the measured window")
+        a.add_argument("--linger-ms", type=float, default=1.0, help="the producers' linger.ms")
     ap.add_argument("--processes", default=",".join(map(str, default_counts())), help="the Ns, comma separated")
     ap.add_argument("--producers", type=int, default=max(2, (os.cpu_count() or 2) // 2))
     ap.add_argument("--partitions", type=int, default=500)
