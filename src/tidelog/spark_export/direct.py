@@ -37,11 +37,6 @@ FILE_COLUMNS = (
 )
 
 
-# Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of the
-# write for 100-byte random values). Keys, topics, producer ids repeat.
-DICTIONARY_COLUMNS = [c for c in FILE_COLUMNS if c != "value"]
-
-
 def task_groups(
     log_dirs: list[Path],
     topic: str,
@@ -62,20 +57,27 @@ def task_groups(
     return [p.value for p in reader.partitions() if p.value]
 
 
-def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[str, int]]:
-    """Decode `tasks` and write their rows under `out`: [(file, rows)]. Runs in a Python worker."""
+def write_tasks(
+    tasks: list[seg.SegmentTask], out: str, tag: str, columns: tuple[str, ...] = FILE_COLUMNS
+) -> list[tuple[str, int]]:
+    """Decode `tasks` and write their rows under `out`: [(file, rows)]. Runs in a Python worker.
+
+    `columns`: those of the files (Iceberg's files also hold `partition`, see `iceberg`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     schema = seg.arrow_schema()
-    file_schema = pa.schema([schema.field(c) for c in FILE_COLUMNS])
+    file_schema = pa.schema([schema.field(c) for c in columns])
+    # Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of
+    # the write for 100-byte random values). Keys, topics, producer ids repeat.
+    dictionary = [c for c in columns if c != "value"]
     writers: dict[tuple[Any, int], tuple[Any, Path, list[int]]] = {}
     try:
         for task in tasks:
             for batch in seg.read_task(task):
                 days = pc.cast(batch.column("timestamp"), pa.date32())
-                body = pa.RecordBatch.from_arrays([batch.column(c) for c in FILE_COLUMNS], schema=file_schema)
+                body = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], schema=file_schema)
                 unique = pc.unique(days).to_pylist()  # one day, except where a day ends
                 for day in unique:
                     part = body if len(unique) == 1 else body.filter(pc.equal(days, pa.scalar(day, pa.date32())))
@@ -85,9 +87,7 @@ def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[
                         d.mkdir(parents=True, exist_ok=True)
                         path = d / f"part-{tag}-{uuid.uuid4().hex[:12]}.parquet"
                         writers[key] = (
-                            pq.ParquetWriter(
-                                str(path), file_schema, compression="zstd", use_dictionary=DICTIONARY_COLUMNS
-                            ),
+                            pq.ParquetWriter(str(path), file_schema, compression="zstd", use_dictionary=dictionary),
                             path,
                             [0],
                         )
@@ -100,15 +100,25 @@ def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[
     return [(str(path), rows[0]) for _w, path, rows in writers.values()]
 
 
-def _run_group(out: str, tag: str, items: Iterator[tuple[int, list[seg.SegmentTask]]]) -> Iterator[tuple[str, int]]:
+def _run_group(
+    out: str, tag: str, columns: tuple[str, ...], items: Iterator[tuple[int, list[seg.SegmentTask]]]
+) -> Iterator[tuple[str, int]]:
     for n, tasks in items:
-        yield from write_tasks(tasks, out, f"{tag}{n:05d}")
+        yield from write_tasks(tasks, out, f"{tag}{n:05d}", columns)
 
 
-def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "") -> int:
+def write(
+    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", columns: tuple[str, ...] = FILE_COLUMNS
+) -> int:
     """One Spark job writing every group's rows under `out` (a task per group): the row count."""
+    return sum(rows for _f, rows in write_files(spark, groups, out, tag, columns))
+
+
+def write_files(
+    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", columns: tuple[str, ...] = FILE_COLUMNS
+) -> list[tuple[str, int]]:
+    """`write`, returning the files written and their row counts."""
     if not groups:
-        return 0
+        return []
     rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    files = rdd.mapPartitions(functools.partial(_run_group, str(out), tag)).collect()
-    return sum(rows for _f, rows in files)
+    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, columns)).collect()
