@@ -28,9 +28,15 @@ append commit to `tidelog.<topic>` straight from the data source, then one MERGE
 staged or moved. A run a crash interrupted is completed by the next run (each table's write is
 skipped when the table already holds the run's commit), never undone.
 
+Iceberg tables (`--table-format iceberg`, see `iceberg_job`): after step 3, per topic the workers
+write the Parquet files as in step 4 straight into the table's directory, then ONE pyiceberg
+snapshot adds them to `tidelog.<topic>` and ONE copy-on-write snapshot rewrites the touched
+partitions of `tidelog.<topic>_latest`; then `commit`. Completed by the next run after a crash,
+like Delta (each table's snapshot summary carries the run id), files never committed deleted.
+
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
 `TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
-`CRASH_POINTS` for Parquet, `DELTA_CRASH_POINTS` for Delta.
+`CRASH_POINTS` for Parquet, `DELTA_CRASH_POINTS` for Delta, `iceberg_job.ICEBERG_CRASH_POINTS`.
 """
 
 from __future__ import annotations
@@ -80,7 +86,8 @@ class ExportOptions:
     rows_per_latest_file: int = 2_000_000
     max_partition_bytes: int = 128 << 20  # small segments are read a few per Spark task
     crash_at: str | None = None
-    table_format: str | None = None  # "parquet" or "delta"; None: the warehouse's (parquet when new)
+    table_format: str | None = None  # "parquet", "delta" or "iceberg"; None: the warehouse's (parquet when new)
+    iceberg_catalog_uri: str | None = None  # a REST catalog; None: the warehouse's (embedded SQLite when new)
 
 
 @dataclass
@@ -148,12 +155,15 @@ class ExportJob:
         manifest = Manifest.load(self.o.warehouse)
         manifest.table_format = manifest.resolve_format(self.o.table_format)
         delta = manifest.table_format == "delta"
+        iceberg = self._iceberg() if manifest.table_format == "iceberg" else None
         # The database first: completing a run that crashed after it was published (re)creates
         # its tables, which needs the database in this session. The run registers the tables it
         # writes; `attach_tables` registers all of them in any session.
         ensure_database(self.spark, self.o.warehouse)
         if delta:
             self._complete_delta(manifest)
+        elif iceberg:
+            iceberg.complete(manifest)
         else:
             self.recover(manifest)
         run_id = new_run_id()
@@ -175,9 +185,15 @@ class ExportJob:
         for p in work:
             if p.state.compacted:
                 latest = self._latest_root(p.topic)
-                p.state.latest_location = str(latest if delta else latest / f"v-{run_id}")
+                p.state.latest_location = str(latest if delta or iceberg else latest / f"v-{run_id}")
         manifest.begin(run_id, {p.topic: p.state for p in work})
         self._point("begun")
+        if iceberg:
+            assert manifest.pending is not None
+            iceberg.deliver(work, run_id, manifest.pending.serial)
+            manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
+            self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
+            return [p.summary for p in plans]
         if delta:
             assert manifest.pending is not None
             for p in work:
@@ -224,6 +240,11 @@ class ExportJob:
             ensure_table(self.spark, topic, self.o.warehouse)
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location)
+
+    def _iceberg(self):
+        from .iceberg_job import IcebergRun
+
+        return IcebergRun(self)
 
     # -- Delta tables -------------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ themselves. Otherwise (the default) the in-memory catalog is used and `attach_ta
 every table over its location from the export manifest, repairing partitions, so that
 `spark.table("tidelog.orders")` works in any later session that calls it. A warehouse exported
 with `--table-format delta` holds Delta tables: the session then needs
-`SparkSettings(table_format="delta")` (see `delta`).
+`SparkSettings(table_format="delta")` (see `delta`). Iceberg tables (`--table-format iceberg`) are
+in their own catalog (`iceberg`); `attach_tables` registers them as `tidelog.<name>` over the
+`tidelog_iceberg` data source (see `iceberg_source`), in any session.
 """
 
 from __future__ import annotations
@@ -112,6 +114,10 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
     manifest = Manifest.load(warehouse)
     ensure_database(spark, warehouse)
     names = []
+    if manifest.table_format == "iceberg":
+        from .iceberg_source import attach_iceberg_tables
+
+        return attach_iceberg_tables(spark, warehouse)
     if manifest.table_format == "delta":
         for topic, state in sorted(manifest.topics.items()):
             names += ensure_delta_tables(spark, topic, Path(warehouse), state.compacted, replace=not is_hive(spark))
