@@ -266,3 +266,18 @@ def test_a_warehouse_keeps_its_catalog(tmp_path):
     rest = tmp_path / "rest"
     assert catalog_config(rest, "http://127.0.0.1:8181", save=True) == {"type": "rest", "uri": "http://127.0.0.1:8181"}
     assert catalog_config(rest) == {"type": "rest", "uri": "http://127.0.0.1:8181"}
+
+
+def test_files_of_failed_task_attempts_are_removed_before_the_commit(tmp_path):
+    """`remove_strays`: the run's files beside the ones its tasks reported (a failed attempt's
+    output, written again by the retry) go; other runs' files and the reported ones stay."""
+    from tidelog.spark_export.iceberg import IcebergTables
+
+    d = tmp_path / "data" / "date=2025-01-01" / "partition=0"
+    d.mkdir(parents=True)
+    names = ["part-R1-00000-aaa.parquet", "part-R1-00000-bbb.parquet", "part-R0-00000-ccc.parquet"]
+    for n in names:
+        (d / n).write_bytes(b"x")
+    kept = str(d / names[1])
+    assert IcebergTables.remove_strays([kept], "R1") == [d / names[0]]
+    assert sorted(p.name for p in d.iterdir()) == sorted(names[1:])

@@ -25,8 +25,10 @@ whether its commit happened (`snapshot_of`).
 
 Crash behaviour: a commit is one compare-and-swap of the table's metadata location in the
 catalog: a crash before it leaves the run's data files on disk, unreferenced, and
-`remove_uncommitted` deletes them (every file name carries the run id); after it, the snapshot is
-there and the run's write of that table is skipped.
+`remove_uncommitted` deletes them when the run is completed (every file name carries the run id);
+after it, the snapshot is there and the run's write of that table is skipped. Files of a failed
+Spark task attempt (its retry wrote the rows again) are deleted before the commit
+(`remove_strays`).
 """
 
 from __future__ import annotations
@@ -247,6 +249,16 @@ class IcebergTables:
         if removed:
             log.warning("deleted %d data files of run %s never committed to %s", len(removed), run_id, table.name())
         return removed
+
+    @staticmethod
+    def remove_strays(files: list[str], run_id: str) -> list[Path]:
+        """Delete `run_id`'s files beside `files` that are not among them: those of Spark task
+        attempts that failed and were retried (their directories are those of the retry's files)."""
+        keep = {str(Path(f)) for f in files}
+        stray = [f for d in {Path(f).parent for f in files} for f in d.glob(f"part-{run_id}-*") if str(f) not in keep]
+        for f in stray:
+            f.unlink(missing_ok=True)
+        return stray
 
     @staticmethod
     def properties(run_id: str, serial: int, offsets: dict[int, tuple[int, int]]) -> dict[str, str]:

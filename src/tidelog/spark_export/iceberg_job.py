@@ -90,7 +90,9 @@ class IcebergRun:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                self.deliver_topic(topic, state.compacted, offsets, scan_from, p.run_id, p.serial, summary)
+                self.deliver_topic(
+                    topic, state.compacted, offsets, scan_from, p.run_id, p.serial, summary, recovering=True
+                )
             done[topic] = summary.to_json()
         self._attach({topic: state.compacted for topic, state in p.topics.items()})
         manifest.commit({"recovered": True, "topics": done})
@@ -117,16 +119,20 @@ class IcebergRun:
         run_id: str,
         serial: int,
         summary: TopicSummary,
+        recovering: bool = False,
     ) -> None:
         """The append to `tidelog.<topic>`, then the rewrite of `_latest`; each skipped when its
-        table holds the run's snapshot, so running it again with the same run completes it."""
+        table holds the run's snapshot, so running it again with the same run completes it
+        (`recovering`: first delete what an earlier try of the run left uncommitted)."""
         t = self.tables
         props = t.properties(run_id, serial, offsets)
         main = t.ensure(topic)
         snap = t.snapshot_of(main, run_id)
         if snap is None:
-            t.remove_uncommitted(main, run_id)
+            if recovering:
+                t.remove_uncommitted(main, run_id)
             files = self._write_main(topic, offsets, scan_from, main, run_id)
+            t.remove_strays([f for f, _rows in files], run_id)
             self.job._point("written")
             summary.rows = sum(rows for _f, rows in files)
             if files:
@@ -140,7 +146,8 @@ class IcebergRun:
             return
         latest = t.ensure(topic + "_latest", latest=True)
         if t.snapshot_of(latest, run_id) is None:
-            t.remove_uncommitted(latest, run_id)
+            if recovering:
+                t.remove_uncommitted(latest, run_id)
             new_files = t.added_files(main, snap) if snap is not None else []
             if new_files:
                 self._merge_latest(latest, new_files, sorted(offsets), props, run_id)
@@ -182,8 +189,9 @@ class IcebergRun:
             )
             .collect()
         )
-        self.job._point("latest-written")
         files = [r.path for r in written]
+        t.remove_strays(files, run_id)
+        self.job._point("latest-written")
         if old or files:
             t.commit_replace(latest, old, files, props)
 
