@@ -281,3 +281,36 @@ def test_files_of_failed_task_attempts_are_removed_before_the_commit(tmp_path):
     kept = str(d / names[1])
     assert IcebergTables.remove_strays([kept], "R1") == [d / names[0]]
     assert sorted(p.name for p in d.iterdir()) == sorted(names[1:])
+
+
+def test_icebergs_spark_runtime_reads_the_tables(catalog, tmp_path):
+    """Iceberg's own Spark runtime (Spark 4.1 or 4.0; none works with 4.2) reads the tables over
+    the same SQLite catalog: names, counts, `VERSION AS OF` per run. Needs an interpreter with
+    that pyspark and tidelog's dependencies: `TIDELOG_ICEBERG_SPARK_PYTHON=/path/to/python`."""
+    python = os.environ.get("TIDELOG_ICEBERG_SPARK_PYTHON")
+    if not python:
+        pytest.skip("TIDELOG_ICEBERG_SPARK_PYTHON (a python with pyspark 4.0/4.1) is not set")
+    spark = catalog
+    data, wh = tmp_path / "data", tmp_path / "wh"
+    orders = LogWriter(data, "orders", partitions=2, segment_bytes=8192, seed=46)
+    profiles = LogWriter(data, "profiles", partitions=2, segment_bytes=8192, seed=47, keys=25, compact=True)
+    counts = []
+    for _ in range(2):
+        orders.fill(15)
+        profiles.fill(15)
+        closed_o, closed_p = orders.roll(), profiles.roll()
+        export(spark, data, wh, table_format="iceberg")
+        counts.append(len(orders.model.committed(closed_o)))
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": python}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parents[1] / "src"), env.get("PYTHONPATH", "")])
+    out = subprocess.run(
+        [python, str(HERE / "iceberg_runtime_reader.py"), str(wh)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["tables"] == ["orders", "profiles", "profiles_latest"]
+    assert got["orders"] == counts[-1]
+    assert got["profiles_latest"] == len(Model.compact(profiles.model.committed(closed_p)))
+    assert got["runs"] == dict(zip(run_ids(wh), counts))
+    orders.close()
+    profiles.close()

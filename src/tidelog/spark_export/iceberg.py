@@ -29,12 +29,22 @@ catalog: a crash before it leaves the run's data files on disk, unreferenced, an
 after it, the snapshot is there and the run's write of that table is skipped. Files of a failed
 Spark task attempt (its retry wrote the rows again) are deleted before the commit
 (`remove_strays`).
+
+Iceberg's own Spark runtime reads the tables where it runs: Spark 4.1 (runtime 1.12.0, checked by
+hand with pyspark 4.1.4: names, `VERSION AS OF`, metadata tables) and 4.0 (runtime 1.10.1, not
+tried); there is none for 4.2 (`iceberg_source` is the route there). `spark_conf(warehouse)` is
+the session configuration for it: the runtime and SQLite's JDBC driver (from the local Maven
+repository, fetched with mvn, else `spark.jars.packages`) and a catalog `iceberg` over the same
+SQLite file (Iceberg's `JdbcCatalog`, schema V1) or REST catalog; then `iceberg.tidelog.orders`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +84,10 @@ LATEST_COLUMNS = (
     "producer_id",
     "is_transactional",
 )
+
+
+RUNTIMES = {"4.0": "1.10.1", "4.1": "1.12.0"}  # Spark line -> newest iceberg-spark-runtime for it
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.54.1.0"
 
 
 class IcebergCatalogError(ValueError):
@@ -119,7 +133,9 @@ def load_catalog(warehouse: str | Path, uri: str | None = None, save: bool = Fal
         return SqlCatalog(CATALOG, uri=conf["uri"], warehouse=warehouse_uri)
     from pyiceberg.catalog.rest import RestCatalog
 
-    return RestCatalog(CATALOG, uri=conf["uri"], warehouse=warehouse_uri)
+    # No `warehouse`: for a REST catalog it names one of the server's; tables get their location
+    # (in this warehouse) when they are created.
+    return RestCatalog(CATALOG, uri=conf["uri"])
 
 
 def _schema(columns: tuple[str, ...]):
@@ -313,3 +329,55 @@ def _local(location: str) -> Path:
 
 def local_path(location: str) -> str:
     return str(_local(location))
+
+
+def runtime_coordinates(version: str | None = None) -> list[str]:
+    """Maven coordinates of Iceberg's Spark runtime for this Spark and of SQLite's JDBC driver."""
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    line = ".".join(version.split(".")[:2])
+    if line not in RUNTIMES:
+        raise RuntimeError(
+            f"Iceberg has no Spark runtime that works with Spark {version} (runtimes exist for "
+            f"{', '.join(RUNTIMES)}): read the tables with the tidelog_iceberg data source (iceberg_source)"
+        )
+    return [f"org.apache.iceberg:iceberg-spark-runtime-{line}_2.13:{RUNTIMES[line]}", SQLITE_JDBC]
+
+
+def _m2_jar(coordinate: str) -> Path:
+    group, artifact, version = coordinate.split(":")
+    repo = Path(os.environ.get("MAVEN_REPO", Path.home() / ".m2" / "repository"))
+    return repo.joinpath(*group.split(".")) / artifact / version / f"{artifact}-{version}.jar"
+
+
+def spark_conf(warehouse: str | Path, version: str | None = None) -> dict[str, str]:
+    """Spark settings for reading the warehouse's tables with Iceberg's own runtime (Spark 4.0/4.1),
+    as `iceberg.tidelog.<name>`: `SparkSettings(extra=spark_conf(warehouse))`."""
+    coords = runtime_coordinates(version)
+    jars = [_m2_jar(c) for c in coords]
+    for c, jar in zip(coords, jars):
+        if not jar.exists() and shutil.which("mvn"):
+            subprocess.run(
+                ["mvn", "-B", "-q", "dependency:get", f"-Dartifact={c}", "-Dtransitive=false"],
+                check=False,
+                timeout=600,
+                stdout=subprocess.DEVNULL,
+            )
+    conf = catalog_config(warehouse)
+    prefix = f"spark.sql.catalog.{CATALOG}"
+    out = {prefix: "org.apache.iceberg.spark.SparkCatalog", f"{prefix}.cache-enabled": "false"}
+    if all(j.exists() for j in jars):
+        out["spark.jars"] = ",".join(str(j) for j in jars)
+    else:
+        out["spark.jars.packages"] = ",".join(coords)
+    if conf["type"] == "sql":
+        out[f"{prefix}.type"] = "jdbc"
+        out[f"{prefix}.uri"] = f"jdbc:sqlite:{sqlite_path(Path(warehouse))}"
+        out[f"{prefix}.warehouse"] = Path(warehouse).resolve().as_uri()
+        out[f"{prefix}.jdbc.schema-version"] = "V1"
+    else:
+        out[f"{prefix}.type"] = "rest"
+        out[f"{prefix}.uri"] = conf["uri"]
+    return out
