@@ -5,6 +5,8 @@
 - `session`: the tuned SparkSession and the catalog (`build_session`, `attach_tables`);
 - `manifest`: what was exported, and the in-flight run (exactly-once protocol);
 - `job`: the export/compaction job; `progress`: bars and the summary; `cli`: `tidelog export`.
+- `delta`: Delta Lake tables; `iceberg`, `iceberg_job`, `iceberg_source`: Iceberg tables (pyiceberg),
+  their run path, and Spark's reads of them (the `tidelog_iceberg` data source).
 
 Nothing here is imported by the broker; pyspark is needed only by `datasource`, `session` and `job`.
 """
