@@ -14,7 +14,8 @@ every table over its location from the export manifest, repairing partitions, so
 with `--table-format delta` holds Delta tables: the session then needs
 `SparkSettings(table_format="delta")` (see `delta`). Iceberg tables (`--table-format iceberg`) are
 in their own catalog (`iceberg`); `attach_tables` registers them as `tidelog.<name>` over the
-`tidelog_iceberg` data source (see `iceberg_source`), in any session.
+`tidelog_iceberg` data source (see `iceberg_source`), in any session whose `spark_catalog` is
+Spark's own (not in a Delta-enabled one, which cannot read such tables by name).
 """
 
 from __future__ import annotations
