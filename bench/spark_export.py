@@ -10,10 +10,11 @@ timestamps over 5 days) with the log engine, rolls it, then measures:
 - `pyarrow write`: those rows written with `pyarrow.dataset.write_dataset` partitioned by date
   and partition (zstd Parquet, as the job writes), decoding excluded: what the export ends in;
 - `export (parquet)` / `export (delta)` / `export (iceberg)`: `ExportJob.run()` (local[2], the
-  CLI's defaults) from segments to the registered table, manifest included, into Parquet (each
-  Spark task decodes and writes with pyarrow), into a Delta table (Spark's Delta writer) and into
-  an Iceberg table (the Parquet path's writer, then one pyiceberg snapshot); the SparkSession is
-  started (and each format warmed on a tiny topic) before the clock starts (`--formats` picks);
+  CLI's defaults) from segments to the registered table, manifest included, into Parquet, into a
+  Delta table and into an Iceberg table (all three: each Spark task decodes and writes with
+  pyarrow; Delta: then one commit of the files with delta-rs; Iceberg: then one pyiceberg
+  snapshot); the SparkSession is started (and each format warmed on a tiny topic) before the
+  clock starts (`--formats` picks);
 - `tidelog scan`: `spark.read.format("tidelog")` over the same segments, summing value lengths
   (the scan's Python workers warmed on the tiny topic first).
 

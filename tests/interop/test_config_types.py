@@ -186,6 +186,10 @@ KAFKA_BROKER_TYPES = {
     "etcd.connection.timeout.ms": "INT",
     "cluster.id": "STRING",
     "metrics.listener": "STRING",
+    "process.count": "INT",  # tidelog's own (serve --processes), as the next three
+    "process.etcd.path": "STRING",
+    "process.etcd.client.port": "INT",
+    "process.etcd.peer.port": "INT",
     "log.level": "STRING",
     "log.format": "STRING",
     "security.inter.broker.protocol": "STRING",

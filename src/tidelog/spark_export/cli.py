@@ -4,7 +4,7 @@
                    [--driver-memory 1g] [--shuffle-partitions 4] [--jvm-flags "..."] [--hive]
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
                    [--rewrite-min-files N] [--table-format parquet|delta|iceberg]
-                   [--iceberg-catalog-uri URL]
+                   [--iceberg-catalog-uri URL] [--follow [--poll-interval S] [--metrics-port N]]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """
@@ -71,6 +71,69 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=8,
         help="rewrite a table partition once it holds this many small files (default 8)",
     )
+    _configure_follow(p)
+
+
+def _configure_follow(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep running: export each segment as it closes (one Spark session; SIGTERM stops after "
+        "the run in progress); see the README's 'Continuous export'",
+    )
+    p.add_argument(
+        "--poll-interval", type=float, default=1.0, help="--follow: seconds between looks for closed segments"
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="--follow: serve Prometheus metrics (lag in records and seconds per topic) on "
+        "127.0.0.1:PORT/metrics (default 0: off)",
+    )
+
+
+def _follow(spark, options, args) -> None:
+    import threading
+
+    from .follow import Follower, FollowMetrics, stop_on_signals
+    from .progress import Progress
+
+    stop = threading.Event()
+    stop_on_signals(stop)
+    metrics = FollowMetrics()
+    server = metrics.serve(args.metrics_port) if args.metrics_port else None
+    try:
+        Follower(spark, options, Progress(), metrics, stop, args.poll_interval).run()
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def _table_format(args) -> str | None:
+    """The run's table format, checked before a JVM starts: None (the error printed) when refused."""
+    from .manifest import Manifest, TableFormatError
+
+    try:
+        table_format = Manifest.load(args.warehouse).resolve_format(args.table_format)
+        if table_format == "iceberg":
+            from .iceberg import catalog_config
+
+            catalog_config(args.warehouse, args.iceberg_catalog_uri)
+        elif args.iceberg_catalog_uri:
+            raise TableFormatError(f"--iceberg-catalog-uri needs --table-format iceberg (the run's is {table_format})")
+    except (TableFormatError, ValueError) as e:
+        print(f"tidelog export: {e}", file=sys.stderr)
+        return None
+    if table_format == "iceberg":
+        try:
+            import pyiceberg  # noqa: F401
+        except ImportError:
+            print(
+                "tidelog export: --table-format iceberg needs pyiceberg: pip install 'tidelog[spark]'", file=sys.stderr
+            )
+            return None
+    return table_format
 
 
 def cmd_export(args) -> int:
@@ -85,30 +148,14 @@ def cmd_export(args) -> int:
 
     from .delta import DeltaUnavailable
     from .job import ExportJob, ExportOptions
-    from .manifest import Manifest, TableFormatError
+    from .manifest import TableFormatError
     from .progress import Progress
     from .session import SparkSettings, build_session
 
-    extra = dict(kv.split("=", 1) for kv in args.conf)
-    try:  # refused before a JVM starts
-        table_format = Manifest.load(args.warehouse).resolve_format(args.table_format)
-        if table_format == "iceberg":
-            from .iceberg import catalog_config
-
-            catalog_config(args.warehouse, args.iceberg_catalog_uri)
-        elif args.iceberg_catalog_uri:
-            raise TableFormatError(f"--iceberg-catalog-uri needs --table-format iceberg (the run's is {table_format})")
-    except (TableFormatError, ValueError) as e:
-        print(f"tidelog export: {e}", file=sys.stderr)
+    table_format = _table_format(args)
+    if table_format is None:
         return 2
-    if table_format == "iceberg":
-        try:
-            import pyiceberg  # noqa: F401
-        except ImportError:
-            print(
-                "tidelog export: --table-format iceberg needs pyiceberg: pip install 'tidelog[spark]'", file=sys.stderr
-            )
-            return 2
+    extra = dict(kv.split("=", 1) for kv in args.conf)
     settings = SparkSettings(
         master=args.master,
         driver_memory=args.driver_memory,
@@ -135,7 +182,10 @@ def cmd_export(args) -> int:
             iceberg_catalog_uri=args.iceberg_catalog_uri,
         )
         try:
-            ExportJob(spark, options, Progress()).run()
+            if args.follow:
+                _follow(spark, options, args)
+            else:
+                ExportJob(spark, options, Progress()).run()
         except TableFormatError as e:
             print(f"tidelog export: {e}", file=sys.stderr)
             return 2

@@ -9,16 +9,27 @@ output is what Spark's own writer makes of the same rows: zstd Parquet in Hive-s
 `date=<UTC day>/partition=<n>/` (the `partition` column lives in the path, like Spark's), with a
 file per (date, partition) a task meets. The files must land where the driver publishes them
 from: a local directory with `local[*]`, a shared path on a cluster (as for Spark's own writer).
+A task attempt that fails after writing (a lost executor, a retried or speculative attempt) leaves
+files that no successful attempt returned: the driver deletes them before publishing (`write`), so
+each record is published once, as Spark's output committer ensures for its own writer.
 
-Delta tables are written by Spark (`delta`): a Delta commit has to list its files and their
-statistics, which Delta's writer does.
+Delta tables are written the same way, into the table's directory, and `deltalog.describe` runs
+in the task after each file: its size and Delta statistics from the footer, so that the driver
+can commit the files to the Delta log (`delta`, `deltalog`).
+
+Iceberg tables are written the same way too, into the table's `data/` directory, with the
+`partition` column kept in the files (`columns`: an Iceberg reader takes values from the files,
+not from directory names); the driver adds the files to the table in one pyiceberg snapshot
+(`iceberg_job`). Both delete the files of failed task attempts beside those the successful ones
+returned, so that a table never references them: Delta after its commit, which names only the
+returned files (`deltalog.remove_strays`), Iceberg before its snapshot (`IcebergTables.remove_strays`).
 """
 
 from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,25 +111,63 @@ def write_tasks(
     return [(str(path), rows[0]) for _w, path, rows in writers.values()]
 
 
+TASK_FAULT_ENV = "TIDELOG_EXPORT_TASK_FAULT"
+
+
 def _run_group(
-    out: str, tag: str, columns: tuple[str, ...], items: Iterator[tuple[int, list[seg.SegmentTask]]]
-) -> Iterator[tuple[str, int]]:
+    out: str,
+    tag: str,
+    describe: Callable | None,
+    columns: tuple[str, ...],
+    items: Iterator[tuple[int, list[seg.SegmentTask]]],
+) -> Iterator[Any]:
     for n, tasks in items:
-        yield from write_tasks(tasks, out, f"{tag}{n:05d}", columns)
+        written = write_tasks(tasks, out, f"{tag}{n:05d}", columns)
+        _injected_fault(f"{tag}{n:05d}")
+        for path, rows in written:
+            yield (path, rows) if describe is None else describe(path, rows)
 
 
-def write(
-    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", columns: tuple[str, ...] = FILE_COLUMNS
-) -> int:
-    """One Spark job writing every group's rows under `out` (a task per group): the row count."""
-    return sum(rows for _f, rows in write_files(spark, groups, out, tag, columns))
+def _injected_fault(group: str) -> None:
+    """Tests: with TIDELOG_EXPORT_TASK_FAULT=<dir>, each group's first attempt fails after writing
+    its files, as a lost executor would; Spark retries it (a master with retries: `local[n,f]`)."""
+    import os
+
+    root = os.environ.get(TASK_FAULT_ENV)
+    if root:
+        marker = Path(root) / group
+        if not marker.exists():
+            marker.touch()
+            raise RuntimeError(f"injected failure of task group {group} after writing its files")
 
 
 def write_files(
-    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", columns: tuple[str, ...] = FILE_COLUMNS
-) -> list[tuple[str, int]]:
-    """`write`, returning the files written and their row counts."""
+    spark,
+    groups: list[list[seg.SegmentTask]],
+    out: Path,
+    tag: str = "",
+    describe: Callable | None = None,
+    columns: tuple[str, ...] = FILE_COLUMNS,
+) -> list:
+    """One Spark job writing every group's rows under `out` (a task per group), files named
+    `part-<tag><group>-<random>.parquet` holding `columns`: per file, `describe(path, rows)` as
+    the task that wrote it returned it ((path, rows) without `describe`; it must be importable in
+    the workers). Only the files of successful task attempts are returned, so only they are
+    published or committed; the caller deletes the others (`write`, `deltalog.remove_strays`,
+    `iceberg.IcebergTables.remove_strays`)."""
     if not groups:
         return []
     rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, columns)).collect()
+    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe, columns)).collect()
+
+
+def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "") -> int:
+    """`write_files` without descriptions, then the files no successful task attempt returned
+    (those a failed or duplicate attempt left under `out`) deleted: the row count."""
+    files = write_files(spark, groups, out, tag)
+    keep = {Path(f) for f, _rows in files}
+    if out.exists():
+        for f in out.rglob("*.parquet"):
+            if f not in keep:
+                f.unlink()
+    return sum(rows for _f, rows in files)
