@@ -57,7 +57,8 @@ def task_groups(
     min_partitions: int,
 ) -> list[list[seg.SegmentTask]]:
     """The segment tasks of the export, grouped as the data source groups them into Spark partitions."""
-    from .datasource import TidelogReader, export_options
+    from .datasource import export_options
+    from .reader import TidelogReader
 
     reader = TidelogReader(
         {

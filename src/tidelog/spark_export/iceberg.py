@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from .manifest import MANIFEST_DIR
-from .session import DATABASE, table_location
+from .tables import DATABASE, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 

@@ -169,7 +169,7 @@ class IcebergRun:
         to the newest row per (partition, key), replace those files in one snapshot."""
         from pyspark.sql import functions as F
 
-        from .job import newest_per_key
+        from .compaction import newest_per_key
 
         t = self.tables
         old = t.current_files(latest, partitions)

@@ -196,7 +196,7 @@ def source_name(warehouse: Path, table: str) -> str:
 def attach_iceberg_tables(spark, warehouse: str | Path, names: list[str] | None = None) -> list[str]:
     """Register the catalog's tables (or `names`) as `tidelog.<name>` in this session."""
     from .iceberg import load_catalog
-    from .session import DATABASE, _sql_str, ensure_database, table_location, table_name
+    from .tables import DATABASE, _sql_str, ensure_database, table_location, table_name
 
     warehouse = Path(warehouse).resolve()
     if not names_readable(spark):

@@ -57,10 +57,12 @@ from pathlib import Path
 
 from . import direct
 from . import segments as seg
+from .compaction import newest_per_key
 from .delta import DeltaExport
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
-from .session import TABLE_COLUMNS, ensure_database, ensure_table, point_latest, table_location
+from .session import ensure_table, point_latest
+from .tables import TABLE_COLUMNS, ensure_database, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -412,20 +414,6 @@ class ExportJob:
         self._publish(out, table, run_id, tag="r")
         p.summary.files_rewritten = len(candidates)
         return [str(f) for f in candidates]
-
-
-def newest_per_key(df):
-    """The rows of `df` with a key, the one of highest offset per (partition, key) (tombstones included)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
-    return (
-        df.where(F.col("key").isNotNull())
-        .withColumn("_rank", F.row_number().over(w))
-        .where(F.col("_rank") == 1)
-        .drop("_rank")
-    )
 
 
 class ExportRunning(RuntimeError):
