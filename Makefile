@@ -102,8 +102,8 @@ simulate: $(STAMP)
 # tidelog vs Apache Kafka 4.3.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
 # then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then its
 # recovery times after a leader's SIGKILL, SIGSTOP, SIGTERM and an etcd kill (bench/cluster_failover.py), then the
-# Spark export: decoders, pyarrow's write, the Parquet and Delta exports and the tidelog scan in rows/s at 1M and
-# 4M records (bench/spark_export.py), and how far `tidelog export --follow` trails producers writing
+# Spark export: decoders, pyarrow's write, the Parquet, Delta and Iceberg exports and the tidelog scan in rows/s at 1M
+# and 4M records (bench/spark_export.py), and how far `tidelog export --follow` trails producers writing
 # 50k records/s with segment.ms=10000 (bench/export_follow.py).
 # BENCH_ARGS=--quick for a few-minute run.
 bench: $(STAMP) kafka-jars

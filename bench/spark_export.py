@@ -9,11 +9,12 @@ timestamps over 5 days) with the log engine, rolls it, then measures:
   with the compiled decoder and with the pure-Python reference;
 - `pyarrow write`: those rows written with `pyarrow.dataset.write_dataset` partitioned by date
   and partition (zstd Parquet, as the job writes), decoding excluded: what the export ends in;
-- `export (parquet)` / `export (delta)`: `ExportJob.run()` (local[2], the CLI's defaults) from
-  segments to the registered table, manifest included, into Parquet and into a Delta table (both:
-  each Spark task decodes and writes with pyarrow; Delta: then one commit of the files with
-  delta-rs); the SparkSession is started (and each format warmed on a tiny topic) before the clock
-  starts;
+- `export (parquet)` / `export (delta)` / `export (iceberg)`: `ExportJob.run()` (local[2], the
+  CLI's defaults) from segments to the registered table, manifest included, into Parquet, into a
+  Delta table and into an Iceberg table (all three: each Spark task decodes and writes with
+  pyarrow; Delta: then one commit of the files with delta-rs; Iceberg: then one pyiceberg
+  snapshot); the SparkSession is started (and each format warmed on a tiny topic) before the
+  clock starts (`--formats` picks);
 - `tidelog scan`: `spark.read.format("tidelog")` over the same segments, summing value lengths
   (the scan's Python workers warmed on the tiny topic first).
 
@@ -95,11 +96,22 @@ def pyarrow_write(batches: list, out: Path) -> tuple[int, float]:
     return table.num_rows, time.perf_counter() - t
 
 
+def count(spark, fmt: str, wh: Path) -> int:
+    """Rows of the exported table `bench`, read back by Spark."""
+    from tidelog.spark_export.session import table_location
+
+    if fmt == "iceberg":
+        reader = spark.read.format("tidelog_iceberg").option("warehouse", str(wh)).option("table", "bench")
+        return reader.load().count()
+    return spark.read.format(fmt).load(str(table_location(wh, "bench"))).count()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--formats", default="parquet,delta,iceberg", help="table formats to export to")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -134,17 +146,17 @@ def main() -> None:
 
         from tidelog.spark_export.datasource import register
         from tidelog.spark_export.job import ExportJob, ExportOptions
-        from tidelog.spark_export.session import SparkSettings, build_session, table_location
+        from tidelog.spark_export.session import SparkSettings, build_session
 
         spark = build_session(work / "wh", SparkSettings(table_format="delta"))
         register(spark)
-        for fmt in ("parquet", "delta"):
+        for fmt in args.formats.split(","):
             wh = work / f"wh-{fmt}"
             ExportJob(spark, ExportOptions([data], wh, topics=["warmup"], table_format=fmt)).run()
             t = time.perf_counter()
             ExportJob(spark, ExportOptions([data], wh, topics=["bench"], table_format=fmt)).run()
             sp_s = time.perf_counter() - t
-            n = spark.read.format(fmt).load(str(table_location(wh, "bench"))).count()
+            n = count(spark, fmt, wh)
             assert n == args.records, (fmt, n)
             print(
                 f"export ({fmt:7}): {n:,} rows in {sp_s:6.1f}s = {n / sp_s:10,.0f} rows/s "

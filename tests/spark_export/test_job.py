@@ -8,6 +8,7 @@ import io
 import json
 import logging
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from spark_logdata import LogWriter, Model
@@ -243,9 +244,11 @@ def test_a_run_of_only_aborted_transactions_keeps_the_tables(catalog, tmp_path, 
     w.close()
 
 
-def test_a_retried_task_attempt_leaves_no_second_copy(tmp_path):
+@pytest.mark.parametrize("table_format", ["parquet", "delta", "iceberg"])
+def test_a_retried_task_attempt_leaves_no_second_copy(tmp_path, table_format):
     """Each task group's first attempt fails after writing its files (as a lost executor would) and
-    Spark retries it (`local[2,3]`): the table holds the files of the successful attempts only."""
+    Spark retries it (`local[2,3]`): the table holds the files of the successful attempts only, and
+    no other file is left on disk (Delta and Iceberg: nor named by the table's commit)."""
     import os
     import subprocess
     import sys
@@ -265,10 +268,28 @@ def test_a_retried_task_attempt_leaves_no_second_copy(tmp_path):
         "PYSPARK_PYTHON": sys.executable,
     }
     cmd = [sys.executable, "-m", "tidelog.spark_export", "--log-dirs", str(data), "--warehouse", str(wh)]
-    res = subprocess.run([*cmd, "--master", "local[2,3]"], env=env, capture_output=True, text=True, timeout=400)
+    cmd += ["--master", "local[2,3]", "--table-format", table_format]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     assert list(faults.iterdir()), "no task attempt failed: the test tested nothing"
-    table = pq.read_table(wh / "tidelog.db" / "orders", partitioning="hive")
+    want = sorted((r.partition, r.offset) for r in w.model.committed(closed))
+    location = wh / "tidelog.db" / "orders"
+    if table_format == "iceberg":  # `partition` is in the files; the table references them all
+        from tidelog.spark_export.iceberg import load_catalog, local_path
+
+        table = pq.read_table(location / "data", partitioning=None)
+        iceberg = load_catalog(wh).load_table(("tidelog", "orders"))
+        referenced = {Path(local_path(t.file.file_path)).resolve() for t in iceberg.scan().plan_files()}
+        assert referenced == {f.resolve() for f in (location / "data").rglob("*.parquet")}
+    else:
+        table = pq.read_table(location, partitioning="hive")
     got = Counter(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
     assert max(got.values()) == 1, "rows of a failed attempt were published"
-    assert sorted(got) == sorted((r.partition, r.offset) for r in w.model.committed(closed))
+    assert sorted(got) == want
+    if table_format == "delta":
+        from deltalake import DeltaTable
+
+        named = DeltaTable(str(location)).file_uris()
+        assert sorted(Path(f.removeprefix("file://")).resolve() for f in named) == sorted(
+            f.resolve() for f in location.rglob("*.parquet")
+        )

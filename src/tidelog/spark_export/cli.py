@@ -3,8 +3,8 @@
     tidelog export --log-dirs DIR[,DIR] --warehouse DIR [--topics T [T ...]] [--master URL]
                    [--driver-memory 1g] [--shuffle-partitions 4] [--jvm-flags "..."] [--hive]
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
-                   [--rewrite-min-files N] [--table-format parquet|delta]
-                   [--follow [--poll-interval S] [--metrics-port N]]
+                   [--rewrite-min-files N] [--table-format parquet|delta|iceberg]
+                   [--iceberg-catalog-uri URL] [--follow [--poll-interval S] [--metrics-port N]]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """
@@ -54,10 +54,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--table-format",
-        choices=("parquet", "delta"),
-        help="parquet (the default for a new warehouse: needs no download) or delta (Delta Lake: "
+        choices=("parquet", "delta", "iceberg"),
+        help="parquet (the default for a new warehouse: needs no download), delta (Delta Lake: "
         "one commit per run, readers never see part of a run; its jars come from Maven "
-        "Central). A warehouse keeps the format of its first run",
+        "Central) or iceberg (Apache Iceberg with pyiceberg: one snapshot per run and table, in "
+        "a SQLite catalog inside the warehouse). A warehouse keeps the format of its first run",
+    )
+    p.add_argument(
+        "--iceberg-catalog-uri",
+        help="with --table-format iceberg: a REST catalog's URL instead of the embedded SQLite "
+        "catalog (<warehouse>/_tidelog/iceberg.db); a warehouse keeps the catalog of its first run",
     )
     p.add_argument(
         "--rewrite-min-files",
@@ -104,6 +110,32 @@ def _follow(spark, options, args) -> None:
             server.shutdown()
 
 
+def _table_format(args) -> str | None:
+    """The run's table format, checked before a JVM starts: None (the error printed) when refused."""
+    from .manifest import Manifest, TableFormatError
+
+    try:
+        table_format = Manifest.load(args.warehouse).resolve_format(args.table_format)
+        if table_format == "iceberg":
+            from .iceberg import catalog_config
+
+            catalog_config(args.warehouse, args.iceberg_catalog_uri)
+        elif args.iceberg_catalog_uri:
+            raise TableFormatError(f"--iceberg-catalog-uri needs --table-format iceberg (the run's is {table_format})")
+    except (TableFormatError, ValueError) as e:
+        print(f"tidelog export: {e}", file=sys.stderr)
+        return None
+    if table_format == "iceberg":
+        try:
+            import pyiceberg  # noqa: F401
+        except ImportError:
+            print(
+                "tidelog export: --table-format iceberg needs pyiceberg: pip install 'tidelog[spark]'", file=sys.stderr
+            )
+            return None
+    return table_format
+
+
 def cmd_export(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -116,16 +148,14 @@ def cmd_export(args) -> int:
 
     from .delta import DeltaUnavailable
     from .job import ExportJob, ExportOptions
-    from .manifest import Manifest, TableFormatError
+    from .manifest import TableFormatError
     from .progress import Progress
     from .session import SparkSettings, build_session
 
-    extra = dict(kv.split("=", 1) for kv in args.conf)
-    try:  # refused before a JVM starts
-        table_format = Manifest.load(args.warehouse).resolve_format(args.table_format)
-    except TableFormatError as e:
-        print(f"tidelog export: {e}", file=sys.stderr)
+    table_format = _table_format(args)
+    if table_format is None:
         return 2
+    extra = dict(kv.split("=", 1) for kv in args.conf)
     settings = SparkSettings(
         master=args.master,
         driver_memory=args.driver_memory,
@@ -149,6 +179,7 @@ def cmd_export(args) -> int:
             rewrite_min_files=args.rewrite_min_files,
             max_partition_bytes=args.max_partition_bytes,
             table_format=args.table_format,
+            iceberg_catalog_uri=args.iceberg_catalog_uri,
         )
         try:
             if args.follow:

@@ -48,6 +48,7 @@ from pathlib import Path
 
 from . import deltalog
 from .deltalog import APP_ID
+from .tables import DATABASE, LATEST_COLUMNS, _sql_str, table_location, table_name
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -178,6 +179,22 @@ class DeltaTables:
         return self.spark.read.format("delta").load(str(location)).count()
 
 
+def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, replace: bool = False) -> list[str]:
+    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest`) over their locations,
+    created empty where missing: the append table by delta-rs, which commits to it (`deltalog`),
+    `_latest` by Spark, whose MERGE writes it."""
+    deltalog.create(table_location(warehouse, topic))
+    if compacted:
+        DeltaTables(spark).ensure(table_location(warehouse, topic + "_latest"), LATEST_COLUMNS)
+    names = [topic] + ([topic + "_latest"] if compacted else [])
+    for name in names:
+        if replace:
+            spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")
+        loc = table_location(warehouse, name)
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {table_name(name)} USING delta LOCATION '{_sql_str(loc)}'")
+    return [f"{DATABASE}.{name}" for name in names]
+
+
 class DeltaExport:
     """The Delta steps of an export run for `job` (an `ExportJob`): per topic, the append commit
     (files written by the Spark tasks, committed by the driver with delta-rs) and the MERGE."""
@@ -193,8 +210,6 @@ class DeltaExport:
         """The run's commits for one topic: the append, then the MERGE into `_latest`. Each is
         skipped when its table's txn version shows the run's commit, so a crashed run is completed
         by calling this again with the same run (id, serial) and offsets."""
-        from .session import ensure_delta_tables, table_location
-
         run_id, serial = run
         ensure_delta_tables(self.spark, topic, self.warehouse, state.compacted)
         main = table_location(self.warehouse, topic)
@@ -232,7 +247,7 @@ class DeltaExport:
         """The run's newest row per (partition, key), read back from its append commit."""
         from pyspark.sql import functions as F
 
-        from .job import newest_per_key
+        from .compaction import newest_per_key
 
         mine = functools.reduce(
             operator.or_,

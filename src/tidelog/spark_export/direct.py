@@ -16,6 +16,13 @@ each record is published once, as Spark's output committer ensures for its own w
 Delta tables are written the same way, into the table's directory, and `deltalog.describe` runs
 in the task after each file: its size and Delta statistics from the footer, so that the driver
 can commit the files to the Delta log (`delta`, `deltalog`).
+
+Iceberg tables are written the same way too, into the table's `data/` directory, with the
+`partition` column kept in the files (`columns`: an Iceberg reader takes values from the files,
+not from directory names); the driver adds the files to the table in one pyiceberg snapshot
+(`iceberg_job`). Both delete the files of failed task attempts beside those the successful ones
+returned, so that a table never references them: Delta after its commit, which names only the
+returned files (`deltalog.remove_strays`), Iceberg before its snapshot (`IcebergTables.remove_strays`).
 """
 
 from __future__ import annotations
@@ -41,11 +48,6 @@ FILE_COLUMNS = (
 )
 
 
-# Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of the
-# write for 100-byte random values). Keys, topics, producer ids repeat.
-DICTIONARY_COLUMNS = [c for c in FILE_COLUMNS if c != "value"]
-
-
 def task_groups(
     log_dirs: list[Path],
     topic: str,
@@ -55,7 +57,8 @@ def task_groups(
     min_partitions: int,
 ) -> list[list[seg.SegmentTask]]:
     """The segment tasks of the export, grouped as the data source groups them into Spark partitions."""
-    from .datasource import TidelogReader, export_options
+    from .datasource import export_options
+    from .reader import TidelogReader
 
     reader = TidelogReader(
         {
@@ -66,20 +69,27 @@ def task_groups(
     return [p.value for p in reader.partitions() if p.value]
 
 
-def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[str, int]]:
-    """Decode `tasks` and write their rows under `out`: [(file, rows)]. Runs in a Python worker."""
+def write_tasks(
+    tasks: list[seg.SegmentTask], out: str, tag: str, columns: tuple[str, ...] = FILE_COLUMNS
+) -> list[tuple[str, int]]:
+    """Decode `tasks` and write their rows under `out`: [(file, rows)]. Runs in a Python worker.
+
+    `columns`: those of the files (Iceberg's files also hold `partition`, see `iceberg`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     schema = seg.arrow_schema()
-    file_schema = pa.schema([schema.field(c) for c in FILE_COLUMNS])
+    file_schema = pa.schema([schema.field(c) for c in columns])
+    # Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of
+    # the write for 100-byte random values). Keys, topics, producer ids repeat.
+    dictionary = [c for c in columns if c != "value"]
     writers: dict[tuple[Any, int], tuple[Any, Path, list[int]]] = {}
     try:
         for task in tasks:
             for batch in seg.read_task(task):
                 days = pc.cast(batch.column("timestamp"), pa.date32())
-                body = pa.RecordBatch.from_arrays([batch.column(c) for c in FILE_COLUMNS], schema=file_schema)
+                body = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], schema=file_schema)
                 unique = pc.unique(days).to_pylist()  # one day, except where a day ends
                 for day in unique:
                     part = body if len(unique) == 1 else body.filter(pc.equal(days, pa.scalar(day, pa.date32())))
@@ -89,9 +99,7 @@ def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[
                         d.mkdir(parents=True, exist_ok=True)
                         path = d / f"part-{tag}-{uuid.uuid4().hex[:12]}.parquet"
                         writers[key] = (
-                            pq.ParquetWriter(
-                                str(path), file_schema, compression="zstd", use_dictionary=DICTIONARY_COLUMNS
-                            ),
+                            pq.ParquetWriter(str(path), file_schema, compression="zstd", use_dictionary=dictionary),
                             path,
                             [0],
                         )
@@ -108,10 +116,14 @@ TASK_FAULT_ENV = "TIDELOG_EXPORT_TASK_FAULT"
 
 
 def _run_group(
-    out: str, tag: str, describe: Callable | None, items: Iterator[tuple[int, list[seg.SegmentTask]]]
+    out: str,
+    tag: str,
+    describe: Callable | None,
+    columns: tuple[str, ...],
+    items: Iterator[tuple[int, list[seg.SegmentTask]]],
 ) -> Iterator[Any]:
     for n, tasks in items:
-        written = write_tasks(tasks, out, f"{tag}{n:05d}")
+        written = write_tasks(tasks, out, f"{tag}{n:05d}", columns)
         _injected_fault(f"{tag}{n:05d}")
         for path, rows in written:
             yield (path, rows) if describe is None else describe(path, rows)
@@ -131,15 +143,23 @@ def _injected_fault(group: str) -> None:
 
 
 def write_files(
-    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", describe: Callable | None = None
+    spark,
+    groups: list[list[seg.SegmentTask]],
+    out: Path,
+    tag: str = "",
+    describe: Callable | None = None,
+    columns: tuple[str, ...] = FILE_COLUMNS,
 ) -> list:
     """One Spark job writing every group's rows under `out` (a task per group), files named
-    `part-<tag><group>-<random>.parquet`: per file, `describe(path, rows)` as the task that wrote
-    it returned it ((path, rows) without `describe`; it must be importable in the workers)."""
+    `part-<tag><group>-<random>.parquet` holding `columns`: per file, `describe(path, rows)` as
+    the task that wrote it returned it ((path, rows) without `describe`; it must be importable in
+    the workers). Only the files of successful task attempts are returned, so only they are
+    published or committed; the caller deletes the others (`write`, `deltalog.remove_strays`,
+    `iceberg.IcebergTables.remove_strays`)."""
     if not groups:
         return []
     rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe)).collect()
+    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe, columns)).collect()
 
 
 def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "") -> int:

@@ -30,9 +30,15 @@ that commit; then `commit`. Nothing is staged or moved. A run a crash interrupte
 the next run (each table's write is skipped when the table already holds the run's commit; the
 files of an uncommitted append are deleted and written again), never undone.
 
+Iceberg tables (`--table-format iceberg`, see `iceberg_job`): after step 3, per topic the workers
+write the Parquet files as in step 4 straight into the table's directory, then ONE pyiceberg
+snapshot adds them to `tidelog.<topic>` and ONE copy-on-write snapshot rewrites the touched
+partitions of `tidelog.<topic>_latest`; then `commit`. Completed by the next run after a crash,
+like Delta (each table's snapshot summary carries the run id), files never committed deleted.
+
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
 `TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
-`CRASH_POINTS` for Parquet, `DELTA_CRASH_POINTS` for Delta.
+`CRASH_POINTS` for Parquet, `DELTA_CRASH_POINTS` for Delta, `iceberg_job.ICEBERG_CRASH_POINTS`.
 """
 
 from __future__ import annotations
@@ -51,10 +57,12 @@ from pathlib import Path
 
 from . import direct
 from . import segments as seg
+from .compaction import newest_per_key
 from .delta import DeltaExport
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
-from .session import TABLE_COLUMNS, ensure_database, ensure_table, point_latest, table_location
+from .session import ensure_table, point_latest
+from .tables import TABLE_COLUMNS, ensure_database, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -79,7 +87,8 @@ class ExportOptions:
     rows_per_latest_file: int = 2_000_000
     max_partition_bytes: int = 128 << 20  # small segments are read a few per Spark task
     crash_at: str | None = None
-    table_format: str | None = None  # "parquet" or "delta"; None: the warehouse's (parquet when new)
+    table_format: str | None = None  # "parquet", "delta" or "iceberg"; None: the warehouse's (parquet when new)
+    iceberg_catalog_uri: str | None = None  # a REST catalog; None: the warehouse's (embedded SQLite when new)
 
 
 @dataclass
@@ -146,12 +155,15 @@ class ExportJob:
         manifest = Manifest.load(self.o.warehouse)
         manifest.table_format = manifest.resolve_format(self.o.table_format)
         delta = manifest.table_format == "delta"
+        iceberg = self._iceberg() if manifest.table_format == "iceberg" else None
         # The database first: completing a run that crashed after it was published (re)creates
         # its tables, which needs the database in this session. The run registers the tables it
         # writes; `attach_tables` registers all of them in any session.
         ensure_database(self.spark, self.o.warehouse)
         if delta:
             DeltaExport(self).complete(manifest)
+        elif iceberg:
+            iceberg.complete(manifest)
         else:
             self.recover(manifest)
         run_id = new_run_id()
@@ -168,11 +180,11 @@ class ExportJob:
         for p in work:
             if p.state.compacted:
                 latest = self._latest_root(p.topic)
-                p.state.latest_location = str(latest if delta else latest / f"v-{run_id}")
+                p.state.latest_location = str(latest if delta or iceberg else latest / f"v-{run_id}")
         manifest.begin(run_id, {p.topic: p.state for p in work})
         self._point("begun")
-        if delta:
-            return self._run_delta(manifest, plans, run_id, started)
+        if delta or iceberg:
+            return self._run_tables(iceberg, manifest, plans, run_id, started)
         staging = manifest.staging_dir(run_id)
         for p in work:
             t0 = time.monotonic()
@@ -194,16 +206,21 @@ class ExportJob:
         self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
         return [p.summary for p in plans]
 
-    def _run_delta(
-        self, manifest: Manifest, plans: list[_TopicPlan], run_id: str, started: float
+    def _run_tables(
+        self, iceberg, manifest: Manifest, plans: list[_TopicPlan], run_id: str, started: float
     ) -> list[TopicSummary]:
-        """The rest of a Delta run (`delta.DeltaExport`): per topic its append and MERGE commits."""
+        """The rest of a Delta run (`delta.DeltaExport`: per topic its append and MERGE commits)
+        or of an Iceberg run (`iceberg`, an `iceberg_job.IcebergRun`: per topic its snapshots)."""
         assert manifest.pending is not None
-        export = DeltaExport(self)
-        for p in plans:
-            if p.has_data:
+        run = (run_id, manifest.pending.serial)
+        work = [p for p in plans if p.has_data]
+        if iceberg is not None:
+            iceberg.deliver(work, *run)
+        else:
+            export = DeltaExport(self)
+            for p in work:
                 t0 = time.monotonic()
-                export.deliver(p.topic, p.state, p.offsets, p.scan_from, (run_id, manifest.pending.serial), p.summary)
+                export.deliver(p.topic, p.state, p.offsets, p.scan_from, run, p.summary)
                 p.summary.seconds = time.monotonic() - t0
         manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
         self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
@@ -223,6 +240,11 @@ class ExportJob:
             ensure_table(self.spark, topic, self.o.warehouse)
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location)
+
+    def _iceberg(self):
+        from .iceberg_job import IcebergRun
+
+        return IcebergRun(self)
 
     # -- recovery -----------------------------------------------------------------------------
 
@@ -392,20 +414,6 @@ class ExportJob:
         self._publish(out, table, run_id, tag="r")
         p.summary.files_rewritten = len(candidates)
         return [str(f) for f in candidates]
-
-
-def newest_per_key(df):
-    """The rows of `df` with a key, the one of highest offset per (partition, key) (tombstones included)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    w = Window.partitionBy("partition", "key").orderBy(F.col("offset").desc())
-    return (
-        df.where(F.col("key").isNotNull())
-        .withColumn("_rank", F.row_number().over(w))
-        .where(F.col("_rank") == 1)
-        .drop("_rank")
-    )
 
 
 class ExportRunning(RuntimeError):

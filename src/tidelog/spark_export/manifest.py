@@ -4,7 +4,7 @@ Stored as `<warehouse>/_tidelog/manifest.json`, rewritten atomically (temp file,
 fsync of the directory): a crash leaves the old or the new manifest, never a torn one.
 
     {"version": 1,
-     "table_format": "parquet" | "delta",             # chosen by the first run, kept
+     "table_format": "parquet" | "delta" | "iceberg", # chosen by the first run, kept
      "serial": int,                                   # runs begun so far (Delta's txnVersion)
      "topics": {"<topic>": {"compacted": bool, "latest_location": str | null,
                             "partitions": {"<n>": {"next_offset": int,      # all below: exported
@@ -24,7 +24,7 @@ the next start: a run still `staged` is rolled back (its run-id files are delete
 was touched); a run `published` is rolled forward (steps 4-5). Either way each record is in the
 table exactly once. Delta tables (`delta`) use the same `begin`/`commit` pair; their pending run is
 always completed (re-executed: a table whose txn version shows the run's commit is skipped), never
-undone.
+undone; so are Iceberg's (`iceberg_job`: a table whose snapshot summary shows the run id is skipped).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class PendingRun:
         )
 
 
-FORMATS = ("parquet", "delta")
+FORMATS = ("parquet", "delta", "iceberg")
 
 
 class TableFormatError(ValueError):

@@ -12,7 +12,10 @@ themselves. Otherwise (the default) the in-memory catalog is used and `attach_ta
 every table over its location from the export manifest, repairing partitions, so that
 `spark.table("tidelog.orders")` works in any later session that calls it. A warehouse exported
 with `--table-format delta` holds Delta tables: the session then needs
-`SparkSettings(table_format="delta")` (see `delta`).
+`SparkSettings(table_format="delta")` (see `delta`). Iceberg tables (`--table-format iceberg`) are
+in their own catalog (`iceberg`); `attach_tables` registers them as `tidelog.<name>` over the
+`tidelog_iceberg` data source (see `iceberg_source`), in any session whose `spark_catalog` is
+Spark's own (not in a Delta-enabled one, which cannot read such tables by name).
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DATABASE = "tidelog"
+from .tables import (
+    DATABASE,
+    LATEST_COLUMNS,
+    TABLE_COLUMNS,
+    _sql_str,
+    ensure_database,
+    is_hive,
+    table_location,
+    table_name,
+)
 
 
 @dataclass
@@ -92,19 +104,6 @@ def build_session(warehouse: str | Path, settings: SparkSettings | None = None):
     return spark
 
 
-def is_hive(spark) -> bool:
-    return spark.conf.get("spark.sql.catalogImplementation", "in-memory") == "hive"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def table_name(topic: str, suffix: str = "") -> str:
-    """`tidelog`.`<topic><suffix>`; topic names may hold '.' and '-', hence the quoting."""
-    return f"{quote(DATABASE)}.{quote(topic + suffix)}"
-
-
 def attach_tables(spark, warehouse: str | Path) -> list[str]:
     """Register every exported table of `warehouse` in this session's catalog; returns their names."""
     from .manifest import Manifest
@@ -112,7 +111,13 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
     manifest = Manifest.load(warehouse)
     ensure_database(spark, warehouse)
     names = []
+    if manifest.table_format == "iceberg":
+        from .iceberg_source import attach_iceberg_tables
+
+        return attach_iceberg_tables(spark, warehouse)
     if manifest.table_format == "delta":
+        from .delta import ensure_delta_tables
+
         for topic, state in sorted(manifest.topics.items()):
             names += ensure_delta_tables(spark, topic, Path(warehouse), state.compacted, replace=not is_hive(spark))
         return names
@@ -123,34 +128,6 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
             point_latest(spark, topic, state.latest_location)
             names.append(f"{DATABASE}.{topic}_latest")
     return names
-
-
-def ensure_database(spark, warehouse: str | Path) -> None:
-    """The `tidelog` database of `warehouse` in this session's catalog."""
-    spark.sql(
-        f"CREATE DATABASE IF NOT EXISTS {quote(DATABASE)} "
-        f"LOCATION '{_sql_str(Path(warehouse).resolve() / (DATABASE + '.db'))}'"
-    )
-
-
-def _sql_str(v) -> str:
-    return str(v).replace("\\", "\\\\").replace("'", "\\'")
-
-
-TABLE_COLUMNS = (
-    "topic string, offset long, timestamp timestamp, timestamp_type int, key binary, value binary, "
-    "headers array<struct<key: string, value: binary>>, producer_id long, is_transactional boolean, "
-    "date date, partition int"
-)
-LATEST_COLUMNS = (
-    "topic string, partition int, key binary, offset long, timestamp timestamp, timestamp_type int, "
-    "value binary, headers array<struct<key: string, value: binary>>, producer_id long, "
-    "is_transactional boolean"
-)
-
-
-def table_location(warehouse: Path, topic: str) -> Path:
-    return Path(warehouse).resolve() / (DATABASE + ".db") / topic
 
 
 def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False) -> None:
@@ -166,25 +143,6 @@ def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False) -> N
     )
     spark.sql(f"MSCK REPAIR TABLE {name} SYNC PARTITIONS")
     spark.sql(f"REFRESH TABLE {name}")
-
-
-def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, replace: bool = False) -> list[str]:
-    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest`) over their locations,
-    created empty where missing: the append table by delta-rs, which commits to it (`deltalog`),
-    `_latest` by Spark, whose MERGE writes it."""
-    from . import deltalog
-    from .delta import DeltaTables
-
-    deltalog.create(table_location(warehouse, topic))
-    if compacted:
-        DeltaTables(spark).ensure(table_location(warehouse, topic + "_latest"), LATEST_COLUMNS)
-    names = [topic] + ([topic + "_latest"] if compacted else [])
-    for name in names:
-        if replace:
-            spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")
-        loc = table_location(warehouse, name)
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {table_name(name)} USING delta LOCATION '{_sql_str(loc)}'")
-    return [f"{DATABASE}.{name}" for name in names]
 
 
 def point_latest(spark, topic: str, location: str) -> None:

@@ -63,7 +63,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from . import segments as seg
-from .datasource import TidelogReader
+from .reader import TidelogReader
 
 try:  # pyspark >= 4.2
     from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow

@@ -1,0 +1,243 @@
+"""The Iceberg path of an export run (`--table-format iceberg`; tables and catalog: `iceberg`).
+
+After `manifest.begin` (see `job`), per topic:
+
+1. `tidelog.<topic>`: unless the table holds a snapshot of this run already, the run's leftover
+   data files from an earlier try are deleted, the Spark tasks decode the run's offset ranges and
+   write Parquet with pyarrow in the Python workers (`direct.write_files`, the Parquet path's
+   writer, the `partition` column kept in the files) into the table's `data/` directory, one file
+   per (UTC day, partition) a task meets; then ONE append snapshot adds them all (crash points
+   `written` before it, `appended` after it);
+2. `tidelog.<topic>_latest` (compacted topics): unless it holds this run's snapshot, the files of
+   its current snapshot for the Kafka partitions the run touched and the files the run's append
+   added are reduced by Spark to the newest row per (partition, key), keys whose newest row is a
+   tombstone dropped; the result is written by pyarrow in the workers (`write_latest`, one file
+   per Kafka partition, rolled every `rows_per_latest_file` rows) and ONE overwrite snapshot
+   replaces the old files of those partitions with them (copy-on-write; crash points
+   `latest-written`, `merged`).
+
+Then `manifest.commit`. A run a crash interrupted, wherever it was, is completed by the next run
+(`complete`): the manifest's pending state gives its run id and offsets; a table holding a
+snapshot with the run id is skipped (the snapshot summary is read back first), one that does not
+gets its uncommitted files of the run deleted and the write done again. So each committed record
+is in `tidelog.<topic>` once, each run is at most one snapshot per table, and no file written but
+not committed stays on disk. A run that writes no row to a table (only aborted transactions, or
+nothing changed in `_latest`) commits no snapshot to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from . import direct
+from .iceberg import LATEST_COLUMNS, MAIN_COLUMNS, IcebergTables, local_path
+from .manifest import Manifest, TopicState
+from .progress import TopicSummary
+
+log = logging.getLogger("tidelog.spark_export")
+
+ICEBERG_CRASH_POINTS = ("begun", "written", "appended", "latest-written", "merged")
+READ_SCHEMA = (
+    "topic string, partition int, offset long, timestamp timestamp, timestamp_type int, key binary, value binary, "
+    "headers array<struct<key: string, value: binary>>, producer_id long, is_transactional boolean"
+)
+
+
+class IcebergRun:
+    """The Iceberg deliveries of one `ExportJob` run (`job` gives the options, session, crash
+    points and progress)."""
+
+    def __init__(self, job) -> None:
+        self.job = job
+        self.spark = job.spark
+        self.o = job.o
+        self._tables: IcebergTables | None = None
+
+    @property
+    def tables(self) -> IcebergTables:
+        if self._tables is None:
+            self._tables = IcebergTables(self.o.warehouse, self.o.iceberg_catalog_uri, save=True)
+        return self._tables
+
+    def deliver(self, work: list, run_id: str, serial: int) -> None:
+        """The run's snapshots for every topic of `work` (`job._TopicPlan`s)."""
+        for p in work:
+            t0 = time.monotonic()
+            self.deliver_topic(p.topic, p.state.compacted, p.offsets, p.scan_from, run_id, serial, p.summary)
+            p.summary.seconds = time.monotonic() - t0
+        self._attach({p.topic: p.state.compacted for p in work})
+
+    def complete(self, manifest: Manifest) -> None:
+        """Complete the run a crash interrupted (if any): its offsets are those between the
+        committed and the pending state; tables holding its snapshot are skipped."""
+        p = manifest.pending
+        if p is None:
+            return
+        log.warning("export run %s was interrupted: completing it", p.run_id)
+        done = {}
+        for topic, state in p.topics.items():
+            old = manifest.topics.get(topic) or TopicState()
+            offsets = {}
+            for n, ps in state.partitions.items():
+                lo = old.partitions[n].next_offset if n in old.partitions else 0
+                if ps.next_offset > lo:
+                    offsets[n] = (lo, ps.next_offset)
+            summary = TopicSummary(topic)
+            if offsets:
+                scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
+                self.deliver_topic(
+                    topic, state.compacted, offsets, scan_from, p.run_id, p.serial, summary, recovering=True
+                )
+            done[topic] = summary.to_json()
+        self._attach({topic: state.compacted for topic, state in p.topics.items()})
+        manifest.commit({"recovered": True, "topics": done})
+
+    def _attach(self, topics: dict[str, bool]) -> None:
+        """Register the run's tables in the job's session (as Parquet and Delta runs do), unless
+        it cannot read them by name (see `iceberg_source`)."""
+        from .iceberg_source import attach_iceberg_tables, names_readable, register
+
+        if not names_readable(self.spark):
+            register(self.spark)
+            log.info("this session replaces spark_catalog: Iceberg tables not registered by name")
+            return
+
+        names = [n for topic, compacted in topics.items() for n in [topic] + [topic + "_latest"] * compacted]
+        attach_iceberg_tables(self.spark, self.o.warehouse, [n for n in names if self.tables.exists(n)])
+
+    def deliver_topic(
+        self,
+        topic: str,
+        compacted: bool,
+        offsets: dict[int, tuple[int, int]],
+        scan_from: dict[int, int],
+        run_id: str,
+        serial: int,
+        summary: TopicSummary,
+        recovering: bool = False,
+    ) -> None:
+        """The append to `tidelog.<topic>`, then the rewrite of `_latest`; each skipped when its
+        table holds the run's snapshot, so running it again with the same run completes it
+        (`recovering`: first delete what an earlier try of the run left uncommitted)."""
+        t = self.tables
+        props = t.properties(run_id, serial, offsets)
+        main = t.ensure(topic)
+        snap = t.snapshot_of(main, run_id)
+        if snap is None:
+            if recovering:
+                t.remove_uncommitted(main, run_id)
+            files = self._write_main(topic, offsets, scan_from, main, run_id)
+            t.remove_strays([f for f, _rows in files], run_id)
+            self.job._point("written")
+            summary.rows = sum(rows for _f, rows in files)
+            if files:
+                t.commit_append(main, [f for f, _rows in files], props)
+                main = t.load(topic)
+                snap = t.snapshot_of(main, run_id)
+        else:
+            summary.rows = int(snap.summary.additional_properties.get("added-records", 0))
+        self.job._point("appended")
+        if not compacted:
+            return
+        latest = t.ensure(topic + "_latest", latest=True)
+        if t.snapshot_of(latest, run_id) is None:
+            if recovering:
+                t.remove_uncommitted(latest, run_id)
+            new_files = t.added_files(main, snap) if snap is not None else []
+            if new_files:
+                self._merge_latest(latest, new_files, sorted(offsets), props, run_id)
+                latest = t.load(topic + "_latest")
+        self.job._point("merged")
+        summary.latest_rows = t.total_records(latest)
+
+    def _write_main(self, topic, offsets, scan_from, main, run_id: str) -> list[tuple[str, int]]:
+        groups = direct.task_groups(
+            self.o.log_dirs, topic, offsets, scan_from, self.o.max_partition_bytes, self.job._parallelism()
+        )
+        with self.job.progress.topic(self.spark, topic, len(groups)):
+            return direct.write_files(
+                self.spark, groups, IcebergTables.data_dir(main), tag=f"{run_id}-", columns=MAIN_COLUMNS
+            )
+
+    def _merge_latest(self, latest, new_files: list[str], partitions: list[int], props: dict, run_id: str) -> None:
+        """Copy-on-write: the touched partitions' files of `latest` and the run's rows, reduced
+        to the newest row per (partition, key), replace those files in one snapshot."""
+        from pyspark.sql import functions as F
+
+        from .compaction import newest_per_key
+
+        t = self.tables
+        old = t.current_files(latest, partitions)
+        read = self.spark.read.schema(READ_SCHEMA)
+        both = read.parquet(*new_files).select(*LATEST_COLUMNS)
+        if old:
+            both = read.parquet(*[local_path(f.file_path) for f in old]).select(*LATEST_COLUMNS).unionByName(both)
+        rows = newest_per_key(both).where(F.col("value").isNotNull())
+        tasks = max(1, min(len(partitions), self.job._parallelism()))
+        out = str(IcebergTables.data_dir(latest))
+        written = (
+            rows.repartition(tasks, "partition")
+            .sortWithinPartitions("partition", "offset")
+            .mapInArrow(
+                functools.partial(write_latest, out, f"{run_id}-", self.o.rows_per_latest_file),
+                "path string, rows long",
+            )
+            .collect()
+        )
+        files = [r.path for r in written]
+        t.remove_strays(files, run_id)
+        self.job._point("latest-written")
+        if old or files:
+            t.commit_replace(latest, old, files, props)
+
+
+def latest_file_schema():
+    import pyarrow as pa
+
+    from . import segments as seg
+
+    schema = seg.arrow_schema()
+    return pa.schema([schema.field(c) for c in LATEST_COLUMNS])
+
+
+def write_latest(out: str, tag: str, rows_per_file: int, batches: Iterator) -> Iterator:
+    """Write `batches` (sorted by partition, then offset) under `out/partition=<n>/`, a file per
+    partition rolled every `rows_per_file` rows: one batch of (path, rows). Runs in a Python worker."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = latest_file_schema()
+    dictionary = [c for c in LATEST_COLUMNS if c != "value"]
+    written: list[list] = []  # [path, rows, partition]; the last one is open
+    writer = None
+    try:
+        for batch in batches:
+            batch = pa.RecordBatch.from_arrays(
+                [batch.column(c).cast(schema.field(c).type) for c in LATEST_COLUMNS], schema=schema
+            )
+            parts = batch.column("partition")
+            for value in pc.unique(parts).to_pylist():
+                part = batch.filter(pc.equal(parts, pa.scalar(value, pa.int32())))
+                if writer is None or written[-1][2] != value or written[-1][1] >= rows_per_file:
+                    if writer is not None:
+                        writer.close()
+                    d = Path(out) / f"partition={value}"
+                    d.mkdir(parents=True, exist_ok=True)
+                    path = str(d / f"part-{tag}{uuid.uuid4().hex[:12]}.parquet")
+                    writer = pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=dictionary)
+                    written.append([path, 0, value])
+                writer.write_batch(part)
+                written[-1][1] += part.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    yield pa.RecordBatch.from_pydict(
+        {"path": [w[0] for w in written], "rows": [w[1] for w in written]},
+        schema=pa.schema([("path", pa.string()), ("rows", pa.int64())]),
+    )
