@@ -230,6 +230,11 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     # the finalized level of Kafka's `transaction.version` feature (Kafka sets it when the cluster
     # is formatted, `kafka-storage format --feature transaction.version=N`; 2 for a new 4.x one)
     "transaction.version": (_int(0, 2), "2"),
+    # the schema registry (tidelog/registry), off unless a listener is given: http://host:port
+    "schema.registry.listeners": (_str, None),
+    "schema.registry.topic": (_str, "_schemas"),
+    "schema.registry.max.request.bytes": (_int(1024), str(8 * 1024 * 1024)),
+    "schema.registry.authentication": (_choice("none", "basic"), "none"),  # basic: the broker's SCRAM users
     # Cluster mode (tidelog/cluster): etcd endpoints host:port[,host:port][/cluster-name]; unset = one node.
     "etcd.connect": (_str, None),
     "etcd.connection.timeout.ms": (_int(1), "5000"),

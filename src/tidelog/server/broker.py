@@ -7,6 +7,7 @@ narrow collaborators by constructor.
            -> group coordinator (offsets in __consumer_offsets, through the partitions)
            -> transaction coordinator (producer state, markers; completes group offsets)
            -> metrics -> router (one module per API, then the pipeline stages) -> listeners
+           -> schema registry (`schema.registry.listeners`: `_schemas` through the partitions, HTTP)
 
 `start()` starts the parts in that order (the group coordinator loads before the transaction
 coordinator, which completes transactional offset commits on it), binds the listeners, and - in
@@ -34,6 +35,10 @@ from ..core.partitions import Partitions
 from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC, TopicRegistry
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
+from ..registry.auth import ScramPasswords
+from ..registry.http import RegistryServer
+from ..registry.service import Registry
+from ..registry.store import SchemaStore
 from ..share.admin import ShareStateAdmin
 from ..share.coordinator import ShareCoordinator
 from ..share.manager import SharePartitions
@@ -114,6 +119,27 @@ class Broker:
         self.router.seal(self.metrics.stage)
         self.servers: list[asyncio.base_events.Server] = []
         self.bound_ports: dict[str, int] = {}
+        self.schema_registry = self._schema_registry()
+
+    def _schema_registry(self) -> RegistryServer | None:
+        """The schema registry's listener, when `schema.registry.listeners` names one (a single
+        node only: a cluster member logs that it does not serve it)."""
+        url = self.config["schema.registry.listeners"]
+        if not url:
+            return None
+        if self.cluster.clustered:
+            log.error("schema.registry.listeners is set, but the schema registry serves a single node only")
+            return None
+        host, _, port = url.split("://", 1)[-1].split(",")[0].rstrip("/").rpartition(":")
+        store = SchemaStore(self.admin, self.partitions, self.config["schema.registry.topic"])
+        basic = self.config["schema.registry.authentication"] == "basic"
+        return RegistryServer(
+            Registry(store),
+            host.strip("[]") or "0.0.0.0",
+            int(port),
+            self.config["schema.registry.max.request.bytes"],
+            ScramPasswords(self.security.credentials) if basic else None,
+        )
 
     def _cluster(
         self, state: ClusterState, connect: Connector | None
@@ -261,6 +287,8 @@ class Broker:
             bound = server.sockets[0].getsockname()
             self.bound_ports[lst.name] = bound[1]
         await self.cluster.start()  # a cluster member joins (serving nothing before)
+        if self.schema_registry is not None:  # `_schemas` read, listening before the Kafka listeners are
+            await self.schema_registry.start()
         for server, lst in zip(self.servers, self.config.listeners):
             await server.start_serving()
             bound = server.sockets[0].getsockname()
@@ -288,6 +316,8 @@ class Broker:
             # unanswered one is a lost answer to its client, as the crash of a broker is)
             await asyncio.sleep(0.01)
         self.stopping.set()
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         for server in self.servers:
             server.close()
         for conn in list(self.connections):
