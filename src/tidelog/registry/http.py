@@ -8,7 +8,8 @@ web framework: the requests are small JSON documents, and a parser of ~100 lines
 limits is less code than a dependency.
 
 Contract: a request line and headers of at most `MAX_HEAD` bytes, a body of at most `max_body`
-bytes given by Content-Length (chunked bodies are refused with 411); keep-alive unless the client
+bytes given by Content-Length (chunked bodies are refused with 411), each arriving within
+`IDLE_TIMEOUT_S`; at most `MAX_CONNECTIONS` connections at once; keep-alive unless the client
 says `Connection: close` or speaks HTTP/1.0. Malformed input is answered with a 4xx and a log
 line and closes the connection; nothing a client sends ends the listener. Every answer is JSON
 (`application/vnd.schemaregistry.v1+json`), errors as `{"error_code", "message"}`. With
@@ -33,10 +34,15 @@ from .service import Registry
 log = logging.getLogger("tidelog.registry")
 
 MAX_HEAD = 64 * 1024
+IDLE_TIMEOUT_S = 60.0  # a connection with no request, or a request not complete, this long is closed
+MAX_CONNECTIONS = 1024  # beyond it a new connection is answered 503 and closed
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-           409: "Conflict", 411: "Length Required", 413: "Payload Too Large", 422: "Unprocessable Entity",
-           431: "Request Header Fields Too Large", 500: "Internal Server Error"}  # fmt: skip
+REASONS = {
+    200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+    408: "Request Timeout", 409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
+    422: "Unprocessable Entity", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+    503: "Service Unavailable",
+}  # fmt: skip
 
 
 class BadRequest(Exception):
@@ -80,8 +86,13 @@ class RegistryServer:
                 pass
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.clients.add(writer)
         peer = writer.get_extra_info("peername")
+        if len(self.clients) >= MAX_CONNECTIONS:
+            log.warning("schema registry: refusing %s: %d connections open", peer, len(self.clients))
+            await self._send(writer, 503, {"error_code": 503, "message": "too many connections"}, False)
+            writer.close()
+            return
+        self.clients.add(writer)
         try:
             while await self._one(reader, writer, peer):
                 pass
@@ -94,7 +105,9 @@ class RegistryServer:
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: object) -> bool:
         """Serve one request; whether the connection stays open for another."""
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE_TIMEOUT_S)
+        except TimeoutError:
+            return False
         except asyncio.IncompleteReadError as e:
             if e.partial:
                 log.warning("schema registry: %s closed mid-request", peer)
@@ -125,7 +138,10 @@ class RegistryServer:
             raise BadRequest(413, f"body of {length} bytes is over the limit of {self.max_body}")
         if not length:
             return None
-        data = await reader.readexactly(length)
+        try:
+            data = await asyncio.wait_for(reader.readexactly(length), IDLE_TIMEOUT_S)
+        except TimeoutError as e:
+            raise BadRequest(408, "the body did not arrive in time") from e
         try:
             return json.loads(data)
         except (ValueError, UnicodeDecodeError) as e:
