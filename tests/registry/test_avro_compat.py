@@ -111,3 +111,31 @@ def test_canonical_form_ignores_doc_and_whitespace():
     a = p(rec({"name": "a", "type": "int"}, doc="hello"))
     b = avro.parse('{"type":"record",  "name":"User","fields":[{"name":"a","type":"int"}]}')
     assert a.canonical == b.canonical
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"name": "a", "type": "int", "default": "zero"},
+        {"name": "a", "type": "int", "default": 2**40},
+        {"name": "a", "type": ["null", "string"], "default": "x"},  # a union's default: its first branch
+        {"name": "a", "type": {"type": "enum", "name": "E", "symbols": ["A"]}, "default": "B"},
+        {"name": "a", "type": {"type": "array", "items": "int"}, "default": [1, "2"]},
+        {
+            "name": "a",
+            "type": {"type": "record", "name": "In", "fields": [{"name": "x", "type": "int"}]},
+            "default": {},
+        },
+    ],
+)
+def test_invalid_defaults_are_42201(field):
+    with pytest.raises(RegistryError) as e:
+        p(rec(field))
+    assert e.value.code == 42201 and "default" in e.value.message.lower()
+
+
+def test_valid_defaults():
+    p(rec({"name": "a", "type": ["null", "string"], "default": None}, {"name": "b", "type": "long", "default": 2**40}))
+    p(rec({"name": "a", "type": {"type": "map", "values": "double"}, "default": {"x": 1}}))
+    node = rec({"name": "next", "type": ["null", "Node"], "default": None}, name="Node")
+    p(node)

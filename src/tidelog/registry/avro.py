@@ -54,9 +54,78 @@ def parse(text: str, references: list[str] | None = None) -> ParsedAvro:
             fastavro.parse_schema(json.loads(ref), named_schemas=named, _write_hint=False)
         parsed = fastavro.parse_schema(json.loads(text), named_schemas=named, _write_hint=False)
         canonical = json.dumps(_canonical(parsed), separators=(",", ":"))
+        bad = _bad_defaults(parsed, named)
     except Exception as e:  # fastavro raises its own classes too (UnknownType, SchemaParseException)
         raise invalid_schema(f"{type(e).__name__}: {e}") from e
+    if bad:
+        raise invalid_schema(bad)
     return ParsedAvro(parsed, named, canonical)
+
+
+def _bad_defaults(schema: Any, named: dict[str, Any], seen: set[str] | None = None) -> str | None:
+    """The first field whose default is not a value of its type (a union's: of its first
+    branch), as Avro's Java parser with default validation (Confluent's) refuses it."""
+    seen = set() if seen is None else seen
+    schema = named.get(schema, schema) if isinstance(schema, str) else schema
+    if isinstance(schema, list):
+        return next((b for b in (_bad_defaults(x, named, seen) for x in schema) if b), None)
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind in ("record", "error"):
+        if schema.get("name") in seen:
+            return None
+        seen.add(str(schema.get("name")))
+        for f in schema.get("fields", ()):
+            if "default" in f and not _valid(f["default"], f["type"], named):
+                return f"invalid default for field {f['name']!r} of {schema.get('name')}: {f['default']!r}"
+            bad = _bad_defaults(f["type"], named, seen)
+            if bad:
+                return bad
+        return None
+    if kind in ("array", "map"):
+        return _bad_defaults(schema["items" if kind == "array" else "values"], named, seen)
+    return _bad_defaults(kind, named, seen) if isinstance(kind, (dict, list)) else None
+
+
+_PLAIN: dict[str, Any] = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31,
+    "long": lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63,
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "double": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "bytes": lambda v: isinstance(v, str),
+    "string": lambda v: isinstance(v, str),
+}
+
+
+def _valid(value: Any, schema: Any, named: dict[str, Any], depth: int = 0) -> bool:
+    """Whether a JSON default is a value of the schema (bounded depth: a recursive default)."""
+    if depth > 64:
+        return True
+    schema = named.get(schema, schema) if isinstance(schema, str) else schema
+    if isinstance(schema, list):
+        return bool(schema) and _valid(value, schema[0], named, depth + 1)
+    if isinstance(schema, str):
+        return bool(_PLAIN.get(schema, lambda v: True)(value))
+    kind = schema.get("type")
+    if isinstance(kind, (dict, list)) or (isinstance(kind, str) and kind not in _COMPLEX):
+        return _valid(value, kind, named, depth + 1)
+    if kind == "enum":
+        return value in schema.get("symbols", ())
+    if kind == "fixed":
+        return isinstance(value, str) and len(value) == schema.get("size")
+    if kind == "array":
+        return isinstance(value, list) and all(_valid(v, schema["items"], named, depth + 1) for v in value)
+    if kind == "map":
+        return isinstance(value, dict) and all(_valid(v, schema["values"], named, depth + 1) for v in value.values())
+    if not isinstance(value, dict):
+        return False
+    return all(
+        _valid(value[f["name"]], f["type"], named, depth + 1) if f["name"] in value else "default" in f
+        for f in schema.get("fields", ())
+    )
 
 
 _CANONICAL_KEYS = ("name", "type", "fields", "symbols", "items", "values", "size")
