@@ -64,3 +64,24 @@ def test_invalid_is_42201(bad):
     with pytest.raises(RegistryError) as e:
         P.parse(bad)
     assert e.value.code == 42201
+
+
+def test_text_and_descriptor_forms_agree():
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    text = """syntax = "proto3"; package d;
+    message M { map<string, int64> counts = 1; Inner inner = 2; message Inner { bool x = 1; } }"""
+    fdp = descriptor_pb2.FileDescriptorProto(name="d.proto", package="d", syntax="proto3")
+    m = fdp.message_type.add(name="M")
+    entry = m.nested_type.add(name="CountsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=9, label=1)
+    entry.field.add(name="value", number=2, type=3, label=1)
+    m.nested_type.add(name="Inner").field.add(name="x", number=1, type=8, label=1)
+    m.field.add(name="counts", number=1, type=11, label=3, type_name=".d.M.CountsEntry")
+    m.field.add(name="inner", number=2, type=11, label=1, type_name=".d.M.Inner")
+    descriptor_pool.DescriptorPool().Add(fdp)  # a valid descriptor
+    from_descriptor = P.parse(base64.b64encode(fdp.SerializeToString()).decode())
+    from_text = P.parse(text)
+    assert from_descriptor.messages == from_text.messages
+    assert not P.incompatibilities(from_text, from_descriptor) and not P.incompatibilities(from_descriptor, from_text)

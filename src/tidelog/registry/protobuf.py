@@ -3,14 +3,15 @@ enums, oneofs, maps, imports, options skipped) read by the small parser below, o
 FileDescriptorProto (what confluent-kafka's Python serializer registers), read with `protobuf`.
 
 Both become a `ParsedProto`: every message by full name with its fields by number (label, type
-name, field name). `incompatibilities(reader, writer)` applies Confluent's rules for the common
-cases: a message of the writer missing from the reader (MESSAGE_REMOVED), a field number whose
-scalar kind changes between wire-incompatible kinds (FIELD_SCALAR_KIND_CHANGED: int32, uint32,
-int64, uint64 and bool are one varint group; string and bytes one; sint*, fixed32-likes,
-fixed64-likes each their own), whose message or enum type changes (FIELD_NAMED_TYPE_CHANGED), or
-whose label moves between repeated and singular (FIELD_KIND_CHANGED), a syntax change
-(SYNTAX_VERSION_CHANGED). Fields added or removed are compatible (proto3 fields are optional).
-Not checked: enum constants, oneof membership moves, required fields of proto2.
+- a message or enum type by its last name, a map as `map<K,V>` - and field name).
+`incompatibilities(reader, writer)` applies Confluent's rules for the common cases: a message of
+the writer missing from the reader (MESSAGE_REMOVED), a field number whose scalar kind changes
+between wire-incompatible kinds (FIELD_SCALAR_KIND_CHANGED: int32, uint32, int64, uint64 and
+bool are one varint group; string and bytes one; sint*, fixed32-likes, fixed64-likes each their
+own), whose message or enum type changes (FIELD_NAMED_TYPE_CHANGED), or whose label moves
+between repeated and singular (FIELD_KIND_CHANGED), a syntax change (SYNTAX_VERSION_CHANGED).
+Fields added or removed are compatible (proto3 fields are optional). Not checked: enum
+constants, oneof membership moves, required fields of proto2.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def parse(text: str, references: list[str] | None = None) -> ParsedProto:
     return out
 
 
+def _short(type_name: str) -> str:
+    """A message or enum type by its last name: the text names types relative to their scope,
+    a descriptor by full name; the rules compare what the field holds, not where it is named."""
+    return type_name.rpartition(".")[2]
+
+
 def _looks_base64(s: str) -> bool:
     try:
         base64.b64decode(s, validate=True)
@@ -78,13 +85,20 @@ def _from_descriptor(text: str) -> ParsedProto:
     def walk(prefix: str, msgs: object) -> None:
         for m in msgs:  # type: ignore[attr-defined]
             name = f"{prefix}.{m.name}" if prefix else m.name
+            entries = {e.name: e for e in m.nested_type if e.options.map_entry}
             fields = {}
             for f in m.field:
-                tname = f.type_name.lstrip(".") if f.type_name else _SCALAR_BY_NUMBER.get(f.type, str(f.type))
-                fields[f.number] = (labels.get(f.label, "optional"), tname, f.name)
+                tname = _short(f.type_name) if f.type_name else _SCALAR_BY_NUMBER.get(f.type, str(f.type))
+                label = labels.get(f.label, "optional")
+                if tname in entries:  # a map field: a repeated entry message in the descriptor
+                    kv = {
+                        e.name: _short(e.type_name) or _SCALAR_BY_NUMBER.get(e.type, "") for e in entries[tname].field
+                    }
+                    tname, label = f"map<{kv.get('key')},{kv.get('value')}>", "optional"
+                fields[f.number] = (label, tname, f.name)
             out.messages[name] = fields
             out.enums.update(f"{name}.{e.name}" for e in m.enum_type)
-            walk(name, m.nested_type)
+            walk(name, [n for n in m.nested_type if not n.options.map_entry])
 
     walk(fd.package, fd.message_type)
     out.enums.update(f"{fd.package}.{e.name}" if fd.package else e.name for e in fd.enum_type)
@@ -187,7 +201,7 @@ class _Parser:
         number = int(self.next())
         self.i -= 1
         self.skip_statement()
-        fields[number] = (label, tok.lstrip("."), name)
+        fields[number] = (label, tok if tok.startswith("map<") else _short(tok), name)
 
 
 def incompatibilities(reader: ParsedProto, writer: ParsedProto) -> list[str]:
