@@ -11,7 +11,7 @@ from tidelog.registry.errors import RegistryError
 
 
 def p(schema: object, refs: list[object] | None = None) -> avro.ParsedAvro:
-    return avro.parse(json.dumps(schema), [json.dumps(r) for r in refs or ()])
+    return avro.parse(json.dumps(schema), [("ref", json.dumps(r)) for r in refs or ()])
 
 
 def rec(*fields: dict[str, object], name: str = "User", **extra: object) -> dict[str, object]:

@@ -81,3 +81,16 @@ def test_invalid_schema_is_42201():
     with pytest.raises(RegistryError) as e:
         J.parse('{"type": "nosuch"}')
     assert e.value.code == 42201
+
+
+def test_refs_into_referenced_schemas():
+    address = json.dumps({"type": "object", "properties": {"zip": {"$ref": "#/definitions/zip"}},
+                          "definitions": {"zip": {"type": "integer"}}})  # fmt: skip
+    wider = address.replace('"integer"', '"number"')
+    user = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}})
+    old = J.parse(user, [("address.json", address)])
+    new = J.parse(user, [("address.json", wider)])
+    assert not J.incompatibilities(new, old)  # the referenced zip widened: new reads old
+    assert any("TYPE_CHANGED" in m for m in J.incompatibilities(old, new))
+    with pytest.raises(RegistryError):
+        J.parse(user, [("address.json", '{"type": 5}')])

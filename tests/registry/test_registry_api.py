@@ -182,3 +182,21 @@ def test_bad_http_gets_4xx_and_the_listener_lives(registry_broker, api):
     chunked = b"POST /subjects/x/versions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
     assert raw(url, chunked).startswith(b"HTTP/1.1 411")
     assert api.ok("GET", "/subjects") is not None
+
+
+def test_json_references(api):
+    zip_int = json.dumps({"type": "object", "properties": {"zip": {"type": "integer"}}})
+    zip_num = json.dumps({"type": "object", "properties": {"zip": {"type": "number"}}})
+    api.ok("PUT", "/config/j-address", {"compatibility": "NONE"})
+    api.ok("POST", "/subjects/j-address/versions", {"schema": zip_int, "schemaType": "JSON"})
+    api.ok("POST", "/subjects/j-address/versions", {"schema": zip_num, "schemaType": "JSON"})
+    user = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}})
+    ref = {"name": "address.json", "subject": "j-address"}
+    api.ok(
+        "POST",
+        "/subjects/j-user/versions",
+        {"schema": user, "schemaType": "JSON", "references": [{**ref, "version": 2}]},
+    )
+    back = {"schema": user, "schemaType": "JSON", "references": [{**ref, "version": 1}]}
+    verdict = api.ok("POST", "/compatibility/subjects/j-user/versions/latest", back, verbose=True)
+    assert verdict["is_compatible"] is False and "TYPE_CHANGED" in verdict["messages"][0]

@@ -43,14 +43,14 @@ class ParsedAvro:
     canonical: str  # Avro's Parsing Canonical Form (what `normalize=true` compares)
 
 
-def parse(text: str, references: list[str] | None = None) -> ParsedAvro:
-    """Parse and validate; `references`: the texts of the referenced schemas, dependencies
+def parse(text: str, references: list[tuple[str, str]] | None = None) -> ParsedAvro:
+    """Parse and validate; `references`: (name, text) of the referenced schemas, dependencies
     first. Raises RegistryError 42201 on a schema that is not valid Avro."""
     import fastavro
 
     named: dict[str, Any] = {}
     try:
-        for ref in references or ():
+        for _, ref in references or ():
             fastavro.parse_schema(json.loads(ref), named_schemas=named, _write_hint=False)
         parsed = fastavro.parse_schema(json.loads(text), named_schemas=named, _write_hint=False)
         canonical = json.dumps(_canonical(parsed), separators=(",", ":"))

@@ -25,7 +25,7 @@ documents for its JSON Schema compatibility (the names of its difference types h
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import invalid_schema
@@ -35,24 +35,31 @@ from .errors import invalid_schema
 class ParsedJson:
     schema: Any
     canonical: str
+    refs: dict[str, Any] = field(default_factory=dict)  # a referenced schema's name -> its document
 
 
-def parse(text: str, references: list[str] | None = None) -> ParsedJson:
-    """Parse and check the document against its metaschema; 42201 when it is not a schema."""
+def parse(text: str, references: list[tuple[str, str]] | None = None) -> ParsedJson:
+    """Parse and check the document (and those it references) against its metaschema; 42201
+    when one is not a schema. A `$ref` to a reference's name (its URL, as the referencing
+    schema writes it) reads that document."""
     import jsonschema
 
+    refs: dict[str, Any] = {}
     try:
-        doc = json.loads(text)
-        if not isinstance(doc, (dict, bool)):
-            raise invalid_schema("a JSON schema is an object or a boolean")
-        jsonschema.validators.validator_for(doc).check_schema(doc)
+        for name, ref in [*(references or ()), ("", text)]:
+            doc = json.loads(ref)
+            if not isinstance(doc, (dict, bool)):
+                raise invalid_schema("a JSON schema is an object or a boolean")
+            jsonschema.validators.validator_for(doc).check_schema(doc)
+            refs[name] = doc
     except (ValueError, jsonschema.exceptions.SchemaError) as e:
         raise invalid_schema(str(e).splitlines()[0]) from e
-    return ParsedJson(doc, json.dumps(doc, separators=(",", ":"), sort_keys=True))
+    doc = refs.pop("")
+    return ParsedJson(doc, json.dumps(doc, separators=(",", ":"), sort_keys=True), refs)
 
 
 def incompatibilities(reader: ParsedJson, writer: ParsedJson) -> list[str]:
-    return _Checker(reader.schema, writer.schema).check(reader.schema, writer.schema, "#")
+    return _Checker(reader, writer).check(reader.schema, writer.schema, "#")
 
 
 _NUMERIC = {"integer": {"integer", "number"}}
@@ -68,24 +75,43 @@ def _types(s: dict[str, Any]) -> set[str] | None:
 
 
 class _Checker:
-    def __init__(self, reader_root: Any, writer_root: Any) -> None:
-        self.roots = (reader_root, writer_root)
+    """`roots`: the documents the reader's and the writer's schemas being compared sit in (a
+    local `$ref` is resolved in its own document; one into a reference moves to that document)."""
+
+    def __init__(self, reader: ParsedJson, writer: ParsedJson) -> None:
+        self.refs = (reader.refs, writer.refs)
+        self.roots = (reader.schema, writer.schema)
         self.seen: set[tuple[int, int]] = set()
         self.alive: list[Any] = []  # what `seen` names stays alive (a freed dict's id is reused)
 
-    def _resolve(self, s: Any, root: Any) -> Any:
+    @staticmethod
+    def _resolve(s: Any, root: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
+        """(the schema a chain of `$ref`s ends at, its document); an unknown target is `{}`."""
         for _ in range(32):  # a chain of $refs, bounded
-            if not (isinstance(s, dict) and isinstance(s.get("$ref"), str) and s["$ref"].startswith("#")):
-                return s
+            if not (isinstance(s, dict) and isinstance(s.get("$ref"), str)):
+                return s, root
+            url, _, pointer = s["$ref"].partition("#")
+            if url:
+                root = refs.get(url, refs.get(url.rpartition("/")[2], {}))
             target = root
-            for part in s["$ref"][1:].split("/")[1:]:
+            for part in pointer.split("/")[1:]:
                 part = part.replace("~1", "/").replace("~0", "~")
                 target = target.get(part) if isinstance(target, dict) else None
             s = target if target is not None else {}
-        return s
+        return s, root
 
     def check(self, r: Any, w: Any, path: str) -> list[str]:
-        r, w = self._resolve(r, self.roots[0]), self._resolve(w, self.roots[1])
+        (r, rroot), (w, wroot) = (
+            self._resolve(r, self.roots[0], self.refs[0]),
+            self._resolve(w, self.roots[1], self.refs[1]),
+        )
+        saved, self.roots = self.roots, (rroot, wroot)
+        try:
+            return self._check(r, w, path)
+        finally:
+            self.roots = saved
+
+    def _check(self, r: Any, w: Any, path: str) -> list[str]:
         if r is True or r == {} or w is False:
             return []
         if r is False:

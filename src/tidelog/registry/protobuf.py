@@ -41,7 +41,7 @@ _GROUPS = [_VARINT, {"string", "bytes"}, {"sint32", "sint64"}, {"fixed32", "sfix
 _SCALARS = set().union(*_GROUPS) | {"float", "double"}
 
 
-def parse(text: str, references: list[str] | None = None) -> ParsedProto:
+def parse(text: str, references: list[tuple[str, str]] | None = None) -> ParsedProto:
     """Parse .proto text or a base64 FileDescriptorProto; 42201 when neither reads."""
     stripped = text.strip()
     if stripped and not any(c in stripped for c in " ;{") and _looks_base64(stripped):

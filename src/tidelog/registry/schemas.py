@@ -30,7 +30,8 @@ LEVELS = (
 _MODULES: dict[str, Any] = {"AVRO": avro, "JSON": json_schema, "PROTOBUF": protobuf}
 
 
-def parse(schema_type: str, text: str, references: list[str] | None = None) -> Any:
+def parse(schema_type: str, text: str, references: list[tuple[str, str]] | None = None) -> Any:
+    """`references`: (name, text) of the schemas the text references, dependencies first."""
     module = _MODULES.get(schema_type)
     if module is None:
         raise invalid_schema(f"unknown schema type {schema_type!r} (one of {', '.join(TYPES)})")

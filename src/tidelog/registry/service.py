@@ -121,15 +121,16 @@ class Registry:
         return sorted({d["subject"] for d in self.id_versions(schema_id, deleted)})
 
     # ---- parsing a request's schema -----------------------------------------------------
-    def _references(self, body: dict[str, Any]) -> tuple[tuple[R.Reference, ...], list[str]]:
-        """The request's references, and the texts they bring in, dependencies first."""
+    def _references(self, body: dict[str, Any]) -> tuple[tuple[R.Reference, ...], list[tuple[str, str]]]:
+        """The request's references, and the (name, text) of the schemas they bring in,
+        dependencies first."""
         refs: list[R.Reference] = []
         for r in body.get("references") or ():
             try:
                 refs.append(R.Reference(str(r["name"]), str(r["subject"]), int(r["version"])))
             except (KeyError, TypeError, ValueError) as e:
                 raise E.invalid_schema(f"bad reference {r!r}") from e
-        texts: list[str] = []
+        texts: list[tuple[str, str]] = []
         seen: set[tuple[str, int]] = set()
 
         def bring(ref: R.Reference) -> None:
@@ -139,7 +140,7 @@ class Registry:
             v = self._version(ref.subject, str(ref.version) if ref.version > 0 else "latest")
             for inner in v.references:
                 bring(inner)
-            texts.append(v.schema)
+            texts.append((ref.name, v.schema))
 
         for ref in refs:
             bring(ref)
