@@ -200,3 +200,28 @@ def test_json_references(api):
     back = {"schema": user, "schemaType": "JSON", "references": [{**ref, "version": 1}]}
     verdict = api.ok("POST", "/compatibility/subjects/j-user/versions/latest", back, verbose=True)
     assert verdict["is_compatible"] is False and "TYPE_CHANGED" in verdict["messages"][0]
+
+
+def test_schemas_listing_contexts_and_permanent_delete_clears_settings(api):
+    api.ok("POST", "/subjects/list-a/versions", {"schema": json.dumps({"type": "enum", "name": "E", "symbols": ["A"]})})
+    api.ok(
+        "POST",
+        "/subjects/list-a/versions",
+        {"schema": json.dumps({"type": "enum", "name": "E", "symbols": ["A", "B"]})},
+    )
+    listed = api.ok("GET", "/schemas", subjectPrefix="list-")
+    assert [(s["subject"], s["version"]) for s in listed] == [("list-a", 1), ("list-a", 2)]
+    assert [s["version"] for s in api.ok("GET", "/schemas", subjectPrefix="list-", latestOnly=True)] == [2]
+    assert api.ok("GET", "/contexts") == ["."]
+    api.ok("PUT", "/config/list-a", {"compatibility": "NONE"})
+    api.ok("PUT", "/mode/list-a", {"mode": "READWRITE"})
+    api.ok("DELETE", "/subjects/list-a")
+    api.ok("DELETE", "/subjects/list-a", permanent=True)
+    assert api.error("GET", "/config/list-a") == (404, 40408)
+    assert api.error("GET", "/mode/list-a") == (404, 40409)
+
+
+def test_a_record_over_the_topics_limit_is_50001(api):
+    huge = json.dumps({"type": "enum", "name": "Big", "symbols": [f"S{i:07d}" for i in range(130_000)]})
+    assert api.error("POST", "/subjects/huge/versions", {"schema": huge}) == (500, 50001)
+    assert api.error("GET", "/subjects/huge/versions") == (404, 40401)

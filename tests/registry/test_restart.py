@@ -84,3 +84,57 @@ def test_records_another_registry_writes_are_read(fresh_registry_broker):
     assert requests.get(f"{rb.url}/schemas/ids/42").json() == {"schema": '"long"'}
     assert requests.get(f"{rb.url}/subjects/foreign/versions/1").json()["id"] == 42
     assert requests.post(f"{rb.url}/subjects/mine/versions", json={"schema": '"int"'}).json() == {"id": 43}
+
+
+def _consume_all(bootstrap: str, topic: str) -> list[tuple[bytes, bytes | None]]:
+    from confluent_kafka import TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    try:
+        while True:
+            msg = c.poll(10)
+            assert msg is not None
+            if msg.error():
+                break  # the partition's end
+            out.append((msg.key(), msg.value()))
+    finally:
+        c.close()
+    return out
+
+
+def test_state_survives_compaction_of_schemas(fresh_registry_broker):
+    import time
+
+    overrides = {
+        "log.segment.bytes": "1024",
+        "log.retention.check.interval.ms": "200",
+        "log.cleaner.min.cleanable.ratio": "0.01",
+    }
+    rb = fresh_registry_broker(overrides)
+    s = requests.Session()
+    for n in range(1, 6):
+        s.post(f"{rb.url}/subjects/c/versions", json={"schema": schema(n)}).raise_for_status()
+    for level in ("FULL", "NONE", "FORWARD", "BACKWARD"):
+        s.put(f"{rb.url}/config/c", json={"compatibility": level}).raise_for_status()
+    s.delete(f"{rb.url}/subjects/c/versions/1").raise_for_status()
+    s.delete(f"{rb.url}/subjects/c/versions/1", params={"permanent": "true"}).raise_for_status()
+    s.delete(f"{rb.url}/subjects/c/versions/2").raise_for_status()
+    written = 5 + 4 + 3
+    deadline = time.monotonic() + 30
+    while len(records := _consume_all(rb.bootstrap, "_schemas")) >= written:
+        assert time.monotonic() < deadline, "_schemas was not compacted"
+        time.sleep(0.5)
+    view = lambda: (
+        s.get(f"{rb.url}/subjects/c/versions", params={"deleted": "true"}).json(),
+        s.get(f"{rb.url}/subjects/c/versions").json(),
+        s.get(f"{rb.url}/config/c").json(),
+        [s.get(f"{rb.url}/subjects/c/versions/{v}", params={"deleted": "true"}).json()["id"] for v in (2, 3, 4, 5)],
+    )
+    before = view()
+    assert before[:3] == ([2, 3, 4, 5], [3, 4, 5], {"compatibilityLevel": "BACKWARD"})
+    assert len(records) < written
+    rb.broker.restart()
+    s = requests.Session()
+    assert view() == before

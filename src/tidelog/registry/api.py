@@ -77,6 +77,12 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", r"/schemas/ids/([^/]+)/versions", lambda r, p, q, b: r.id_versions(_id(p[0]), _flag(q, "deleted"))),
     ("GET", r"/schemas/ids/([^/]+)/subjects", lambda r, p, q, b: r.id_subjects(_id(p[0]), _flag(q, "deleted"))),
     ("GET", r"/schemas/types", lambda r, p, q, b: list(TYPES)),
+    (
+        "GET",
+        r"/schemas",
+        lambda r, p, q, b: r.all_schemas(q.get("subjectPrefix", ""), _flag(q, "deleted"), _flag(q, "latestOnly")),
+    ),
+    ("GET", r"/contexts", lambda r, p, q, b: ["."]),
     ("GET", r"/config", lambda r, p, q, b: r.get_config(None)),
     ("PUT", r"/config", lambda r, p, q, b: r.set_config(None, b)),
     ("DELETE", r"/config", lambda r, p, q, b: r.delete_config(None)),

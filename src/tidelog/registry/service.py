@@ -54,9 +54,12 @@ def _schema_json(v: R.SchemaValue) -> dict[str, Any]:
 
 
 class Registry:
+    PARSED_CACHE = 1024  # stored versions kept parsed (a registration checks against them)
+
     def __init__(self, store: SchemaStore) -> None:
         self.store = store
         self.lock = asyncio.Lock()
+        self._parsed: dict[R.SchemaValue, Any] = {}
 
     def start(self) -> None:
         self.store.start()
@@ -110,6 +113,15 @@ class Registry:
         if stored.references:
             out["references"] = [r.to_json() for r in stored.references]
         out["schema"] = stored.schema
+        return out
+
+    def all_schemas(self, prefix: str = "", deleted: bool = False, latest_only: bool = False) -> list[dict[str, Any]]:
+        """GET /schemas: every (live) version of the subjects starting with `prefix`."""
+        out: list[dict[str, Any]] = []
+        for subject in self.state.subject_names(deleted):
+            if subject.startswith(prefix):
+                versions = self.state.versions(subject, deleted)
+                out += [_schema_json(v) for v in (versions[-1:] if latest_only else versions)]
         return out
 
     def id_versions(self, schema_id: int, deleted: bool = False) -> list[dict[str, Any]]:
@@ -171,8 +183,15 @@ class Registry:
             return False
 
     def _parse_stored(self, v: R.SchemaValue) -> Any:
-        _, texts = self._references({"references": [r.to_json() for r in v.references]})
-        return schemas.parse(v.schema_type, v.schema, texts)
+        key = R.SchemaValue(v.subject, v.version, v.id, v.schema, v.schema_type, v.references)
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            _, texts = self._references({"references": [r.to_json() for r in v.references]})
+            parsed = schemas.parse(v.schema_type, v.schema, texts)
+            if len(self._parsed) >= self.PARSED_CACHE:
+                self._parsed.clear()
+            self._parsed[key] = parsed
+        return parsed
 
     # ---- lookup and compatibility -------------------------------------------------------
     def lookup(self, subject: str, body: Any, normalize: bool = False, deleted: bool = False) -> dict[str, Any]:
@@ -289,7 +308,14 @@ class Registry:
                         E.SUBJECT_NOT_SOFT_DELETED,
                         f"Subject '{subject}' was not deleted first before being permanently deleted",
                     )
-                await self.store.write([(R.encode_key(R.SchemaKey(subject, v.version)), None) for v in every])
+                gone: list[tuple[bytes, bytes | None]] = [
+                    (R.encode_key(R.SchemaKey(subject, v.version)), None) for v in every
+                ]
+                if subject in self.state.configs:  # the subject's own settings go with it
+                    gone.append((R.encode_key(R.ConfigKey(subject)), None))
+                if subject in self.state.modes:
+                    gone.append((R.encode_key(R.ModeKey(subject)), None))
+                await self.store.write(gone)
                 return [v.version for v in every]
             if not live:
                 raise RegistryError(E.SUBJECT_SOFT_DELETED, f"Subject '{subject}' was soft deleted.")

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..log import records as LR
+from ..log.errors import LogError
+from .errors import STORE_ERROR, RegistryError
 from .state import RegistryState
 
 if TYPE_CHECKING:
@@ -92,10 +94,14 @@ class SchemaStore:
         return n
 
     async def write(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Append `records` as one batch and return once they are read back into `state`."""
+        """Append `records` as one batch and return once they are read back into `state`; a
+        refused append (a record over the topic's limits, a full disk) is RegistryError 50001."""
         plog = self._log()
         now = int(time.time() * 1000)
-        info = plog.append_records([LR.Record(k, v, now) for k, v in records])
+        try:
+            info = plog.append_records([LR.Record(k, v, now) for k, v in records])
+        except (LogError, OSError) as e:
+            raise RegistryError(STORE_ERROR, f"Error while writing to {self.topic}: {e}", 500) from e
         self.partitions.notify(self.topic, 0)
         if info.flush_needed:
             await self.partitions.group_commit.flush(plog)
