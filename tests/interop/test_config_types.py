@@ -188,6 +188,7 @@ KAFKA_BROKER_TYPES = {
     "metrics.listener": "STRING",
     "schema.registry.listeners": "STRING",
     "schema.registry.topic": "STRING",
+    "schema.registry.topic.replication.factor": "SHORT",
     "schema.registry.max.request.bytes": "INT",
     "schema.registry.authentication": "STRING",
     "log.level": "STRING",

@@ -233,6 +233,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     # the schema registry (tidelog/registry), off unless a listener is given: http://host:port
     "schema.registry.listeners": (_str, None),
     "schema.registry.topic": (_str, "_schemas"),
+    "schema.registry.topic.replication.factor": (_int(1), "3"),  # cluster mode
     "schema.registry.max.request.bytes": (_int(1024), str(8 * 1024 * 1024)),
     "schema.registry.authentication": (_choice("none", "basic"), "none"),  # basic: the broker's SCRAM users
     # Cluster mode (tidelog/cluster): etcd endpoints host:port[,host:port][/cluster-name]; unset = one node.

@@ -179,6 +179,7 @@ BROKER_TYPES: dict[str, ConfigType] = {
     # cluster mode (etcd.* are tidelog's own)
     "schema.registry.listeners": S,
     "schema.registry.topic": S,
+    "schema.registry.topic.replication.factor": ConfigType.SHORT,
     "schema.registry.max.request.bytes": INT,
     "schema.registry.authentication": S,
     "etcd.connect": S,
@@ -283,6 +284,7 @@ DOCS: dict[str, str] = {
     "leader.replication.throttled.replicas": "Replicas whose leader answers to followers are throttled.",
     # broker keys
     "schema.registry.listeners": "http://host:port of the built-in schema registry (Confluent's REST API); unset: off.",
+    "schema.registry.topic.replication.factor": "Cluster mode: the replication factor of the schema registry's topic.",
     "schema.registry.topic": "The compacted topic the schema registry keeps its schemas in (Confluent's format).",
     "schema.registry.max.request.bytes": "The largest request body the schema registry reads (413 beyond).",
     "schema.registry.authentication": "none, or basic: HTTP basic authentication against the broker's SCRAM users.",

@@ -23,7 +23,8 @@ ID_IN_USE = 42207  # IMPORT mode: the id is taken by another schema
 STORE_ERROR = 50001
 OPERATION_TIMEOUT = 50002
 UNAUTHORIZED = 40101
-NOT_PRIMARY = 50003
+FORWARDING_FAILED = 50003
+UNKNOWN_LEADER = 50004  # cluster mode: not the primary, or no replica of the topic read yet
 
 
 class RegistryError(Exception):

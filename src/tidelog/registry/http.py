@@ -76,6 +76,7 @@ class RegistryServer:
         log.info("schema registry listening on http://%s:%d", self.host, self.port)
 
     async def stop(self) -> None:
+        self.registry.stop()
         if self.server is not None:
             self.server.close()
             for w in list(self.clients):

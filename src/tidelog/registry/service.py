@@ -64,6 +64,9 @@ class Registry:
     def start(self) -> None:
         self.store.start()
 
+    def stop(self) -> None:
+        self.store.stop()
+
     @property
     def state(self) -> RegistryState:
         self.store.catch_up()
@@ -231,7 +234,11 @@ class Registry:
         return mode
 
     async def register(self, subject: str, body: Any, normalize: bool = False) -> dict[str, Any]:
+        known = self._registered(subject, body, normalize)
+        if known is not None:  # answered by any broker, the primary or not
+            return known
         async with self.lock:
+            await self.store.sync()
             mode = self._writable(subject)
             schema_type, text, refs, parsed = self._parse(body, normalize)
             state = self.state
@@ -253,6 +260,15 @@ class Registry:
             value = self._new_value(subject, body, schema_type, text, refs, given_id)
             await self.store.write([(R.encode_key(R.SchemaKey(subject, value.version)), R.encode_schema(value))])
             return {"id": value.id}
+
+    def _registered(self, subject: str, body: Any, normalize: bool) -> dict[str, Any] | None:
+        """{"id": N} when the very schema is live under the subject (and no other id is asked)."""
+        schema_type, text, refs, _ = self._parse(body, normalize)
+        given = body.get("id") if isinstance(body.get("id"), int) else None
+        for v in reversed(self.state.versions(subject)):
+            if self._same(v, schema_type, text, refs) and given in (None, v.id):
+                return {"id": v.id}
+        return None
 
     def _new_value(
         self,
@@ -297,6 +313,7 @@ class Registry:
 
     async def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         async with self.lock:
+            await self.store.sync()
             self._writable(subject)
             every = self.state.versions(subject, deleted=True)
             live = [v for v in every if not v.deleted]
@@ -325,6 +342,7 @@ class Registry:
 
     async def delete_version(self, subject: str, raw: str, permanent: bool = False) -> int:
         async with self.lock:
+            await self.store.sync()
             self._writable(subject)
             v = self._version(subject, raw, deleted=True) if parse_version(raw) else self._version(subject, raw)
             if permanent:
@@ -361,12 +379,14 @@ class Registry:
                 E.INVALID_COMPATIBILITY_LEVEL, f"Invalid compatibility level. Valid values are {schemas.LEVELS}"
             )
         async with self.lock:
+            await self.store.sync()
             self._writable(subject)
             await self.store.write([(R.encode_key(R.ConfigKey(subject)), R.encode_config(level.upper()))])
         return {"compatibility": level.upper()}
 
     async def delete_config(self, subject: str | None) -> dict[str, Any]:
         async with self.lock:
+            await self.store.sync()
             self._writable(subject)
             old = self.get_config(subject)
             await self.store.write([(R.encode_key(R.ConfigKey(subject)), None)])
@@ -385,11 +405,13 @@ class Registry:
         if not isinstance(mode, str) or mode.upper() not in MODES:
             raise RegistryError(E.INVALID_MODE, f"Invalid mode. Valid values are {MODES}")
         async with self.lock:
+            await self.store.sync()
             await self.store.write([(R.encode_key(R.ModeKey(subject)), R.encode_mode(mode.upper()))])
         return {"mode": mode.upper()}
 
     async def delete_mode(self, subject: str | None) -> dict[str, Any]:
         async with self.lock:
+            await self.store.sync()
             old = self.get_mode(subject)
             await self.store.write([(R.encode_key(R.ModeKey(subject)), None)])
         return old

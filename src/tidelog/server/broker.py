@@ -38,7 +38,7 @@ from ..groups.store import EngineGroupLog
 from ..registry.auth import ScramPasswords
 from ..registry.http import RegistryServer
 from ..registry.service import Registry
-from ..registry.store import SchemaStore
+from ..registry.store import ClusterTopic, SchemaStore
 from ..share.admin import ShareStateAdmin
 from ..share.coordinator import ShareCoordinator
 from ..share.manager import SharePartitions
@@ -53,6 +53,7 @@ from .security import Security
 from .security.changes import SecurityChanges
 
 if TYPE_CHECKING:
+    from ..cluster.coordinators import CoordinatorWrites
     from ..cluster.peer import Connector
     from ..cluster.store import Store
     from ..wire.responses import MetadataResponseBroker
@@ -93,6 +94,7 @@ class Broker:
         self.share_state: ShareStateStore
         self.share_coordinator: ShareCoordinator
         self.shares: SharePartitions
+        self._coordinator_writes: CoordinatorWrites | None = None  # a cluster's guard of coordinator writes
         if state is not None:
             self.groups, self.txn, self.cluster = self._cluster(state, connect)
         else:
@@ -119,19 +121,26 @@ class Broker:
         self.router.seal(self.metrics.stage)
         self.servers: list[asyncio.base_events.Server] = []
         self.bound_ports: dict[str, int] = {}
-        self.schema_registry = self._schema_registry()
+        self.schema_registry = self._schema_registry(state)
 
-    def _schema_registry(self) -> RegistryServer | None:
-        """The schema registry's listener, when `schema.registry.listeners` names one (a single
-        node only: a cluster member logs that it does not serve it)."""
+    def _schema_registry(self, state: ClusterState | None) -> RegistryServer | None:
+        """The schema registry's listener, when `schema.registry.listeners` names one. In a
+        cluster its store writes as the leader of its topic's partition (the coordinators'
+        guard) and creates the topic through etcd."""
         url = self.config["schema.registry.listeners"]
         if not url:
             return None
-        if self.cluster.clustered:
-            log.error("schema.registry.listeners is set, but the schema registry serves a single node only")
-            return None
         host, _, port = url.split("://", 1)[-1].split(",")[0].rstrip("/").rpartition(":")
-        store = SchemaStore(self.admin, self.partitions, self.config["schema.registry.topic"])
+        cluster = None
+        if state is not None:
+            assert self._coordinator_writes is not None  # built with the cluster's parts
+            cluster = ClusterTopic(
+                self._coordinator_writes,
+                state.create_topic,
+                lambda: len(state.cache.brokers),
+                self.config["schema.registry.topic.replication.factor"],
+            )
+        store = SchemaStore(self.admin, self.partitions, self.config["schema.registry.topic"], cluster)
         basic = self.config["schema.registry.authentication"] == "basic"
         return RegistryServer(
             Registry(store),
@@ -178,6 +187,7 @@ class Broker:
             fetchers,
         )
         writes = CoordinatorWrites(replicas, membership.lease_valid, config["offsets.commit.timeout.ms"] / 1000)
+        self._coordinator_writes = writes  # the schema registry's store writes under it too
         # share groups: the share coordinator of the __share_group_state partitions led here, the
         # persister that reaches any share coordinator, the share partitions of data partitions
         # led here, the group coordinator's calls on the share state

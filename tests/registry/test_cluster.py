@@ -1,0 +1,84 @@
+"""The schema registry on a three-broker cluster (one etcd, real processes): every broker serves
+reads; the leader of `_schemas-0` is the primary, the others answer writes 503 (error 50004),
+which confluent-kafka's client, given every broker's URL, fails over on; after the primary dies
+another broker leads the partition and registrations go on with the same ids."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import requests
+from broker_process import free_port
+from cluster_process import Cluster
+
+pytestmark = pytest.mark.interop
+
+
+def schema(n: int) -> str:
+    fields = [{"name": f"f{i}", "type": "int", "default": 0} for i in range(n)]
+    return json.dumps({"type": "record", "name": "R", "fields": fields})
+
+
+@pytest.fixture
+def registry_cluster(tmp_path):
+    ports = {i: free_port() for i in (1, 2, 3)}
+    extra = lambda node_id, _port: {"schema.registry.listeners": f"http://127.0.0.1:{ports[node_id]}"}
+    c = Cluster(tmp_path, 3, {"offsets.topic.replication.factor": "3"}, extra=extra).start()
+    try:
+        yield c, {i: f"http://127.0.0.1:{p}" for i, p in ports.items()}
+    finally:
+        c.stop()
+
+
+def wait_for(check, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = check()
+            if result:
+                return result
+        except (requests.RequestException, KeyError, ValueError):
+            pass
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.3)
+
+
+def primary_of(urls: dict[int, str], n: int) -> int | None:
+    """The broker whose registry accepts a registration (the others answer 503: 50004, not the
+    primary, or 50002, not replicated in time); None while none does."""
+    for node, url in urls.items():
+        r = requests.post(f"{url}/subjects/c/versions", json={"schema": schema(n)}, timeout=10)
+        if r.status_code == 200:
+            return node
+        assert r.status_code == 503 and r.json()["error_code"] in (50004, 50002), r.text
+    return None
+
+
+def test_primary_followers_and_failover(registry_cluster):
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    cluster, urls = registry_cluster
+    wait_for(lambda: all(requests.get(f"{u}/subjects", timeout=5).status_code == 200 for u in urls.values()))
+    primary = wait_for(lambda: primary_of(urls, 1))
+    followers = [n for n in urls if n != primary]
+    first = requests.get(f"{urls[primary]}/subjects/c/versions/1").json()
+    for n in followers:  # every broker reads what the primary wrote
+        got = wait_for(lambda n=n: requests.get(f"{urls[n]}/subjects/c/versions/1").json().get("id") and True)
+        assert got and requests.get(f"{urls[n]}/subjects/c/versions/1").json() == first
+    # an identical schema is answered anywhere; a client with every URL fails over to the primary
+    assert requests.post(f"{urls[followers[0]]}/subjects/c/versions", json={"schema": schema(1)}).json() == {
+        "id": first["id"]
+    }
+    client = SchemaRegistryClient({"url": ",".join(urls[n] for n in [*followers, primary]), "max.retries": 0})
+    second = client.register_schema("c", Schema(schema(2), "AVRO"))
+    assert second == first["id"] + 1
+
+    cluster.brokers[primary].kill()
+    survivors = {n: urls[n] for n in followers}
+    new_primary = wait_for(lambda: primary_of(survivors, 3))
+    assert new_primary in followers
+    assert requests.get(f"{urls[new_primary]}/subjects/c/versions").json() == [1, 2, 3]
+    third = requests.get(f"{urls[new_primary]}/subjects/c/versions/3").json()["id"]
+    assert third == second + 1  # ids go on from the old primary's
