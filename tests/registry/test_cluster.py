@@ -1,7 +1,8 @@
 """The schema registry on a three-broker cluster (one etcd, real processes): every broker serves
-reads; the leader of `_schemas-0` is the primary, the others answer writes 503 (error 50004),
-which confluent-kafka's client, given every broker's URL, fails over on; after the primary dies
-another broker leads the partition and registrations go on with the same ids."""
+reads; the leader of `_schemas-0` is the primary and the others forward writes to it (asked not
+to forward, with X-Tidelog-Forwarded, they answer 503, error 50004, which confluent-kafka's
+client, given every broker's URL, fails over on); after the primary dies another broker leads
+the partition and registrations go on with the same ids."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def primary_of(urls: dict[int, str], n: int) -> int | None:
     """The broker whose registry accepts a registration (the others answer 503: 50004, not the
     primary, or 50002, not replicated in time); None while none does."""
     for node, url in urls.items():
-        r = requests.post(f"{url}/subjects/c/versions", json={"schema": schema(n)}, timeout=10)
+        r = requests.post(
+            f"{url}/subjects/c/versions", json={"schema": schema(n)}, headers={"X-Tidelog-Forwarded": "1"}, timeout=10
+        )
         if r.status_code == 200:
             return node
         assert r.status_code == 503 and r.json()["error_code"] in (50004, 50002), r.text
@@ -71,9 +74,15 @@ def test_primary_followers_and_failover(registry_cluster):
     assert requests.post(f"{urls[followers[0]]}/subjects/c/versions", json={"schema": schema(1)}).json() == {
         "id": first["id"]
     }
-    client = SchemaRegistryClient({"url": ",".join(urls[n] for n in [*followers, primary]), "max.retries": 0})
+    client = SchemaRegistryClient({"url": urls[followers[1]]})  # a follower forwards to the primary
     second = client.register_schema("c", Schema(schema(2), "AVRO"))
     assert second == first["id"] + 1
+    unforwarded = requests.post(
+        f"{urls[followers[0]]}/subjects/d/versions", json={"schema": schema(1)}, headers={"X-Tidelog-Forwarded": "1"}
+    )
+    assert (unforwarded.status_code, unforwarded.json()["error_code"]) == (503, 50004)
+    several = SchemaRegistryClient({"url": f"{urls[followers[0]]},{urls[primary]}", "max.retries": 0})
+    assert several.register_schema("e", Schema(schema(1), "AVRO")) == first["id"]  # same schema, same id
 
     cluster.brokers[primary].kill()
     survivors = {n: urls[n] for n in followers}
@@ -82,3 +91,6 @@ def test_primary_followers_and_failover(registry_cluster):
     assert requests.get(f"{urls[new_primary]}/subjects/c/versions").json() == [1, 2, 3]
     third = requests.get(f"{urls[new_primary]}/subjects/c/versions/3").json()["id"]
     assert third == second + 1  # ids go on from the old primary's
+    other = next(n for n in followers if n != new_primary)
+    forwarded = requests.post(f"{urls[other]}/subjects/c/versions", json={"schema": schema(4)})
+    assert forwarded.json() == {"id": third + 1}

@@ -23,12 +23,13 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from . import api
-from .errors import UNAUTHORIZED, RegistryError
+from .errors import UNAUTHORIZED, UNKNOWN_LEADER, RegistryError
+from .forward import Forwarder
 from .service import Registry
 
 log = logging.getLogger("tidelog.registry")
@@ -59,12 +60,18 @@ class RegistryServer:
         port: int,
         max_body: int = 8 * 1024 * 1024,
         authenticate: Callable[[str, str], bool] | None = None,
+        forwarder: Forwarder | None = None,
+        publish: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
-        """`authenticate(user, password)`: basic authentication (None: none asked)."""
+        """`authenticate(user, password)`: basic authentication (None: none asked); `forwarder`
+        (cluster mode): where a write this broker may not make goes; `publish(url)`: told this
+        listener's URL once it listens (cluster mode: so that the others can forward here)."""
         self.registry = registry
         self.host, self.port = host, port
         self.max_body = max_body
         self.authenticate = authenticate
+        self.forwarder = forwarder
+        self.publish = publish
         self.server: asyncio.base_events.Server | None = None
         self.clients: set[asyncio.StreamWriter] = set()
 
@@ -74,6 +81,8 @@ class RegistryServer:
         self.server = await asyncio.start_server(self._serve, self.host, self.port, limit=MAX_HEAD, reuse_address=True)
         self.port = self.server.sockets[0].getsockname()[1]
         log.info("schema registry listening on http://%s:%d", self.host, self.port)
+        if self.publish is not None:
+            await self.publish(f"http://{self.host}:{self.port}")
 
     async def stop(self) -> None:
         self.registry.stop()
@@ -155,6 +164,11 @@ class RegistryServer:
             query = dict(parse_qsl(parts.query))
             return await api.dispatch(self.registry, method, parts.path, query, body)
         except RegistryError as e:
+            if e.code == UNKNOWN_LEADER and method != "GET" and self.forwarder is not None:
+                data = b"" if body is None else json.dumps(body).encode()
+                answer = await self.forwarder.forward(method, target, headers, data)
+                if answer is not None:
+                    return answer[0], api._Raw(answer[1])
             return e.status, e.body()
         except Exception as e:  # one request's failure is its 500, never the listener's end
             log.exception("schema registry: %s %s failed", method, target)

@@ -16,7 +16,8 @@ given) the primary is the leader of `_schemas-0`, elected through etcd like any 
 topic is created through etcd once enough brokers are live for its replication factor, and the
 store is `ready` once this broker holds a replica and has read it: before that, and on a broker
 that holds none, every request is RegistryError 50004 (HTTP 503, which clients with several
-registry URLs fail over on); a write on a broker that is not the primary is 50004 too.
+registry URLs fail over on); a write on a broker that is not the primary is 50004 too (the
+listener forwards such a write to the primary, `forward`).
 """
 
 from __future__ import annotations

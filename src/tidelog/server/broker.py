@@ -24,6 +24,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from ..cluster.registry_directory import RegistryDirectory
 from ..cluster.state import ClusterState
 from ..cluster.view import ClusterView, SingleNode
 from ..core.admin import TopicAdmin
@@ -36,6 +37,7 @@ from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC, TopicRe
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
 from ..registry.auth import ScramPasswords
+from ..registry.forward import Forwarder
 from ..registry.http import RegistryServer
 from ..registry.service import Registry
 from ..registry.store import ClusterTopic, SchemaStore
@@ -131,8 +133,17 @@ class Broker:
         if not url:
             return None
         host, _, port = url.split("://", 1)[-1].split(",")[0].rstrip("/").rpartition(":")
-        cluster = None
+        cluster, forwarder, publish = None, None, None
         if state is not None:
+            directory = RegistryDirectory(
+                state.store,
+                state.keys,
+                state.cache,
+                self.node_id,
+                self.config["schema.registry.topic"],
+                self.config.advertised[0].host,
+            )
+            forwarder, publish = Forwarder(directory.primary_url), directory.publish
             assert self._coordinator_writes is not None  # built with the cluster's parts
             cluster = ClusterTopic(
                 self._coordinator_writes,
@@ -148,6 +159,8 @@ class Broker:
             int(port),
             self.config["schema.registry.max.request.bytes"],
             ScramPasswords(self.security.credentials) if basic else None,
+            forwarder,
+            publish,
         )
 
     def _cluster(
