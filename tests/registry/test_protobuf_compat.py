@@ -43,8 +43,10 @@ def test_rules():
     assert not P.incompatibilities(widened, v1)
     changed = P.parse(V1.replace("int32 quantity", "string quantity"))
     assert any("FIELD_SCALAR_KIND_CHANGED" in m for m in P.incompatibilities(changed, v1))
-    repeated = P.parse(V1.replace("string id = 1", "repeated string id = 1"))
-    assert any("FIELD_KIND_CHANGED" in m for m in P.incompatibilities(repeated, v1))
+    repeated = P.parse(V1.replace("int32 quantity", "repeated int32 quantity"))
+    assert any("FIELD_NUMERIC_LABEL_CHANGED" in m for m in P.incompatibilities(repeated, v1))
+    repeated_string = P.parse(V1.replace("string id = 1", "repeated string id = 1"))
+    assert not P.incompatibilities(repeated_string, v1)  # length-delimited either way
     no_line = P.parse(V1.replace("message Line { bool gift = 1; }", ""))
     assert any("MESSAGE_REMOVED" in m for m in P.incompatibilities(no_line, v1))
 
@@ -85,3 +87,40 @@ def test_text_and_descriptor_forms_agree():
     from_text = P.parse(text)
     assert from_descriptor.messages == from_text.messages
     assert not P.incompatibilities(from_text, from_descriptor) and not P.incompatibilities(from_descriptor, from_text)
+
+
+def test_oneofs_required_and_package():
+    v1 = P.parse(V1)
+    no_card = P.parse(V1.replace("string card = 5; ", ""))
+    assert any("ONEOF_FIELD_REMOVED" in m for m in P.incompatibilities(no_card, v1))
+    into_existing = P.parse(
+        V1.replace("string id = 1;", "").replace("oneof payment {", "oneof payment { string id = 1;")
+    )
+    assert any("FIELD_MOVED_TO_EXISTING_ONEOF" in m for m in P.incompatibilities(into_existing, v1))
+    two = V1.replace(
+        "string id = 1;\n  int32 quantity = 2 [deprecated = true];", "oneof k { string id = 1; int32 quantity = 2; }"
+    )
+    assert any("MULTIPLE_FIELDS_MOVED_TO_ONEOF" in m for m in P.incompatibilities(P.parse(two), v1))
+    assert any(
+        "PACKAGE_CHANGED" in m for m in P.incompatibilities(P.parse(V1.replace("package shop", "package store")), v1)
+    )
+    p2 = 'syntax = "proto2"; message M { optional string a = 1; }'
+    required = P.parse(p2.replace("optional string a = 1;", "optional string a = 1; required int32 b = 2;"))
+    assert any("REQUIRED_FIELD_ADDED" in m for m in P.incompatibilities(required, P.parse(p2)))
+    assert any("REQUIRED_FIELD_REMOVED" in m for m in P.incompatibilities(P.parse(p2), required))
+    enum_gone = P.parse(V1.replace("PAID = 1; ", ""))
+    assert not P.incompatibilities(enum_gone, v1)  # enum constants: compatible, as in Confluent
+
+
+def test_descriptor_oneofs():
+    from google.protobuf import descriptor_pb2
+
+    fd = descriptor_pb2.FileDescriptorProto(name="o.proto", package="o", syntax="proto3")
+    m = fd.message_type.add(name="M")
+    m.oneof_decl.add(name="choice")
+    m.field.add(name="a", number=1, type=9, label=1, oneof_index=0)
+    m.field.add(name="b", number=2, type=5, label=1)
+    parsed = P.parse(base64.b64encode(fd.SerializeToString()).decode())
+    assert parsed.oneofs == {"o.M": {1: "choice"}}
+    text = P.parse('syntax = "proto3"; package o; message M { oneof choice { string a = 1; } int32 b = 2; }')
+    assert text.oneofs == parsed.oneofs

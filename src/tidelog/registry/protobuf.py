@@ -8,10 +8,13 @@ Both become a `ParsedProto`: every message by full name with its fields by numbe
 the writer missing from the reader (MESSAGE_REMOVED), a field number whose scalar kind changes
 between wire-incompatible kinds (FIELD_SCALAR_KIND_CHANGED: int32, uint32, int64, uint64 and
 bool are one varint group; string and bytes one; sint*, fixed32-likes, fixed64-likes each their
-own), whose message or enum type changes (FIELD_NAMED_TYPE_CHANGED), or whose label moves
-between repeated and singular (FIELD_KIND_CHANGED), a syntax change (SYNTAX_VERSION_CHANGED).
-Fields added or removed are compatible (proto3 fields are optional). Not checked: enum
-constants, oneof membership moves, required fields of proto2.
+own), whose message or enum type changes (FIELD_NAMED_TYPE_CHANGED), whose label moves between
+repeated and singular for a numeric type (FIELD_NUMERIC_LABEL_CHANGED; string, bytes and message
+fields may), a proto2 required field added or removed (REQUIRED_FIELD_ADDED / _REMOVED), a field
+of a oneof removed (ONEOF_FIELD_REMOVED), a field moved into an existing oneof or several into a
+new one, a package change (PACKAGE_CHANGED). Fields added or removed otherwise, enum constants
+added or removed, and syntax changes are compatible, as in Confluent's checker. Types are
+compared by name: the types a reference brings in are not looked into.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class ParsedProto:
     messages: dict[str, dict[int, tuple[str, str, str]]] = field(default_factory=dict)  # number -> (label, type, name)
     enums: set[str] = field(default_factory=set)
     canonical: str = ""
+    oneofs: dict[str, dict[int, str]] = field(default_factory=dict)  # message -> field number -> its oneof
 
 
 _TOKEN = re.compile(
@@ -96,6 +100,8 @@ def _from_descriptor(text: str) -> ParsedProto:
                     }
                     tname, label = f"map<{kv.get('key')},{kv.get('value')}>", "optional"
                 fields[f.number] = (label, tname, f.name)
+                if f.HasField("oneof_index") and not f.proto3_optional:
+                    out.oneofs.setdefault(name, {})[f.number] = m.oneof_decl[f.oneof_index].name
             out.messages[name] = fields
             out.enums.update(f"{name}.{e.name}" for e in m.enum_type)
             walk(name, [n for n in m.nested_type if not n.options.map_entry])
@@ -172,13 +178,13 @@ class _Parser:
             elif tok == "enum":
                 self.enum(full)
             elif tok == "oneof":
-                self.next()
+                oneof = self.next()
                 self.expect("{")
                 while self.t[self.i] != "}":
                     if self.t[self.i] == "option":
                         self.skip_statement()
                     else:
-                        self.field(self.next(), fields)
+                        self.out.oneofs.setdefault(full, {})[self.field(self.next(), fields)] = oneof
                 self.next()
             elif tok in ("option", "reserved", "extensions", "extend"):
                 self.i -= 1
@@ -186,7 +192,8 @@ class _Parser:
             elif tok != ";":
                 self.field(tok, fields)
 
-    def field(self, tok: str, fields: dict[int, tuple[str, str, str]]) -> None:
+    def field(self, tok: str, fields: dict[int, tuple[str, str, str]]) -> int:
+        """Read one field into `fields`; its number."""
         label = "optional"
         if tok in ("repeated", "optional", "required"):
             label, tok = tok, self.next()
@@ -202,25 +209,73 @@ class _Parser:
         self.i -= 1
         self.skip_statement()
         fields[number] = (label, tok if tok.startswith("map<") else _short(tok), name)
+        return number
 
 
 def incompatibilities(reader: ParsedProto, writer: ParsedProto) -> list[str]:
+    """Why data written with `writer` may not read as `reader` expects (Confluent's
+    incompatible difference types, the writer being the original and the reader the update)."""
     out: list[str] = []
-    if reader.syntax != writer.syntax:
-        out.append(f"SYNTAX_VERSION_CHANGED: {writer.syntax} -> {reader.syntax}")
+    if reader.package != writer.package:
+        out.append(f"PACKAGE_CHANGED: {writer.package} -> {reader.package}")
     for name, wfields in writer.messages.items():
         rfields = reader.messages.get(name)
         if rfields is None:
             out.append(f"MESSAGE_REMOVED: {name}")
             continue
-        for number, (wlabel, wtype, _) in wfields.items():
-            if number not in rfields:
-                continue
-            rlabel, rtype, _ = rfields[number]
-            where = f"{name}.{number}"
-            if (rlabel == "repeated") != (wlabel == "repeated"):
-                out.append(f"FIELD_KIND_CHANGED: {where}")
-            elif rtype != wtype and not any(rtype in g and wtype in g for g in _GROUPS):
-                kind = "SCALAR_KIND" if rtype in _SCALARS and wtype in _SCALARS else "NAMED_TYPE"
-                out.append(f"FIELD_{kind}_CHANGED: {where}: {wtype} -> {rtype}")
+        out += _fields(name, reader, writer, rfields, wfields)
+        out += _oneof_moves(name, reader.oneofs.get(name, {}), writer.oneofs.get(name, {}), rfields, wfields)
+    return out
+
+
+def _fields(
+    name: str,
+    reader: ParsedProto,
+    writer: ParsedProto,
+    rfields: dict[int, tuple[str, str, str]],
+    wfields: dict[int, tuple[str, str, str]],
+) -> list[str]:
+    out: list[str] = []
+    enums = {_short(e) for e in reader.enums | writer.enums}
+    for number, (rlabel, _, _) in rfields.items():
+        if rlabel == "required" and wfields.get(number, ("",))[0] != "required":
+            out.append(f"REQUIRED_FIELD_ADDED: {name}.{number}")
+    for number, (wlabel, wtype, _) in wfields.items():
+        where = f"{name}.{number}"
+        if number not in rfields:
+            if wlabel == "required":
+                out.append(f"REQUIRED_FIELD_REMOVED: {where}")
+            if number in writer.oneofs.get(name, {}):
+                out.append(f"ONEOF_FIELD_REMOVED: {where}")
+            continue
+        rlabel, rtype, _ = rfields[number]
+        if (rlabel == "repeated") != (wlabel == "repeated"):
+            delimited = wtype in ("string", "bytes") or (wtype not in _SCALARS and wtype not in enums)
+            if not delimited or wtype.startswith("map<") or rtype != wtype:
+                out.append(f"FIELD_NUMERIC_LABEL_CHANGED: {where}")  # a string/bytes/message one is fine
+        elif rtype != wtype and not any(rtype in g and wtype in g for g in _GROUPS):
+            kind = "SCALAR_KIND" if rtype in _SCALARS and wtype in _SCALARS else "NAMED_TYPE"
+            out.append(f"FIELD_{kind}_CHANGED: {where}: {wtype} -> {rtype}")
+    return out
+
+
+def _oneof_moves(
+    name: str,
+    roneofs: dict[int, str],
+    woneofs: dict[int, str],
+    rfields: dict[int, tuple[str, str, str]],
+    wfields: dict[int, tuple[str, str, str]],
+) -> list[str]:
+    """Fields the writer had outside any oneof, inside one in the reader: into a oneof the
+    writer had (FIELD_MOVED_TO_EXISTING_ONEOF), or several into a new one."""
+    out: list[str] = []
+    moved: dict[str, list[int]] = {}
+    for number, oneof in roneofs.items():
+        if number in wfields and number not in woneofs:
+            moved.setdefault(oneof, []).append(number)
+    for oneof, numbers in sorted(moved.items()):
+        if oneof in woneofs.values():
+            out.append(f"FIELD_MOVED_TO_EXISTING_ONEOF: {name}.{oneof}: {numbers}")
+        elif len(numbers) > 1:
+            out.append(f"MULTIPLE_FIELDS_MOVED_TO_ONEOF: {name}.{oneof}: {numbers}")
     return out
