@@ -122,6 +122,11 @@ def test_modes(api):
     assert api.error("POST", "/subjects/imp/versions", taken) == (422, 42207)
     api.ok("PUT", "/mode/imp", {"mode": "READWRITE"})
     assert api.error("POST", "/subjects/imp/versions", {**taken, "id": 8888}) == (422, 42205)
+    # IMPORT where schemas exist: only with force
+    assert api.error("PUT", "/mode/imp", {"mode": "IMPORT"}) == (422, 42205)
+    assert api.ok("PUT", "/mode/imp", {"mode": "IMPORT"}, force=True) == {"mode": "IMPORT"}
+    assert api.error("PUT", "/mode", {"mode": "IMPORT"}) == (422, 42205)
+    api.ok("DELETE", "/mode/imp")
     # ids continue past the imported one
     fresh = api.ok("POST", "/subjects/after-import/versions", {"schema": json.dumps({"type": "bytes"})})["id"]
     assert fresh > 7777

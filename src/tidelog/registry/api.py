@@ -90,10 +90,10 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("PUT", r"/config/([^/]+)", lambda r, p, q, b: r.set_config(p[0], b)),
     ("DELETE", r"/config/([^/]+)", lambda r, p, q, b: r.delete_config(p[0])),
     ("GET", r"/mode", lambda r, p, q, b: r.get_mode(None)),
-    ("PUT", r"/mode", lambda r, p, q, b: r.set_mode(None, b)),
+    ("PUT", r"/mode", lambda r, p, q, b: r.set_mode(None, b, _flag(q, "force"))),
     ("DELETE", r"/mode", lambda r, p, q, b: r.delete_mode(None)),
     ("GET", r"/mode/([^/]+)", lambda r, p, q, b: r.get_mode(p[0], _flag(q, "defaultToGlobal"))),
-    ("PUT", r"/mode/([^/]+)", lambda r, p, q, b: r.set_mode(p[0], b)),
+    ("PUT", r"/mode/([^/]+)", lambda r, p, q, b: r.set_mode(p[0], b, _flag(q, "force"))),
     ("DELETE", r"/mode/([^/]+)", lambda r, p, q, b: r.delete_mode(p[0])),
     (
         "POST",

@@ -400,12 +400,17 @@ class Registry:
             )
         return {"mode": state.mode(subject)}
 
-    async def set_mode(self, subject: str | None, body: Any) -> dict[str, Any]:
+    async def set_mode(self, subject: str | None, body: Any, force: bool = False) -> dict[str, Any]:
+        """IMPORT only where no schema is registered yet (the subject's, or any for the global
+        mode), unless `force`: imported ids must not collide with ids given here."""
         mode = body.get("mode") if isinstance(body, dict) else None
         if not isinstance(mode, str) or mode.upper() not in MODES:
             raise RegistryError(E.INVALID_MODE, f"Invalid mode. Valid values are {MODES}")
         async with self.lock:
             await self.store.sync()
+            existing = self.state.subject_names() if subject is None else self.state.versions(subject)
+            if mode.upper() == "IMPORT" and existing and not force:
+                raise RegistryError(E.OPERATION_NOT_PERMITTED, "Cannot import since found existing subjects")
             await self.store.write([(R.encode_key(R.ModeKey(subject)), R.encode_mode(mode.upper()))])
         return {"mode": mode.upper()}
 
