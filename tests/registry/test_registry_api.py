@@ -47,6 +47,8 @@ def api(registry_broker):
 def test_register_lookup_and_read(api):
     sid = api.ok("POST", "/subjects/api-a/versions", {"schema": avro_user()})["id"]
     assert api.ok("POST", "/subjects/api-a/versions", {"schema": avro_user()}) == {"id": sid}  # identical: same id
+    reformatted = json.dumps(json.loads(avro_user()), indent=2)
+    assert api.ok("POST", "/subjects/api-a/versions", {"schema": reformatted}) == {"id": sid}  # formatting aside
     assert api.ok("GET", "/subjects/api-a/versions") == [1]
     got = api.ok("GET", "/subjects/api-a/versions/latest")
     assert got == {"subject": "api-a", "version": 1, "id": sid, "schema": avro_user()}

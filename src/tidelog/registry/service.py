@@ -17,6 +17,8 @@ past the subject's largest (soft-deleted ones included). In IMPORT mode the requ
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 from typing import Any
 
 from . import errors as E
@@ -174,7 +176,9 @@ class Registry:
         return schema_type, text, refs, parsed
 
     def _same(self, v: R.SchemaValue, schema_type: str, text: str, refs: tuple[R.Reference, ...]) -> bool:
-        return v.schema_type == schema_type and v.schema == text and v.references == refs
+        """The same schema: type, references, and text - an AVRO or JSON text up to its JSON
+        formatting (whitespace, key order), as Confluent compares the schemas it parsed."""
+        return v.schema_type == schema_type and v.references == refs and _same_text(schema_type, v.schema, text)
 
     def _same_parsed(self, v: R.SchemaValue, schema_type: str, parsed: Any) -> bool:
         """Same schema up to its canonical form (a schema stored before normalization)."""
@@ -284,7 +288,7 @@ class Registry:
             (
                 sid
                 for sid, s in sorted(state.ids.items())
-                if s.schema == text and s.schema_type == schema_type and s.references == refs
+                if s.schema_type == schema_type and s.references == refs and _same_text(schema_type, s.schema, text)
             ),
             None,
         )
@@ -420,6 +424,19 @@ class Registry:
             old = self.get_mode(subject)
             await self.store.write([(R.encode_key(R.ModeKey(subject)), None)])
         return old
+
+
+def _same_text(schema_type: str, a: str, b: str) -> bool:
+    return a == b or (schema_type != "PROTOBUF" and _json_of(a) == _json_of(b))
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_of(text: str) -> str:
+    """A JSON text in one form (keys sorted, no whitespace); the text itself when not JSON."""
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return text
 
 
 def _soft_deleted(v: R.SchemaValue) -> tuple[bytes, bytes]:
