@@ -125,7 +125,8 @@ class _Checker:
         for combo in ("oneOf", "anyOf"):
             if isinstance(w.get(combo), list):
                 rest = {k: v for k, v in w.items() if k != combo}
-                return [m for i, b in enumerate(w[combo]) for m in self.check(r, {**rest, **b}, f"{path}/{combo}/{i}")]
+                branches = [{**rest, **b} if isinstance(b, dict) else rest for b in w[combo] if b is not False]
+                return [m for i, b in enumerate(branches) for m in self.check(r, b, f"{path}/{combo}/{i}")]
         for combo in ("oneOf", "anyOf"):
             if isinstance(r.get(combo), list):
                 if any(not self.check(b, w, path) for b in r[combo]):
