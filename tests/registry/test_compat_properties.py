@@ -114,3 +114,22 @@ def test_json_self_compatible_and_total(a, b):
     assert json_schema.incompatibilities(pa, pa) == []
     json_schema.incompatibilities(pa, pb)
     json_schema.incompatibilities(pb, pa)
+
+
+PROTO_WORDS = st.sampled_from(
+    ["syntax", "=", '"proto3"', ";", "package", "a.b", "message", "M", "{", "}", "enum", "oneof", "o",
+     "repeated", "map", "<", ">", ",", "string", "int32", "x", "1", "2", "[", "]", "option", "reserved", "import"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.lists(PROTO_WORDS, max_size=40).map(" ".join)))
+def test_any_text_parses_or_is_42201(text):
+    from tidelog.registry import schemas
+    from tidelog.registry.errors import RegistryError
+
+    for schema_type in ("AVRO", "JSON", "PROTOBUF"):
+        try:
+            schemas.parse(schema_type, text)
+        except RegistryError as e:
+            assert e.code == 42201
