@@ -32,7 +32,35 @@ def test_closed_content_model():
 
 def test_open_content_model():
     assert not ok(obj(AB), obj(A))  # added to an open model: old data may hold anything there
+    assert not ok(obj({"a": {}}), obj({}))  # even a property that accepts anything, as in Confluent
     assert ok(obj(A), obj(AB))  # removed from an open model: the reader accepts it as extra
+
+
+def test_pattern_properties_say_what_an_added_property_held():
+    writer = {"type": "object", "patternProperties": {"^x": {"type": "integer"}}}
+    assert ok(obj({"xa": {"type": "number"}}), writer)
+    assert not ok(obj({"xa": {"type": "string"}}), writer)
+    assert not ok(obj({"ya": {"type": "number"}}), writer)  # no pattern: the open model's rule
+
+
+def test_tuples():
+    def tup(*types: str, extra: object = None) -> dict[str, object]:
+        out: dict[str, object] = {"type": "array", "items": [{"type": t} for t in types]}
+        if extra is not None:
+            out["additionalItems"] = extra
+        return out
+
+    assert ok(tup("integer"), tup("integer", extra=False))  # the reader also accepts more
+    assert not ok(tup("integer", "integer", extra=False), tup("integer"))  # the writer's 2nd: anything
+    assert ok(tup("integer", extra={"type": "integer"}), tup("integer", "integer", extra=False))
+    assert not ok(tup("integer", extra=False), tup("integer", "integer", extra=False))
+    assert not ok({"type": "array", "items": {"type": "integer"}}, tup("integer"))  # the form changed
+
+
+def test_not():
+    assert not ok({"not": {"type": "string"}}, {})
+    assert ok({}, {"not": {"type": "string"}})
+    assert ok({"not": True}, {"not": {}})
 
 
 def test_partially_open_content_model():

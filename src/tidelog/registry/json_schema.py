@@ -13,18 +13,27 @@ documents for its JSON Schema compatibility (the names of its difference types h
 - objects, by content model: a property the writer has and the reader lacks is read by the
   reader's additionalProperties (closed: PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL); a property
   the reader adds is checked against what the writer allowed there (its additionalProperties:
-  open -> PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL unless the property accepts anything; closed ->
-  fine); closing an open model is ADDITIONAL_PROPERTIES_REMOVED; a property the reader requires
-  that the writer did not require is REQUIRED_PROPERTY_ADDED (unless it has a default)
-- arrays: items resolve (a list of items pairwise); uniqueItems may not be added
+  open -> PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, whatever the property's schema; a schema -> the
+  property must accept what it accepts; closed -> fine); closing an open model is
+  ADDITIONAL_PROPERTIES_REMOVED; a property the reader requires that the writer did not require
+  is REQUIRED_PROPERTY_ADDED (unless it has a default)
+- arrays: items resolve (tuples position by position, with additionalItems); uniqueItems may not
+  be added
+- a `not` the reader adds or changes narrows (NOT_TYPE_EXTENDED); `patternProperties` of the
+  writer say what a property the reader adds may hold
 - oneOf / anyOf: every writer branch must resolve against the reader; a writer that is not a
   combination must resolve against some reader branch; allOf: each reader branch must hold
-- local `$ref`s (`#/...`) are followed, each (reader, writer) pair once (recursion ends)
+- boolean schemas are judged by the values they accept (a `false` writer writes nothing, so any
+  reader reads it), where Confluent's checker calls some such changes TYPE_CHANGED
+- `$ref`s are followed, local ones and into referenced schemas, each (reader, writer) pair once
+  (recursion ends)
+- a schema without `$schema` is read as draft 7, as Confluent's and Karapace's registries do
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +59,8 @@ def parse(text: str, references: list[tuple[str, str]] | None = None) -> ParsedJ
             doc = json.loads(ref)
             if not isinstance(doc, (dict, bool)):
                 raise invalid_schema("a JSON schema is an object or a boolean")
-            jsonschema.validators.validator_for(doc).check_schema(doc)
+            # no $schema: draft 7, as Confluent's and Karapace's registries read it
+            jsonschema.validators.validator_for(doc, default=jsonschema.Draft7Validator).check_schema(doc)
             refs[name] = doc
     except (ValueError, jsonschema.exceptions.SchemaError) as e:
         raise invalid_schema(str(e).splitlines()[0]) from e
@@ -63,6 +73,27 @@ def incompatibilities(reader: ParsedJson, writer: ParsedJson) -> list[str]:
 
 
 _NUMERIC = {"integer": {"integer", "number"}}
+
+
+def _any_value(schema: Any) -> Any:
+    """`{}` and `true` are one schema (every value)."""
+    return True if schema == {} else schema
+
+
+def _matching(patterns: Any, name: str) -> list[Any]:
+    """The schemas of the `patternProperties` whose regular expression finds `name`."""
+    if not isinstance(patterns, dict):
+        return []
+    out = []
+    for pattern, schema in patterns.items():
+        try:
+            if re.search(pattern, name):
+                out.append(schema)
+        except re.error:
+            continue
+    return out
+
+
 _UPPER = ("maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum")
 _LOWER = ("minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum")
 
@@ -165,6 +196,8 @@ class _Checker:
         for key in _LOWER:
             if key in r and (key not in w or w[key] < r[key]):
                 out.append(f"{key.upper()}_INCREASED at {path}/{key}")
+        if "not" in r and _any_value(r["not"]) != _any_value(w.get("not")):
+            out.append(f"NOT_TYPE_EXTENDED at {path}/not")
         if "pattern" in r and r.get("pattern") != w.get("pattern"):
             out.append(f"PATTERN_CHANGED at {path}/pattern")
         if "multipleOf" in r and ("multipleOf" not in w or w["multipleOf"] % r["multipleOf"]):
@@ -184,8 +217,19 @@ class _Checker:
             elif isinstance(rextra, dict) and self.check(rextra, wp, where):
                 out.append(f"PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL at {where}")
         for name, rp in rprops.items():
-            if name not in wprops and wextra is not False and self.check(rp, wextra, f"{path}/properties/{name}"):
-                out.append(f"PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at {path}/properties/{name}")
+            where = f"{path}/properties/{name}"
+            if name in wprops:
+                continue
+            patterns = _matching(w.get("patternProperties"), name)
+            if patterns:  # the writer's pattern properties said what it may hold there
+                if any(self.check(rp, ps, where) for ps in patterns):
+                    out.append(f"PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL at {where}")
+            elif wextra is False:
+                continue
+            elif not isinstance(wextra, dict):  # fully open: old data may hold anything under that name
+                out.append(f"PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at {where}")
+            elif self.check(rp, wextra, where):
+                out.append(f"PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL at {where}")
         if rextra is False and wextra is not False:
             out.append(f"ADDITIONAL_PROPERTIES_REMOVED at {path}/additionalProperties")
         elif isinstance(rextra, dict) and wextra is not False:
@@ -197,13 +241,25 @@ class _Checker:
         return out
 
     def _array(self, r: dict[str, Any], w: dict[str, Any], path: str) -> list[str]:
+        """Items: one schema each side, or tuples (a list of items, then `additionalItems`)
+        compared position by position, a position one side lacks read by the other's
+        additionalItems; a change between the two forms is ITEMS_KIND_CHANGED."""
         out: list[str] = []
-        ritems, witems = r.get("items"), w.get("items", True)
-        if isinstance(ritems, list) and isinstance(witems, list):
-            for i, (ri, wi) in enumerate(zip(ritems, witems)):
-                out.extend(self.check(ri, wi, f"{path}/items/{i}"))
-        elif ritems is not None and not isinstance(ritems, list) and not isinstance(witems, list):
-            out.extend(self.check(ritems, witems, f"{path}/items"))
+        ritems, witems = r.get("items"), w.get("items")
+        if ritems is None:
+            pass
+        elif isinstance(ritems, list) != isinstance(witems, list) and witems is not None:
+            out.append(f"ITEMS_KIND_CHANGED at {path}/items: a tuple and a single schema")
+        elif isinstance(ritems, list):
+            wlist = witems if isinstance(witems, list) else []
+            radd, wadd = r.get("additionalItems", True), w.get("additionalItems", True)
+            for i in range(max(len(ritems), len(wlist))):
+                reader_i = ritems[i] if i < len(ritems) else radd
+                writer_i = wlist[i] if i < len(wlist) else wadd
+                out.extend(self.check(reader_i, writer_i, f"{path}/items/{i}"))
+            out.extend(self.check(radd, wadd, f"{path}/additionalItems"))
+        else:
+            out.extend(self.check(ritems, True if witems is None else witems, f"{path}/items"))
         if r.get("uniqueItems") and not w.get("uniqueItems"):
             out.append(f"UNIQUE_ITEMS_ADDED at {path}/uniqueItems")
         return out
