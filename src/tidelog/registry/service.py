@@ -3,11 +3,13 @@
 Each method takes the decoded path and query parameters and body of one request and returns the
 JSON value to answer with, or raises RegistryError (its HTTP status and Confluent error code).
 Reads answer from the store's state after catching up with the log; writes are serialized by one
-lock, so a check and the write it decides (an id, a version, a compatibility verdict) see the
-same state, and return once the record is read back (see `store`).
+lock and start with `store.sync()` (in a cluster: be the primary, with the whole log read), so a
+check and the write it decides (an id, a version, a compatibility verdict) see the same state,
+and return once the record is read back (see `store`).
 
-Registration: an identical schema (same type, text - or canonical form with `normalize` - and
-references) already live under the subject answers its id; otherwise the new schema is checked
+Registration: an identical schema (same type and references, the same text up to JSON formatting
+for AVRO and JSON - or canonical form with `normalize`) already live under the subject answers
+its id, on any broker; otherwise the new schema is checked
 against the subject's live versions under its compatibility level (not in IMPORT mode), takes
 the id an identical schema has under any subject or one past the largest id, and the version one
 past the subject's largest (soft-deleted ones included). In IMPORT mode the request gives the id
