@@ -186,6 +186,13 @@ def test_bad_http_gets_4xx_and_the_listener_lives(registry_broker, api):
     big = b"POST /subjects/x/versions HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n"
     assert raw(url, big).startswith(b"HTTP/1.1 413")
     assert raw(url, b"POST /subjects/x/versions HTTP/1.1\r\nContent-Length: 5\r\n\r\n{nope").startswith(b"HTTP/1.1 400")
+    expect = b"POST /subjects/x/versions HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(expect)
+        assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"  # before the body is sent
+        s.sendall(b"{nope")
+        assert s.recv(100).startswith(b"HTTP/1.1 400")
     chunked = b"POST /subjects/x/versions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
     assert raw(url, chunked).startswith(b"HTTP/1.1 411")
     assert api.ok("GET", "/subjects") is not None

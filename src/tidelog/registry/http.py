@@ -128,7 +128,7 @@ class RegistryServer:
             return False
         try:
             method, target, keep, headers = _parse_head(head)
-            body = await self._body(reader, headers)
+            body = await self._body(reader, writer, headers)
         except BadRequest as e:
             log.warning("schema registry: bad request from %s: %s", peer, e)
             await self._send(writer, e.status, {"error_code": e.status, "message": str(e)}, False)
@@ -137,7 +137,9 @@ class RegistryServer:
         await self._send(writer, status, answer, keep)
         return keep
 
-    async def _body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> Any:
+    async def _body(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]) -> Any:
+        """The JSON body (None when empty); a client that waits for `100 Continue` (curl, past
+        1 KiB) is told to go on once the length is known acceptable."""
         if "chunked" in headers.get("transfer-encoding", "").lower():
             raise BadRequest(411, "chunked bodies are not supported: send Content-Length")
         raw = headers.get("content-length", "0").strip()
@@ -148,6 +150,8 @@ class RegistryServer:
             raise BadRequest(413, f"body of {length} bytes is over the limit of {self.max_body}")
         if not length:
             return None
+        if headers.get("expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         try:
             data = await asyncio.wait_for(reader.readexactly(length), IDLE_TIMEOUT_S)
         except TimeoutError as e:
