@@ -132,7 +132,7 @@ class Broker:
         url = self.config["schema.registry.listeners"]
         if not url:
             return None
-        host, _, port = url.split("://", 1)[-1].split(",")[0].rstrip("/").rpartition(":")
+        host, _, port = url.split("://", 1)[-1].rstrip("/").rpartition(":")
         cluster, forwarder, publish = None, None, None
         if state is not None:
             directory = RegistryDirectory(
