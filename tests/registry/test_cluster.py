@@ -22,13 +22,18 @@ def schema(n: int) -> str:
     return json.dumps({"type": "record", "name": "R", "fields": fields})
 
 
-@pytest.fixture
-def registry_cluster(tmp_path):
+def start_cluster(base, overrides: dict[str, str]) -> tuple[Cluster, dict[int, str]]:
     ports = {i: free_port() for i in (1, 2, 3)}
     extra = lambda node_id, _port: {"schema.registry.listeners": f"http://127.0.0.1:{ports[node_id]}"}
-    c = Cluster(tmp_path, 3, {"offsets.topic.replication.factor": "3"}, extra=extra).start()
+    c = Cluster(base, 3, overrides, extra=extra).start()
+    return c, {i: f"http://127.0.0.1:{p}" for i, p in ports.items()}
+
+
+@pytest.fixture
+def registry_cluster(tmp_path):
+    c, urls = start_cluster(tmp_path, {"offsets.topic.replication.factor": "3"})
     try:
-        yield c, {i: f"http://127.0.0.1:{p}" for i, p in ports.items()}
+        yield c, urls
     finally:
         c.stop()
 
@@ -94,3 +99,25 @@ def test_primary_followers_and_failover(registry_cluster):
     other = next(n for n in followers if n != new_primary)
     forwarded = requests.post(f"{urls[other]}/subjects/c/versions", json={"schema": schema(4)})
     assert forwarded.json() == {"id": third + 1}
+
+
+def test_a_broker_without_a_replica_forwards_reads_and_writes(tmp_path):
+    cluster, urls = start_cluster(tmp_path, {"schema.registry.topic.replication.factor": "2"})
+    try:
+        wait_for(lambda: all(requests.get(f"{u}/subjects", timeout=5).status_code == 200 for u in urls.values()))
+        ids = {
+            n: requests.post(f"{u}/subjects/f/versions", json={"schema": schema(n)}).json()["id"]
+            for n, u in urls.items()
+        }
+        assert sorted(ids.values()) == [1, 2, 3]  # every broker wrote, through the primary
+        for u in urls.values():
+            assert wait_for(lambda u=u: requests.get(f"{u}/subjects/f/versions").json() == [1, 2, 3])
+
+        def without_replica() -> list[int]:
+            unforwarded = {"X-Tidelog-Forwarded": "1"}
+            return [n for n, u in urls.items() if requests.get(f"{u}/subjects", headers=unforwarded).status_code == 503]
+
+        without = wait_for(lambda: len(without_replica()) == 1 and without_replica())
+        assert len(without) == 1  # two replicas: one broker holds none, and answers through the primary
+    finally:
+        cluster.stop()

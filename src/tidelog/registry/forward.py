@@ -1,5 +1,6 @@
 """Cluster mode: a write that reaches a registry other than the primary is forwarded to the
-primary's, as Confluent's and Karapace's followers do, so a client needs one URL.
+primary's, as Confluent's and Karapace's followers do, so a client needs one URL; so is a read
+that reaches a broker holding no replica of the registry's topic.
 
 `Forwarder(locate)`: `locate()` answers the primary's registry URL (None: unknown, or this broker
 is the primary). `forward(method, target, headers, body)` sends the request once over a fresh

@@ -168,7 +168,7 @@ class RegistryServer:
             query = dict(parse_qsl(parts.query))
             return await api.dispatch(self.registry, method, parts.path, query, body)
         except RegistryError as e:
-            if e.code == UNKNOWN_LEADER and method != "GET" and self.forwarder is not None:
+            if e.code == UNKNOWN_LEADER and self.forwarder is not None:  # a write, or a read here without the log
                 data = b"" if body is None else json.dumps(body).encode()
                 answer = await self.forwarder.forward(method, target, headers, data)
                 if answer is not None:
