@@ -22,11 +22,11 @@ def schema(n: int) -> str:
     return json.dumps({"type": "record", "name": "R", "fields": fields})
 
 
-def start_cluster(base, overrides: dict[str, str]) -> tuple[Cluster, dict[int, str]]:
+def start_cluster(base, overrides: dict[str, str], scheme: str = "http") -> tuple[Cluster, dict[int, str]]:
     ports = {i: free_port() for i in (1, 2, 3)}
-    extra = lambda node_id, _port: {"schema.registry.listeners": f"http://127.0.0.1:{ports[node_id]}"}
+    extra = lambda node_id, _port: {"schema.registry.listeners": f"{scheme}://127.0.0.1:{ports[node_id]}"}
     c = Cluster(base, 3, overrides, extra=extra).start()
-    return c, {i: f"http://127.0.0.1:{p}" for i, p in ports.items()}
+    return c, {i: f"{scheme}://127.0.0.1:{p}" for i, p in ports.items()}
 
 
 @pytest.fixture
@@ -119,5 +119,32 @@ def test_a_broker_without_a_replica_forwards_reads_and_writes(tmp_path):
 
         without = wait_for(lambda: len(without_replica()) == 1 and without_replica())
         assert len(without) == 1  # two replicas: one broker holds none, and answers through the primary
+    finally:
+        cluster.stop()
+
+
+def test_forwarding_over_https(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
+    from pki import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    tls = {
+        "listener.name.schema_registry.ssl.keystore.location": str(pki.server),
+        "listener.name.schema_registry.ssl.truststore.location": str(pki.ca),
+    }
+    cluster, urls = start_cluster(tmp_path / "c", tls, scheme="https")
+    try:
+        ca = str(pki.ca)
+        wait_for(
+            lambda: all(requests.get(f"{u}/subjects", verify=ca, timeout=5).status_code == 200 for u in urls.values())
+        )
+        ids = [
+            requests.post(f"{u}/subjects/t/versions", json={"schema": schema(n)}, verify=ca).json()["id"]
+            for n, u in urls.items()
+        ]
+        assert ids == [1, 2, 3]  # two of them forwarded to the primary, over TLS
     finally:
         cluster.stop()

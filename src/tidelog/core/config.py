@@ -113,10 +113,11 @@ def _listeners(s: str) -> str:
 
 
 def _http_listener(s: str) -> str:
-    """schema.registry.listeners: one `http://host:port` (TLS is not served: no https)."""
-    m = re.match(r"^http://(\[[^\]]*\]|[^:/]*):(\d+)/?$", s.strip())
+    """schema.registry.listeners: one `http://host:port` or `https://host:port` (TLS with the
+    `listener.name.schema_registry.ssl.*` keys, else the broker's `ssl.*` ones)."""
+    m = re.match(r"^https?://(\[[^\]]*\]|[^:/]*):(\d+)/?$", s.strip())
     if not m or not 0 <= int(m.group(2)) <= 65535:
-        raise ValueError(f"{s!r} is not http://host:port")
+        raise ValueError(f"{s!r} is not http://host:port or https://host:port")
     return s.strip()
 
 

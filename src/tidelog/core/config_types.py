@@ -283,7 +283,7 @@ DOCS: dict[str, str] = {
     "follower.replication.throttled.replicas": "Replicas whose follower fetches are throttled.",
     "leader.replication.throttled.replicas": "Replicas whose leader answers to followers are throttled.",
     # broker keys
-    "schema.registry.listeners": "http://host:port of the built-in schema registry (Confluent's REST API); unset: off.",
+    "schema.registry.listeners": "http(s)://host:port of the built-in schema registry (Confluent's API); unset: off.",
     "schema.registry.topic.replication.factor": "Cluster mode: the replication factor of the schema registry's topic.",
     "schema.registry.topic": "The compacted topic the schema registry keeps its schemas in (Confluent's format).",
     "schema.registry.max.request.bytes": "The largest request body the schema registry reads (413 beyond).",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
@@ -27,9 +28,15 @@ PASSED_HEADERS = ("authorization", "content-type", "accept")
 
 class Forwarder:
     def __init__(
-        self, locate: Callable[[], Awaitable[str | None]], timeout_s: float = 10.0, max_body: int = 16 * 1024 * 1024
+        self,
+        locate: Callable[[], Awaitable[str | None]],
+        timeout_s: float = 10.0,
+        max_body: int = 16 * 1024 * 1024,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        """`tls`: the client context an https:// primary is reached with (its CAs)."""
         self.locate = locate
+        self.tls = tls
         self.timeout_s = timeout_s
         self.max_body = max_body
 
@@ -50,7 +57,13 @@ class Forwarder:
     ) -> tuple[int, str]:
         parts = urlsplit(url)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
-        reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
+        if parts.scheme == "https":
+            context = self.tls if self.tls is not None else ssl.create_default_context()
+            reader, writer = await asyncio.open_connection(
+                host, port, limit=MAX_HEAD, ssl=context, server_hostname=host
+            )
+        else:
+            reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD)
         try:
             head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close", f"{FORWARDED}: 1"]
             head += [f"{k}: {headers[k]}" for k in PASSED_HEADERS if k in headers]

@@ -13,7 +13,8 @@ bytes given by Content-Length (chunked bodies are refused with 411), each arrivi
 says `Connection: close` or speaks HTTP/1.0. Malformed input is answered with a 4xx and a log
 line and closes the connection; nothing a client sends ends the listener. Every answer is JSON
 (`application/vnd.schemaregistry.v1+json`), errors as `{"error_code", "message"}`. With
-`authenticate` (basic authentication), a request without valid credentials gets 401.
+`authenticate` (basic authentication), a request without valid credentials gets 401; with `tls`,
+it is served over HTTPS only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import base64
 import binascii
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -62,27 +64,33 @@ class RegistryServer:
         authenticate: Callable[[str, str], bool] | None = None,
         forwarder: Forwarder | None = None,
         publish: Callable[[str], Awaitable[None]] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         """`authenticate(user, password)`: basic authentication (None: none asked); `forwarder`
         (cluster mode): where a write this broker may not make goes; `publish(url)`: told this
-        listener's URL once it listens (cluster mode: so that the others can forward here)."""
+        listener's URL once it listens (cluster mode: so that the others can forward here); `tls`:
+        serve HTTPS with this context."""
         self.registry = registry
         self.host, self.port = host, port
         self.max_body = max_body
         self.authenticate = authenticate
         self.forwarder = forwarder
         self.publish = publish
+        self.tls = tls
+        self.scheme = "https" if tls is not None else "http"
         self.server: asyncio.base_events.Server | None = None
         self.clients: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
         """Read the registry's topic from its start, then listen."""
         self.registry.start()
-        self.server = await asyncio.start_server(self._serve, self.host, self.port, limit=MAX_HEAD, reuse_address=True)
+        self.server = await asyncio.start_server(
+            self._serve, self.host, self.port, limit=MAX_HEAD, reuse_address=True, ssl=self.tls
+        )
         self.port = self.server.sockets[0].getsockname()[1]
-        log.info("schema registry listening on http://%s:%d", self.host, self.port)
+        log.info("schema registry listening on %s://%s:%d", self.scheme, self.host, self.port)
         if self.publish is not None:
-            await self.publish(f"http://{self.host}:{self.port}")
+            await self.publish(f"{self.scheme}://{self.host}:{self.port}")
 
     async def stop(self) -> None:
         self.registry.stop()

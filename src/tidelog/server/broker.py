@@ -53,6 +53,7 @@ from .metrics import Metrics
 from .router import Router
 from .security import Security
 from .security.changes import SecurityChanges
+from .security.tls import registry_tls
 
 if TYPE_CHECKING:
     from ..cluster.coordinators import CoordinatorWrites
@@ -132,7 +133,9 @@ class Broker:
         url = self.config["schema.registry.listeners"]
         if not url:
             return None
-        host, _, port = url.split("://", 1)[-1].rstrip("/").rpartition(":")
+        scheme, _, rest = url.partition("://")
+        host, _, port = rest.rstrip("/").rpartition(":")
+        tls, client_tls = registry_tls(self.config) if scheme == "https" else (None, None)
         cluster, forwarder, publish = None, None, None
         if state is not None:
             directory = RegistryDirectory(
@@ -143,7 +146,7 @@ class Broker:
                 self.config["schema.registry.topic"],
                 self.config.advertised[0].host,
             )
-            forwarder, publish = Forwarder(directory.primary_url), directory.publish
+            forwarder, publish = Forwarder(directory.primary_url, tls=client_tls), directory.publish
             assert self._coordinator_writes is not None  # built with the cluster's parts
             cluster = ClusterTopic(
                 self._coordinator_writes,
@@ -161,6 +164,7 @@ class Broker:
             ScramPasswords(self.security.credentials) if basic else None,
             forwarder,
             publish,
+            tls,
         )
 
     def _cluster(
