@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import json
 import logging
 import ssl
@@ -107,14 +108,15 @@ class RegistryServer:
         peer = writer.get_extra_info("peername")
         if len(self.clients) >= MAX_CONNECTIONS:
             log.warning("schema registry: refusing %s: %d connections open", peer, len(self.clients))
-            await self._send(writer, 503, {"error_code": 503, "message": "too many connections"}, False)
+            with contextlib.suppress(OSError):
+                await self._send(writer, 503, {"error_code": 503, "message": "too many connections"}, False)
             writer.close()
             return
         self.clients.add(writer)
         try:
             while await self._one(reader, writer, peer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (OSError, asyncio.IncompleteReadError):  # the peer went away (a TLS error included)
             pass
         finally:
             self.clients.discard(writer)
