@@ -82,3 +82,36 @@ def test_protobuf(registry_broker):
     assert got == values
     latest = client.get_latest_version("orders-proto-value")
     assert latest.schema.schema_type == "PROTOBUF"
+
+
+def event_class() -> type:
+    """A message with a google.protobuf.Timestamp field: its file imports another one, which the
+    serializer registers first, as a reference (when told not to skip well-known types)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, timestamp_pb2
+    from google.protobuf.message_factory import GetMessageClass
+
+    pool = descriptor_pool.DescriptorPool()
+    ts = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(ts)
+    pool.Add(ts)
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/event.proto", package="shop", syntax="proto3")
+    fdp.dependency.append("google/protobuf/timestamp.proto")
+    m = fdp.message_type.add(name="Event")
+    m.field.add(name="name", number=1, type=9, label=1)
+    m.field.add(name="at", number=2, type=11, label=1, type_name=".google.protobuf.Timestamp")
+    pool.Add(fdp)
+    return GetMessageClass(pool.FindMessageTypeByName("shop.Event"))
+
+
+def test_protobuf_with_a_reference(registry_broker):
+    client = SchemaRegistryClient({"url": registry_broker.url})
+    event = event_class()
+    ser = ProtobufSerializer(event, client, {"use.deprecated.format": False, "skip.known.types": False})
+    de = ProtobufDeserializer(event, {"use.deprecated.format": False})
+    first = event(name="a")
+    first.at.seconds = 1_700_000_000
+    got = round_trip(registry_broker.bootstrap, "events-proto", ser, de, [first])
+    assert got == [first]
+    latest = client.get_latest_version("events-proto-value")
+    assert [r.name for r in latest.schema.references] == ["google/protobuf/timestamp.proto"]
+    assert "google/protobuf/timestamp.proto" in client.get_subjects()
