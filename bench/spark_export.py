@@ -10,9 +10,10 @@ timestamps over 5 days) with the log engine, rolls it, then measures:
 - `pyarrow write`: those rows written with `pyarrow.dataset.write_dataset` partitioned by date
   and partition (zstd Parquet, as the job writes), decoding excluded: what the export ends in;
 - `export (parquet)` / `export (delta)`: `ExportJob.run()` (local[2], the CLI's defaults) from
-  segments to the registered table, manifest included, into Parquet (each Spark task decodes and
-  writes with pyarrow) and into a Delta table (Spark's Delta writer); the SparkSession is started
-  (and each format warmed on a tiny topic) before the clock starts;
+  segments to the registered table, manifest included, into Parquet and into a Delta table (both:
+  each Spark task decodes and writes with pyarrow; Delta: then one commit of the files with
+  delta-rs); the SparkSession is started (and each format warmed on a tiny topic) before the clock
+  starts;
 - `tidelog scan`: `spark.read.format("tidelog")` over the same segments, summing value lengths
   (the scan's Python workers warmed on the tiny topic first).
 

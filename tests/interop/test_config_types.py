@@ -191,6 +191,10 @@ KAFKA_BROKER_TYPES = {
     "schema.registry.topic.replication.factor": "SHORT",
     "schema.registry.max.request.bytes": "INT",
     "schema.registry.authentication": "STRING",
+    "process.count": "INT",  # tidelog's own (serve --processes), as the next three
+    "process.etcd.path": "STRING",
+    "process.etcd.client.port": "INT",
+    "process.etcd.peer.port": "INT",
     "log.level": "STRING",
     "log.format": "STRING",
     "security.inter.broker.protocol": "STRING",

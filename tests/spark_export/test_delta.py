@@ -27,6 +27,19 @@ def history(spark, location: Path) -> list[tuple[int, str, str | None]]:
     return sorted((r.version, r.operation, r.userMetadata) for r in rows)
 
 
+def unreferenced(location: Path) -> list[str]:
+    """Parquet files under a Delta table that its log does not name."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    named = set(pa.table(DeltaTable(str(location)).get_add_actions()).column("path").to_pylist())
+    return sorted(
+        f.relative_to(location).as_posix()
+        for f in location.rglob("*.parquet")
+        if f.relative_to(location).as_posix() not in named
+    )
+
+
 def run_ids(warehouse: Path) -> list[str]:
     return [r["run_id"] for r in manifest(warehouse)["runs"]]
 
@@ -45,10 +58,23 @@ def test_each_run_is_one_commit_per_table_with_time_travel(catalog, tmp_path):
         assert s["orders"].rows > 0 and s["profiles"].latest_rows is not None
         counts.append(len(orders.model.committed(closed_o)))
     assert manifest(wh)["table_format"] == "delta"
+    # The append table (created by delta-rs) has the Parquet table's schema.
+    from tidelog.spark_export.session import TABLE_COLUMNS
+
+    want = spark.createDataFrame([], TABLE_COLUMNS).schema
+    assert spark.table("tidelog.orders").schema.simpleString() == want.simpleString()
     assert_exactly(spark, "tidelog.orders", orders.model.committed(closed_o))
     committed = profiles.model.committed(closed_p)
     assert_tables(spark, "profiles", committed)
     assert spark.sql("SELECT count(*) FROM tidelog.orders WHERE date != to_date(timestamp)").first()[0] == 0
+    # Filters Delta answers with the files' statistics (data skipping) lose no row.
+    rows = orders.model.committed(closed_o)
+    mid = sorted(r.timestamp for r in rows)[len(rows) // 2]
+    q = f"SELECT count(*) FROM tidelog.orders WHERE timestamp >= timestamp_millis({mid})"
+    assert spark.sql(q).first()[0] == sum(r.timestamp >= mid for r in rows)
+    off = sorted(r.offset for r in rows if r.partition == 1)[len(rows) // 4]
+    q = f"SELECT count(*) FROM tidelog.orders WHERE partition = 1 AND offset > {off} AND topic = 'orders'"
+    assert spark.sql(q).first()[0] == sum(r.partition == 1 and r.offset > off for r in rows)
 
     ids = run_ids(wh)
     main = wh / "tidelog.db" / "orders"
@@ -90,9 +116,12 @@ def test_crash_at_every_phase_then_rerun_commits_each_run_once(catalog, tmp_path
             export(spark, data, wh, crash_at=point)
         crashed = manifest(wh)["pending"]
         assert crashed is not None and crashed["run_id"]
+        if point == "written":  # its files are on disk, not in the table
+            assert unreferenced(wh / "tidelog.db" / "profiles")
         export(spark, data, wh)  # completes the crashed run, then runs (nothing new to export)
         m = manifest(wh)
         assert m["pending"] is None and crashed["run_id"] in run_ids(wh)
+        assert unreferenced(wh / "tidelog.db" / "profiles") == []
         committed = w.model.committed(closed)
         assert_tables(spark, "profiles", committed)
     # One append and one MERGE per run that had data: the completed runs did not commit twice.

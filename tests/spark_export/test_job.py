@@ -241,3 +241,34 @@ def test_a_run_of_only_aborted_transactions_keeps_the_tables(catalog, tmp_path, 
     committed = w.model.committed(w.closed_end())
     assert_tables(spark, "profiles", committed)
     w.close()
+
+
+def test_a_retried_task_attempt_leaves_no_second_copy(tmp_path):
+    """Each task group's first attempt fails after writing its files (as a lost executor would) and
+    Spark retries it (`local[2,3]`): the table holds the files of the successful attempts only."""
+    import os
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    data, wh, faults = tmp_path / "data", tmp_path / "wh", tmp_path / "faults"
+    faults.mkdir()
+    w = LogWriter(data, "orders", partitions=2, segment_bytes=8192, seed=13)
+    w.fill(20)
+    closed = w.roll()
+    w.close()
+    env = {
+        **os.environ,
+        "TIDELOG_EXPORT_TASK_FAULT": str(faults),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    cmd = [sys.executable, "-m", "tidelog.spark_export", "--log-dirs", str(data), "--warehouse", str(wh)]
+    res = subprocess.run([*cmd, "--master", "local[2,3]"], env=env, capture_output=True, text=True, timeout=400)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert list(faults.iterdir()), "no task attempt failed: the test tested nothing"
+    table = pq.read_table(wh / "tidelog.db" / "orders", partitioning="hive")
+    got = Counter(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+    assert max(got.values()) == 1, "rows of a failed attempt were published"
+    assert sorted(got) == sorted((r.partition, r.offset) for r in w.model.committed(closed))

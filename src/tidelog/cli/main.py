@@ -1,6 +1,6 @@
 """`tidelog` command line: `serve`, and client tools that talk to a running broker.
 
-tidelog serve [--config server.properties] [--override key=value ...]
+tidelog serve [--config server.properties] [--override key=value ...] [--processes N|auto]
 tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
 tidelog produce|consume --topic T ...; tidelog dump-log FILE ...
 tidelog schemas list|get|register|check|delete [--url http://HOST:PORT] ...
@@ -29,6 +29,8 @@ def _setup_logging(level: str = "INFO", fmt: str = "text") -> None:
 def cmd_serve(args) -> int:
     from ..core.config import ConfigError, load_config
 
+    if getattr(args, "processes", None):  # --processes N is process.count=N (a later --override wins)
+        args.override = [f"process.count={args.processes}", *args.override]
     try:
         env = []
         if args.env_prefix:
@@ -44,6 +46,10 @@ def cmd_serve(args) -> int:
         print(f"tidelog: invalid configuration: {e}", file=sys.stderr)
         return 2
     _setup_logging(config["log.level"], config["log.format"])
+    if config["process.count"] > 1:  # N broker processes and their etcd, supervised from here
+        from .processes import run_processes
+
+        return run_processes(config, args, config["process.count"])
     try:
         import uvloop
 
@@ -117,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--env-prefix", metavar="PREFIX", help="read properties from PREFIX* variables (KAFKA_LOG_DIRS -> log.dirs)"
+    )
+    p.add_argument(
+        "--processes",
+        metavar="N",
+        help="run N broker processes on this host, cluster nodes 1..N on a supervised etcd "
+        "(auto: one per core; the process.count key); 1 (the default): one broker in this process",
     )
     p.set_defaults(func=cmd_serve)
 

@@ -79,6 +79,16 @@ def _str(s: str) -> str:
     return s.strip()
 
 
+def _process_count(s: str) -> int:
+    """process.count: `auto` (one broker process per core, os.cpu_count()) or a count >= 1."""
+    v = s.strip().lower()
+    if v == "auto":
+        import os
+
+        return max(1, os.cpu_count() or 1)
+    return _int(1)(v)
+
+
 _LISTENER = re.compile(r"^(?:([A-Za-z0-9_]+)://)?(\[[^\]]*\]|[^:]*):(\d+)$")
 
 
@@ -258,6 +268,12 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "unclean.leader.election.enable": (_bool, "false"),
     "min.insync.replicas": (_int(1), "1"),
     "metrics.listener": (_str, None),
+    # `tidelog serve --processes N` (tidelog/cli/processes.py): N broker processes, cluster nodes
+    # 1..N on one host; 1 = one broker in this process, as without the key
+    "process.count": (_process_count, "1"),
+    "process.etcd.path": (_str, None),  # the etcd binary (default: etcd on PATH, else /usr/bin/etcd)
+    "process.etcd.client.port": (_int(0, 65535), "0"),  # 0: a free port, chosen once and kept
+    "process.etcd.peer.port": (_int(0, 65535), "0"),
     "log.level": (_choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO"),
     "log.format": (_choice("text", "json"), "text"),
 }

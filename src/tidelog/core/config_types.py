@@ -174,6 +174,10 @@ BROKER_TYPES: dict[str, ConfigType] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": INT,
     "transaction.remove.expired.transaction.cleanup.interval.ms": INT,
     "metrics.listener": S,
+    "process.count": INT,
+    "process.etcd.path": S,
+    "process.etcd.client.port": INT,
+    "process.etcd.peer.port": INT,
     "log.level": S,
     "log.format": S,
     # cluster mode (etcd.* are tidelog's own)
@@ -410,6 +414,10 @@ DOCS: dict[str, str] = {
         "Time between two checks for expired transactional ids."
     ),
     "metrics.listener": "host:port of the Prometheus metrics endpoint (none when unset).",
+    "process.count": "tidelog serve: broker processes on this host (auto: one per core); 1: one broker.",
+    "process.etcd.path": "tidelog serve --processes: the etcd binary it starts (default: etcd on PATH).",
+    "process.etcd.client.port": "tidelog serve --processes: loopback client port of its etcd (0: free).",
+    "process.etcd.peer.port": "tidelog serve --processes: loopback peer port of its etcd (0: free).",
     "log.level": "Level of the broker's own log.",
     "log.format": "text or json lines for the broker's own log.",
     "listener.security.protocol.map": "The security protocol of each listener name.",

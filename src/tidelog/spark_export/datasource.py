@@ -83,7 +83,8 @@ def export_options(
 
 
 def register(spark) -> None:
-    """Make `spark.read.format("tidelog")` available in this session.
+    """Make `spark.read.format("tidelog")` and `spark.readStream.format("tidelog")` available
+    in this session.
 
     The data source runs in Python workers, which must import tidelog: when PYSPARK_PYTHON is
     not set, the session's workers would start `python3` from PATH (outside a virtualenv that is
@@ -111,6 +112,12 @@ class TidelogDataSource(DataSource):
 
     def reader(self, schema) -> TidelogReader:
         return TidelogReader(dict(self.options))
+
+    def streamReader(self, schema):
+        """`spark.readStream.format("tidelog")`: see `stream`."""
+        from .stream import TidelogStreamReader
+
+        return TidelogStreamReader(dict(self.options))
 
 
 def _opt_int(options: dict, key: str) -> int | None:

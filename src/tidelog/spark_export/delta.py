@@ -2,17 +2,33 @@
 
 Each export run is one Delta commit per table: an append to `tidelog.<topic>` (partitioned by
 `date` and `partition`, like the Parquet table) and, for a compacted topic, one MERGE into
-`tidelog.<topic>_latest` (latest committed value per (partition, key); a tombstone deletes the
-key). A reader sees a table before or after a run's commit, never part of it; `DESCRIBE HISTORY`
-lists one version per run, its `userMetadata` the run id, and `VERSION AS OF` shows each run.
+`tidelog.<topic>_latest` (latest committed value per (partition, key); a newer value updates its
+key, a tombstone deletes it). A reader sees a table before or after a run's commit, never part of
+it; `DESCRIBE HISTORY` lists one version per run, its `userMetadata` the run id, and `VERSION AS
+OF` shows each run.
+
+The append is the hot path and never goes through Spark's JVM writer: the Spark tasks decode
+their segments and write zstd Parquet with pyarrow exactly as the Parquet export does
+(`direct.write_files`), straight into the table's `date=.../partition=...` directories under
+names carrying the run id (`part-<run id>-<task>-<random>.parquet`), each task reading its files'
+statistics back from their footers (`deltalog.describe`); the driver then commits them all in one
+Delta commit with delta-rs (`deltalog.commit`: `add` actions with path, size, partition values,
+modification time and statistics). Files in the directory that no commit names are invisible to
+Delta readers, which read only what the log lists. `_latest` keeps Spark's MERGE (its rows read
+back from the append commit): it runs only for compacted topics, and Delta's MERGE does the
+update-or-delete per key with the run's txn action.
 
 Exactly once, with the manifest (see `job`): the manifest records the run as pending first, with
-a serial number. Every write of the run carries Delta's idempotent-write pair `txnAppId =
-tidelog-export`, `txnVersion = serial` (Delta keeps it in the table's log in the same commit and
-skips a write whose version it already holds) and the run id as commit metadata. A crashed run is
-completed by the next one: it re-executes the pending run's writes, which skip the tables that
-already hold its commit, then commits the manifest. So the tables and the manifest agree after a
-crash at any point, and no record is appended twice.
+a serial number. Each table's commit of the run carries Delta's idempotent-write pair (a `txn`
+action, app id `tidelog-export`, version = serial, in the same commit; delta-rs's
+`CommitProperties(app_transactions=...)` for the append, Spark's `txnAppId`/`txnVersion` settings
+for the MERGE) and the run id as `userMetadata`. A crashed run is completed by the next one: per
+table it reads the txn version back (`deltalog.committed`); a table that holds the run's commit
+is skipped, one that does not gets the run's files that a crash left deleted, and the files
+written and committed again. Then the manifest is committed. So the tables and the manifest agree
+after a crash at any point (`job.DELTA_CRASH_POINTS`: `begun`, `written` (files written, not
+committed), `appended`, `merged`), and no record is appended twice. Files of a failed Spark task
+attempt (beside its retry's in the directories the run wrote) are deleted after the commit.
 
 The jars: Delta Lake 4.4.0 for the running Spark line (4.0, 4.1 or 4.2; there is no Delta release
 for Spark 4.3 yet). `jars()` takes, in order: `TIDELOG_DELTA_JARS` (comma-separated paths); the
@@ -22,17 +38,21 @@ PATH; otherwise Spark downloads them itself (`spark.jars.packages`, from Maven C
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from . import deltalog
+from .deltalog import APP_ID
+
 log = logging.getLogger("tidelog.spark_export")
 
 DELTA_VERSION = "4.4.0"
 SPARK_LINES = ("4.0", "4.1", "4.2")
-APP_ID = "tidelog-export"
 
 
 class DeltaUnavailable(RuntimeError):
@@ -112,8 +132,7 @@ def _path(location: Path | str) -> str:
 
 
 class DeltaTables:
-    """The Delta side of an export run: creating the tables, the run's append and MERGE, and
-    finding a run's commit in a table's history."""
+    """The Spark side of the Delta export: creating `_latest` and the run's MERGE into it."""
 
     def __init__(self, spark) -> None:
         if not is_enabled(spark):
@@ -123,41 +142,15 @@ class DeltaTables:
             )
         self.spark = spark
 
-    def ensure(self, location: Path, columns: str, partitioned_by: str | None = None) -> None:
+    def ensure(self, location: Path, columns: str) -> None:
         """The table at `location`, created empty (version 0) when the location holds none."""
         location.parent.mkdir(parents=True, exist_ok=True)
-        parts = f" PARTITIONED BY ({partitioned_by})" if partitioned_by else ""
         if not (location / "_delta_log").exists():
-            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {_path(location)} ({columns}) USING delta{parts}")
-
-    def commit_of(self, location: Path, run_id: str) -> dict | None:
-        """The history entry (version, operation, metrics) of `run_id`'s commit, if the table has it."""
-        if not (location / "_delta_log").exists():
-            return None
-        rows = (
-            self.spark.sql(f"DESCRIBE HISTORY {_path(location)} LIMIT 100")
-            .select("version", "operation", "operationMetrics", "userMetadata")
-            .collect()
-        )
-        for r in rows:
-            if r.userMetadata == run_id:
-                return {"version": r.version, "operation": r.operation, "metrics": dict(r.operationMetrics or {})}
-        return None
-
-    def append(self, df, location: Path, run_id: str, serial: int) -> None:
-        """One commit appending `df`, skipped by Delta if the table already holds `serial`."""
-        (
-            df.write.format("delta")
-            .mode("append")
-            .option("txnAppId", APP_ID)
-            .option("txnVersion", serial)
-            .option("userMetadata", run_id)
-            .save(str(location))
-        )
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {_path(location)} ({columns}) USING delta")
 
     def merge_latest(self, latest: Path, newest, run_id: str, serial: int) -> None:
         """One MERGE of the run's newest row per (partition, key), tombstones included (`newest`:
-        at most one row per key, as MERGE requires)."""
+        at most one row per key, as MERGE requires), with the run's txn action and id."""
         view = f"tidelog_merge_{serial}"
         newest.createOrReplaceTempView(view)
         conf = {
@@ -183,3 +176,95 @@ class DeltaTables:
 
     def rows(self, location: Path) -> int:
         return self.spark.read.format("delta").load(str(location)).count()
+
+
+class DeltaExport:
+    """The Delta steps of an export run for `job` (an `ExportJob`): per topic, the append commit
+    (files written by the Spark tasks, committed by the driver with delta-rs) and the MERGE."""
+
+    def __init__(self, job) -> None:
+        self.job = job
+        self.spark = job.spark
+        self.warehouse = job.o.warehouse
+        self.tables = DeltaTables(job.spark)
+        self.recovering = False  # completing a crashed run: its files may be on disk
+
+    def deliver(self, topic: str, state, offsets: dict, scan_from: dict, run: tuple[str, int], summary) -> None:
+        """The run's commits for one topic: the append, then the MERGE into `_latest`. Each is
+        skipped when its table's txn version shows the run's commit, so a crashed run is completed
+        by calling this again with the same run (id, serial) and offsets."""
+        from .session import ensure_delta_tables, table_location
+
+        run_id, serial = run
+        ensure_delta_tables(self.spark, topic, self.warehouse, state.compacted)
+        main = table_location(self.warehouse, topic)
+        summary.rows = self._append(topic, main, offsets, scan_from, run)
+        self.job._point("appended")
+        if state.compacted:
+            latest = table_location(self.warehouse, topic + "_latest")
+            if not deltalog.committed(latest, serial):
+                self.tables.merge_latest(latest, self._run_rows(main, offsets), run_id, serial)
+            self.job._point("merged")
+            summary.latest_rows = self.tables.rows(latest)
+
+    def _append(self, topic: str, main: Path, offsets: dict, scan_from: dict, run: tuple[str, int]) -> int:
+        """The append commit, written and committed unless the table holds it: its row count."""
+        from . import direct
+
+        run_id, serial = run
+        if deltalog.committed(main, serial):
+            deltalog.remove_uncommitted(main, run_id)  # strays the crash left before their cleanup
+            return deltalog.run_rows(main, run_id)
+        if self.recovering:
+            deltalog.remove_uncommitted(main, run_id)  # the crashed attempt's files
+        o = self.job.o
+        groups = direct.task_groups(
+            o.log_dirs, topic, offsets, scan_from, o.max_partition_bytes, self.job._parallelism()
+        )
+        with self.job.progress.topic(self.spark, topic, len(groups)):
+            files = direct.write_files(self.spark, groups, main, f"{run_id}-", deltalog.describe)
+        self.job._point("written")
+        deltalog.commit(main, files, run_id, serial)
+        deltalog.remove_strays(files, run_id)
+        return sum(f[1] for f in files)
+
+    def _run_rows(self, main: Path, offsets: dict):
+        """The run's newest row per (partition, key), read back from its append commit."""
+        from pyspark.sql import functions as F
+
+        from .job import newest_per_key
+
+        mine = functools.reduce(
+            operator.or_,
+            (
+                (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
+                for partition, (lo, hi) in offsets.items()
+            ),
+        )  # never empty: a run has data
+        return newest_per_key(self.spark.read.format("delta").load(str(main)).where(mine))
+
+    def complete(self, manifest) -> None:
+        """Complete a run a crash interrupted: its offsets are those between the committed and
+        the pending state; the tables that hold its commit already are skipped."""
+        from .manifest import TopicState
+        from .progress import TopicSummary
+
+        p = manifest.pending
+        if p is None:
+            return
+        log.warning("export run %s was interrupted: completing it", p.run_id)
+        self.recovering = True
+        done = {}
+        for topic, state in p.topics.items():
+            old = manifest.topics.get(topic) or TopicState()
+            offsets = {}
+            for n, ps in state.partitions.items():
+                lo = old.partitions[n].next_offset if n in old.partitions else 0
+                if ps.next_offset > lo:
+                    offsets[n] = (lo, ps.next_offset)
+            summary = TopicSummary(topic)
+            if offsets:
+                scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
+                self.deliver(topic, state, offsets, scan_from, (p.run_id, p.serial), summary)
+            done[topic] = summary.to_json()
+        manifest.commit({"recovered": True, "topics": done})

@@ -9,16 +9,20 @@ output is what Spark's own writer makes of the same rows: zstd Parquet in Hive-s
 `date=<UTC day>/partition=<n>/` (the `partition` column lives in the path, like Spark's), with a
 file per (date, partition) a task meets. The files must land where the driver publishes them
 from: a local directory with `local[*]`, a shared path on a cluster (as for Spark's own writer).
+A task attempt that fails after writing (a lost executor, a retried or speculative attempt) leaves
+files that no successful attempt returned: the driver deletes them before publishing (`write`), so
+each record is published once, as Spark's output committer ensures for its own writer.
 
-Delta tables are written by Spark (`delta`): a Delta commit has to list its files and their
-statistics, which Delta's writer does.
+Delta tables are written the same way, into the table's directory, and `deltalog.describe` runs
+in the task after each file: its size and Delta statistics from the footer, so that the driver
+can commit the files to the Delta log (`delta`, `deltalog`).
 """
 
 from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +104,51 @@ def write_tasks(tasks: list[seg.SegmentTask], out: str, tag: str) -> list[tuple[
     return [(str(path), rows[0]) for _w, path, rows in writers.values()]
 
 
-def _run_group(out: str, tag: str, items: Iterator[tuple[int, list[seg.SegmentTask]]]) -> Iterator[tuple[str, int]]:
+TASK_FAULT_ENV = "TIDELOG_EXPORT_TASK_FAULT"
+
+
+def _run_group(
+    out: str, tag: str, describe: Callable | None, items: Iterator[tuple[int, list[seg.SegmentTask]]]
+) -> Iterator[Any]:
     for n, tasks in items:
-        yield from write_tasks(tasks, out, f"{tag}{n:05d}")
+        written = write_tasks(tasks, out, f"{tag}{n:05d}")
+        _injected_fault(f"{tag}{n:05d}")
+        for path, rows in written:
+            yield (path, rows) if describe is None else describe(path, rows)
+
+
+def _injected_fault(group: str) -> None:
+    """Tests: with TIDELOG_EXPORT_TASK_FAULT=<dir>, each group's first attempt fails after writing
+    its files, as a lost executor would; Spark retries it (a master with retries: `local[n,f]`)."""
+    import os
+
+    root = os.environ.get(TASK_FAULT_ENV)
+    if root:
+        marker = Path(root) / group
+        if not marker.exists():
+            marker.touch()
+            raise RuntimeError(f"injected failure of task group {group} after writing its files")
+
+
+def write_files(
+    spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", describe: Callable | None = None
+) -> list:
+    """One Spark job writing every group's rows under `out` (a task per group), files named
+    `part-<tag><group>-<random>.parquet`: per file, `describe(path, rows)` as the task that wrote
+    it returned it ((path, rows) without `describe`; it must be importable in the workers)."""
+    if not groups:
+        return []
+    rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
+    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe)).collect()
 
 
 def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "") -> int:
-    """One Spark job writing every group's rows under `out` (a task per group): the row count."""
-    if not groups:
-        return 0
-    rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    files = rdd.mapPartitions(functools.partial(_run_group, str(out), tag)).collect()
+    """`write_files` without descriptions, then the files no successful task attempt returned
+    (those a failed or duplicate attempt left under `out`) deleted: the row count."""
+    files = write_files(spark, groups, out, tag)
+    keep = {Path(f) for f, _rows in files}
+    if out.exists():
+        for f in out.rglob("*.parquet"):
+            if f not in keep:
+                f.unlink()
     return sum(rows for _f, rows in files)

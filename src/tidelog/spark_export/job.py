@@ -22,11 +22,13 @@ Idempotence: until `mark_published`, recovery deletes every file named with the 
 undoes steps 4-5 completely; after it, recovery completes steps 6. So whatever point a crash hits,
 the next run leaves each committed record in the table exactly once.
 
-Delta tables (`--table-format delta`, see `delta`) take another path after step 3: per topic, one
-append commit to `tidelog.<topic>` straight from the data source, then one MERGE commit into
-`tidelog.<topic>_latest` of the run's rows read back from that commit; then `commit`. Nothing is
-staged or moved. A run a crash interrupted is completed by the next run (each table's write is
-skipped when the table already holds the run's commit), never undone.
+Delta tables (`--table-format delta`, see `delta.DeltaExport`) take another path after step 3:
+per topic, the Spark tasks write the run's Parquet files with pyarrow as in step 4, but straight
+into the table's directory, and the driver appends them to the Delta table in one commit
+(delta-rs), then one MERGE commit into `tidelog.<topic>_latest` of the run's rows read back from
+that commit; then `commit`. Nothing is staged or moved. A run a crash interrupted is completed by
+the next run (each table's write is skipped when the table already holds the run's commit; the
+files of an uncommitted append are deleted and written again), never undone.
 
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
 `TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
@@ -37,11 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import logging
 import math
-import operator
 import os
 import shutil
 import time
@@ -51,18 +51,17 @@ from pathlib import Path
 
 from . import direct
 from . import segments as seg
-from .datasource import NAME as SOURCE
-from .datasource import export_options
+from .delta import DeltaExport
 from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
-from .session import TABLE_COLUMNS, ensure_database, ensure_delta_tables, ensure_table, point_latest, table_location
+from .session import TABLE_COLUMNS, ensure_database, ensure_table, point_latest, table_location
 
 log = logging.getLogger("tidelog.spark_export")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
-DELTA_CRASH_POINTS = ("begun", "appended", "merged")
+DELTA_CRASH_POINTS = ("begun", "written", "appended", "merged")
 
 
 class SimulatedCrash(RuntimeError):
@@ -89,7 +88,6 @@ class _TopicPlan:
     state: TopicState  # what the manifest will hold after the run
     offsets: dict[int, tuple[int, int]]  # partition -> [start, end) to export
     scan_from: dict[int, int]
-    tasks: int  # Spark partitions of the read
     summary: TopicSummary
 
     @property
@@ -153,16 +151,11 @@ class ExportJob:
         # writes; `attach_tables` registers all of them in any session.
         ensure_database(self.spark, self.o.warehouse)
         if delta:
-            self._complete_delta(manifest)
+            DeltaExport(self).complete(manifest)
         else:
             self.recover(manifest)
         run_id = new_run_id()
-        plans = [self._plan(manifest, t) for t in self._topics()]
-        for p in plans:
-            for partition, lo, hi in p.summary.gaps:
-                log.warning(
-                    "%s-%d: offsets [%d, %d) were deleted by retention before export", p.topic, partition, lo, hi
-                )
+        plans = [self._plan(manifest, t) for t in self._topics()]  # warns of retention gaps
         work = [p for p in plans if p.has_data]
         if not work:
             if any(p.summary.gaps for p in plans):  # nothing to export, but record the gaps seen
@@ -179,16 +172,7 @@ class ExportJob:
         manifest.begin(run_id, {p.topic: p.state for p in work})
         self._point("begun")
         if delta:
-            assert manifest.pending is not None
-            for p in work:
-                t0 = time.monotonic()
-                self._deliver_delta(
-                    p.topic, p.state, p.offsets, p.scan_from, p.tasks, run_id, manifest.pending.serial, p.summary
-                )
-                p.summary.seconds = time.monotonic() - t0
-            manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
-            self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
-            return [p.summary for p in plans]
+            return self._run_delta(manifest, plans, run_id, started)
         staging = manifest.staging_dir(run_id)
         for p in work:
             t0 = time.monotonic()
@@ -210,6 +194,21 @@ class ExportJob:
         self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
         return [p.summary for p in plans]
 
+    def _run_delta(
+        self, manifest: Manifest, plans: list[_TopicPlan], run_id: str, started: float
+    ) -> list[TopicSummary]:
+        """The rest of a Delta run (`delta.DeltaExport`): per topic its append and MERGE commits."""
+        assert manifest.pending is not None
+        export = DeltaExport(self)
+        for p in plans:
+            if p.has_data:
+                t0 = time.monotonic()
+                export.deliver(p.topic, p.state, p.offsets, p.scan_from, (run_id, manifest.pending.serial), p.summary)
+                p.summary.seconds = time.monotonic() - t0
+        manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
+        self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
+        return [p.summary for p in plans]
+
     def _finish(self, manifest: Manifest, summary: dict) -> None:
         """Steps after `mark_published`: also how recovery rolls a published run forward."""
         assert manifest.pending is not None
@@ -224,81 +223,6 @@ class ExportJob:
             ensure_table(self.spark, topic, self.o.warehouse)
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location)
-
-    # -- Delta tables -------------------------------------------------------------------------
-
-    def _deliver_delta(
-        self,
-        topic: str,
-        state: TopicState,
-        offsets: dict[int, tuple[int, int]],
-        scan_from: dict[int, int],
-        tasks: int,
-        run_id: str,
-        serial: int,
-        summary: TopicSummary,
-    ) -> None:
-        """The run's commits for one topic: the append, then the MERGE into `_latest`. Each is
-        skipped when its table already holds the run's commit, so a crashed run is completed by
-        running this again with the same run id, serial and offsets."""
-        from pyspark.sql import functions as F
-
-        from .delta import DeltaTables
-
-        d = DeltaTables(self.spark)
-        ensure_delta_tables(self.spark, topic, self.o.warehouse, state.compacted)
-        main = table_location(self.o.warehouse, topic)
-        done = d.commit_of(main, run_id)
-        if done is None:
-            with self.progress.topic(self.spark, topic, tasks):
-                d.append(self._source(topic, offsets, scan_from), main, run_id, serial)
-            done = d.commit_of(main, run_id)
-        summary.rows = int(done["metrics"].get("numOutputRows", 0)) if done else 0
-        self._point("appended")
-        if state.compacted:
-            latest = self._latest_root(topic)
-            if d.commit_of(latest, run_id) is None:
-                mine = functools.reduce(
-                    operator.or_,
-                    (
-                        (F.col("partition") == partition) & (F.col("offset") >= lo) & (F.col("offset") < hi)
-                        for partition, (lo, hi) in offsets.items()
-                    ),
-                )  # never empty: a run has data
-                rows = self.spark.read.format("delta").load(str(main)).where(mine)
-                d.merge_latest(latest, newest_per_key(rows), run_id, serial)
-            self._point("merged")
-            summary.latest_rows = d.rows(latest)
-
-    def _complete_delta(self, manifest: Manifest) -> None:
-        """Complete a run a crash interrupted: its offsets are those between the committed and
-        the pending state; the tables that hold its commit already are skipped."""
-        p = manifest.pending
-        if p is None:
-            return
-        log.warning("export run %s was interrupted: completing it", p.run_id)
-        done = {}
-        for topic, state in p.topics.items():
-            old = manifest.topics.get(topic) or TopicState()
-            offsets = {}
-            for n, ps in state.partitions.items():
-                lo = old.partitions[n].next_offset if n in old.partitions else 0
-                if ps.next_offset > lo:
-                    offsets[n] = (lo, ps.next_offset)
-            summary = TopicSummary(topic)
-            if offsets:
-                self._deliver_delta(
-                    topic,
-                    state,
-                    offsets,
-                    {n: lo for n, (lo, _hi) in offsets.items()},
-                    len(offsets),
-                    p.run_id,
-                    p.serial,
-                    summary,
-                )
-            done[topic] = summary.to_json()
-        manifest.commit({"recovered": True, "topics": done})
 
     # -- recovery -----------------------------------------------------------------------------
 
@@ -343,7 +267,7 @@ class ExportJob:
         state = manifest.topic(topic)
         state.compacted = self._is_compacted(topic, topic_configs(self.o.log_dirs))
         summary = TopicSummary(topic)
-        offsets, scan_from, tasks = {}, {}, []
+        offsets, scan_from = {}, {}
         starts = seg.log_start_offsets(self.o.log_dirs)
         for partition, pdir in seg.partition_dirs(self.o.log_dirs, topic).items():
             ps = state.partitions.setdefault(partition, PartitionState())
@@ -360,18 +284,17 @@ class ExportJob:
                 gap = [ps.next_offset, plan.log_start_offset]
                 ps.gaps.append(gap)
                 summary.gaps.append((partition, gap[0], gap[1]))
+                log.warning("%s-%d: offsets [%d, %d) were deleted by retention before export", topic, partition, *gap)
             start, end = plan.start_offset, plan.end_offset
             if end > start:
                 offsets[partition] = (start, end)
                 scan_from[partition] = start
-                tasks += plan.tasks
             ends = [s.base_offset for s in plan.closed_segments[1:]] + [plan.closed_end_offset]
             consumed = [s.name for s, e in zip(plan.closed_segments, ends) if e <= end and s.name not in ps.segments]
             ps.segments += consumed
             summary.segments += len(consumed)
             ps.next_offset = max(ps.next_offset, end)
-        parts = len(seg.pack_tasks(tasks, self.o.max_partition_bytes, self._parallelism()))
-        return _TopicPlan(topic, state, offsets, scan_from, parts, summary)
+        return _TopicPlan(topic, state, offsets, scan_from, summary)
 
     def _parallelism(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism)
@@ -394,20 +317,6 @@ class ExportJob:
                 self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], TABLE_COLUMNS)
             )
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
-
-    def _source(self, topic: str, offsets: dict[int, tuple[int, int]], scan_from: dict[int, int]):
-        """The records to export, through the `tidelog` data source, with their UTC `date`."""
-        from pyspark.sql import functions as F
-
-        df = (
-            self.spark.read.format(SOURCE)
-            .options(**export_options(topic, offsets, scan_from, self.o.max_partition_bytes, self._parallelism()))
-            .load(",".join(str(d) for d in self.o.log_dirs))
-        )
-        # The UTC day, independent of the session time zone.
-        return df.withColumn(
-            "date", F.date_from_unix_date(F.floor(F.unix_millis("timestamp") / 86_400_000).cast("int"))
-        )
 
     def _stage_latest(self, p: _TopicPlan, staged, new_rows: int, old_latest: str | None) -> int:
         """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""

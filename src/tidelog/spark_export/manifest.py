@@ -23,7 +23,8 @@ rewrite are deleted; (5) `commit` installs the pending state and clears `pending
 the next start: a run still `staged` is rolled back (its run-id files are deleted, nothing else
 was touched); a run `published` is rolled forward (steps 4-5). Either way each record is in the
 table exactly once. Delta tables (`delta`) use the same `begin`/`commit` pair; their pending run is
-always completed (re-executed, Delta skipping the writes a table already holds), never undone.
+always completed (re-executed: a table whose txn version shows the run's commit is skipped), never
+undone.
 """
 
 from __future__ import annotations

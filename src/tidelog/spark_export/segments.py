@@ -300,7 +300,11 @@ def plan_partition(
             closed, ends, log_start if scan_from is None else max(scan_from, log_start), closed_end
         )
     end = min(end_offset, lso)
-    aborted_by_seg = [read_aborted(s) for s in closed] if isolation == READ_COMMITTED else [[] for _ in closed]
+    # only segments ending past `start` can hold (or mark) records read here: a stream plans
+    # from its last offset every trigger, and the segments below it are never opened again
+    aborted_by_seg = [
+        read_aborted(s) if isolation == READ_COMMITTED and seg_end > start else [] for s, seg_end in zip(closed, ends)
+    ]
     tasks = []
     for i, (seg, seg_end) in enumerate(zip(closed, ends)):
         lo, hi = max(start, seg.base_offset), min(end, seg_end)

@@ -169,20 +169,22 @@ def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False) -> N
 
 
 def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, replace: bool = False) -> list[str]:
-    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest`) over their locations."""
+    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest`) over their locations,
+    created empty where missing: the append table by delta-rs, which commits to it (`deltalog`),
+    `_latest` by Spark, whose MERGE writes it."""
+    from . import deltalog
     from .delta import DeltaTables
 
-    d = DeltaTables(spark)
-    tables = [(topic, TABLE_COLUMNS, "date, partition")] + (
-        [(topic + "_latest", LATEST_COLUMNS, None)] if compacted else []
-    )
-    for name, columns, parts in tables:
+    deltalog.create(table_location(warehouse, topic))
+    if compacted:
+        DeltaTables(spark).ensure(table_location(warehouse, topic + "_latest"), LATEST_COLUMNS)
+    names = [topic] + ([topic + "_latest"] if compacted else [])
+    for name in names:
         if replace:
             spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")
         loc = table_location(warehouse, name)
-        d.ensure(loc, columns, parts)
         spark.sql(f"CREATE TABLE IF NOT EXISTS {table_name(name)} USING delta LOCATION '{_sql_str(loc)}'")
-    return [f"{DATABASE}.{name}" for name, _c, _p in tables]
+    return [f"{DATABASE}.{name}" for name in names]
 
 
 def point_latest(spark, topic: str, location: str) -> None:
