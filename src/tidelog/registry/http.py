@@ -79,6 +79,7 @@ class RegistryServer:
         self.publish = publish
         self.tls = tls
         self.scheme = "https" if tls is not None else "http"
+        self.answered: dict[tuple[str, int], int] = {}  # (method, status) -> requests answered
         self.server: asyncio.base_events.Server | None = None
         self.clients: set[asyncio.StreamWriter] = set()
 
@@ -144,6 +145,7 @@ class RegistryServer:
             await self._send(writer, e.status, {"error_code": e.status, "message": str(e)}, False)
             return False
         status, answer = await self._answer(method, target, headers, body)
+        self.answered[(method, status)] = self.answered.get((method, status), 0) + 1
         await self._send(writer, status, answer, keep)
         return keep
 

@@ -6,8 +6,8 @@ narrow collaborators by constructor.
            -> cluster view (SingleNode, or ClusterNode with etcd: registration, controller, replicas)
            -> group coordinator (offsets in __consumer_offsets, through the partitions)
            -> transaction coordinator (producer state, markers; completes group offsets)
-           -> metrics -> router (one module per API, then the pipeline stages) -> listeners
            -> schema registry (`schema.registry.listeners`: `_schemas` through the partitions, HTTP)
+           -> metrics -> router (one module per API, then the pipeline stages) -> listeners
 
 `start()` starts the parts in that order (the group coordinator loads before the transaction
 coordinator, which completes transactional offset commits on it), binds the listeners, and - in
@@ -39,6 +39,7 @@ from ..groups.store import EngineGroupLog
 from ..registry.auth import ScramPasswords
 from ..registry.forward import Forwarder
 from ..registry.http import RegistryServer
+from ..registry.metrics import RegistryCollector
 from ..registry.service import Registry
 from ..registry.store import ClusterTopic, SchemaStore
 from ..share.admin import ShareStateAdmin
@@ -114,8 +115,16 @@ class Broker:
         # ACL and credential changes: this broker's files, or etcd in a cluster
         self.security_changes = SecurityChanges(self.security, self.cluster.shared_security)
         self.connections: dict[KafkaConnection, None] = {}  # in order of opening
+        self.schema_registry = self._schema_registry(state)  # its numbers are scraped with the broker's
         self.metrics = Metrics(
-            config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster
+            config,
+            self.registry,
+            self.partitions,
+            self.groups,
+            self.txn,
+            self.connections,
+            self.cluster,
+            [RegistryCollector(self.schema_registry)] if self.schema_registry is not None else [],
         )
         self.stopping = asyncio.Event()  # set at stop: long polls end (the Fetch handler waits on it)
         self.serving = asyncio.Event()  # set once requests are served (after the cluster join)
@@ -124,7 +133,6 @@ class Broker:
         self.router.seal(self.metrics.stage)
         self.servers: list[asyncio.base_events.Server] = []
         self.bound_ports: dict[str, int] = {}
-        self.schema_registry = self._schema_registry(state)
 
     def _schema_registry(self, state: ClusterState | None) -> RegistryServer | None:
         """The schema registry's listener, when `schema.registry.listeners` names one. In a
