@@ -6,13 +6,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from broker_process import BrokerProcess, free_port
+from broker_process import BrokerProcess
+from registry_urls import registry_url
 
 
 @dataclass
 class RegistryBroker:
     broker: BrokerProcess
-    url: str
+
+    @property
+    def url(self) -> str:
+        """The registry's URL now (a restart binds a new port)."""
+        return registry_url(self.broker.log_path)
 
     @property
     def bootstrap(self) -> str:
@@ -20,9 +25,9 @@ class RegistryBroker:
 
 
 def start_registry_broker(data_dir: Path, overrides: dict[str, str] | None = None) -> RegistryBroker:
-    port = free_port()
-    b = BrokerProcess(data_dir, {"schema.registry.listeners": f"http://127.0.0.1:{port}", **(overrides or {})})
-    return RegistryBroker(b.start(), f"http://127.0.0.1:{port}")
+    """A broker whose registry listens on a port the kernel picks (see `registry_urls`)."""
+    b = BrokerProcess(data_dir, {"schema.registry.listeners": "http://127.0.0.1:0", **(overrides or {})})
+    return RegistryBroker(b.start())
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import time
 
 import pytest
 import requests
-from broker_process import free_port
 from cluster_process import Cluster
+from registry_urls import registry_url
 
 pytestmark = pytest.mark.interop
 
@@ -23,10 +23,10 @@ def schema(n: int) -> str:
 
 
 def start_cluster(base, overrides: dict[str, str], scheme: str = "http") -> tuple[Cluster, dict[int, str]]:
-    ports = {i: free_port() for i in (1, 2, 3)}
-    extra = lambda node_id, _port: {"schema.registry.listeners": f"{scheme}://127.0.0.1:{ports[node_id]}"}
+    """Three brokers, each with a registry on a port the kernel picks; their URLs."""
+    extra = lambda _node_id, _port: {"schema.registry.listeners": f"{scheme}://127.0.0.1:0"}
     c = Cluster(base, 3, overrides, extra=extra).start()
-    return c, {i: f"{scheme}://127.0.0.1:{p}" for i, p in ports.items()}
+    return c, {i: registry_url(b.log_path) for i, b in c.brokers.items()}
 
 
 @pytest.fixture

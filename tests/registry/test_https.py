@@ -10,8 +10,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from broker_process import BrokerProcess, free_port
+from broker_process import BrokerProcess
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from registry_urls import registry_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 
@@ -22,12 +23,12 @@ pytestmark = pytest.mark.interop
 
 def test_https_listener(tmp_path):
     pki = make_pki(tmp_path / "pki")
-    port = free_port()
     overrides = {
-        "schema.registry.listeners": f"https://127.0.0.1:{port}",
+        "schema.registry.listeners": "https://127.0.0.1:0",
         "listener.name.schema_registry.ssl.keystore.location": str(pki.server),
     }
     b = BrokerProcess(tmp_path / "data", overrides).start()
+    port = int(registry_url(b.log_path).rpartition(":")[2])
     try:
         client = SchemaRegistryClient({"url": f"https://127.0.0.1:{port}", "ssl.ca.location": str(pki.ca)})
         assert client.register_schema("tls-value", Schema('"string"', "AVRO")) == 1

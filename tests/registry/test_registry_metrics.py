@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import requests
-from broker_process import free_port
 
 pytestmark = pytest.mark.interop
 
 
 def test_registry_metrics(fresh_registry_broker):
-    mport = free_port()
-    rb = fresh_registry_broker({"metrics.listener": f"127.0.0.1:{mport}"})
+    rb = fresh_registry_broker({"metrics.listener": "127.0.0.1:0"})
+    metrics_url = re.findall(r"metrics on (http://\S+/metrics)", rb.broker.log_path.read_text())[-1]
     assert requests.post(f"{rb.url}/subjects/m/versions", json={"schema": '"string"'}).status_code == 200
     assert requests.get(f"{rb.url}/subjects/nosuch/versions").status_code == 404
-    text = requests.get(f"http://127.0.0.1:{mport}/metrics", timeout=10).text
+    text = requests.get(metrics_url, timeout=10).text
     samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line.startswith("tidelog_schema_registry"))
     assert float(samples['tidelog_schema_registry_requests_total{method="POST",status="200"}']) == 1
     assert float(samples['tidelog_schema_registry_requests_total{method="GET",status="404"}']) == 1
