@@ -1,6 +1,6 @@
 """The package layering, by import analysis (ast, no imports executed):
 
-    wire, log  ->  core  ->  groups, txn, share, cluster  ->  server  ->  cli          spark_export -> log
+    wire, log  ->  core  ->  groups, txn, share, cluster, registry  ->  server  ->  cli          spark_export -> log
 
 `core` holds the broker's services that the coordinators and the cluster build on (configuration,
 topics, partition logs, group commit, waiters); `server` is the network layer (connections, router,
@@ -19,7 +19,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tidelog"
 
-_BELOW_SERVER = {"cluster", "groups", "txn", "share", "core", "log", "wire"}
+_BELOW_SERVER = {"cluster", "groups", "txn", "share", "registry", "core", "log", "wire"}
 ALLOWED = {
     "wire": {"wire"},
     "log": {"log", "wire"},
@@ -28,6 +28,7 @@ ALLOWED = {
     "txn": {"txn", "groups", "core", "log", "wire"},
     "share": {"share", "groups", "core", "log", "wire"},
     "cluster": {"cluster", "core", "log", "wire"},
+    "registry": {"registry", "core", "log", "wire"},
     "server": {"server"} | _BELOW_SERVER,
     "spark_export": {"spark_export", "log"},
     "cli": {"cli", "server", "spark_export"} | _BELOW_SERVER,

@@ -23,6 +23,7 @@ def test_node_i_gets_its_id_directory_ports_and_etcd():
     assert out["offsets.topic.replication.factor"] == "1"
     assert out["transaction.state.log.min.isr"] == "1"
     assert "advertised.listeners" not in out and "metrics.listener" not in out
+    assert "schema.registry.listeners" not in out
 
 
 def test_node_1_keeps_the_configured_ports_and_what_the_user_set_wins():
@@ -32,6 +33,7 @@ def test_node_1_keeps_the_configured_ports_and_what_the_user_set_wins():
             "listeners=PLAINTEXT://0.0.0.0:9092",
             "advertised.listeners=PLAINTEXT://kafka.example:19092",
             "metrics.listener=127.0.0.1:9404",
+            "schema.registry.listeners=http://127.0.0.1:8081",
             "offsets.topic.replication.factor=2",
             "broker.id=7",
         ],
@@ -41,6 +43,9 @@ def test_node_1_keeps_the_configured_ports_and_what_the_user_set_wins():
     assert one["listeners"] == "PLAINTEXT://0.0.0.0:9092" and two["listeners"] == "PLAINTEXT://0.0.0.0:9093"
     assert two["advertised.listeners"] == "PLAINTEXT://kafka.example:19093"
     assert two["metrics.listener"] == "127.0.0.1:9405"
+    assert one["schema.registry.listeners"] == "http://127.0.0.1:8081"
+    assert two["schema.registry.listeners"] == "http://127.0.0.1:8082"
+    assert two["schema.registry.topic.replication.factor"] == "1"  # one host: as the internal topics
     assert "offsets.topic.replication.factor" not in two  # configured: the user's 2 stays
     assert two["broker.id"] == "-1"  # node.id names the node
 

@@ -186,6 +186,11 @@ KAFKA_BROKER_TYPES = {
     "etcd.connection.timeout.ms": "INT",
     "cluster.id": "STRING",
     "metrics.listener": "STRING",
+    "schema.registry.listeners": "STRING",
+    "schema.registry.topic": "STRING",
+    "schema.registry.topic.replication.factor": "SHORT",
+    "schema.registry.max.request.bytes": "INT",
+    "schema.registry.authentication": "STRING",
     "process.count": "INT",  # tidelog's own (serve --processes), as the next three
     "process.etcd.path": "STRING",
     "process.etcd.client.port": "INT",

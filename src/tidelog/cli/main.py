@@ -3,6 +3,7 @@
 tidelog serve [--config server.properties] [--override key=value ...] [--processes N|auto]
 tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
 tidelog produce|consume --topic T ...; tidelog dump-log FILE ...
+tidelog schemas list|get|register|check|delete [--url http://HOST:PORT] ...
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import cluster as cli_cluster
 
     cli_cluster.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from . import schemas as cli_schemas
+
+    cli_schemas.add_parser(sub)
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
 
     cli_export.add_parser(sub)

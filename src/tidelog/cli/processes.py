@@ -12,14 +12,16 @@ configuration as the command (`--config`, `--env-prefix`, `--override`), then th
 overrides (the later wins):
 
 - `node.id=i`; `log.dirs`: each configured directory's `node-i` subdirectory;
-- every listener (and advertised listener, and `metrics.listener`) port shifted by (i-1) x stride,
-  stride = the span of the configured listener ports (1 for one listener): node 1 keeps the
-  configured ports, node 2 the next ones; a port 0 stays 0 (an ephemeral port, advertised bound);
+- every listener (and advertised listener, `metrics.listener`, `schema.registry.listeners`) port
+  shifted by (i-1) x stride, stride = the span of the configured listener ports (1 for one
+  listener): node 1 keeps the configured ports, node 2 the next ones; a port 0 stays 0 (an
+  ephemeral port, advertised bound);
 - `etcd.connect` of the supervisor's etcd (`127.0.0.1:<client port>/tidelog`);
-- unless configured: replication factor 1 and min ISR 1 for the internal topics (new topics
-  already default to `default.replication.factor=1`, `min.insync.replicas=1`): processes on one
-  disk are shards, not replicas; a copy on another process would double the writes to the
-  same disk and protect against nothing but a process crash, which a restart repairs.
+- unless configured: replication factor 1 and min ISR 1 for the internal topics and the schema
+  registry's (new topics already default to `default.replication.factor=1`,
+  `min.insync.replicas=1`): processes on one disk are shards, not replicas; a copy on another
+  process would double the writes to the same disk and protect against nothing but a process
+  crash, which a restart repairs.
 
 Directory layout (the first of `log.dirs`, D):
 
@@ -73,6 +75,7 @@ SHARD_DEFAULTS = {
     "transaction.state.log.min.isr": "1",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
+    "schema.registry.topic.replication.factor": "1",
 }
 _stderr_lock = threading.Lock()
 
@@ -110,6 +113,10 @@ def node_overrides(config: BrokerConfig, node_id: int, etcd_connect: str) -> lis
     if metrics:
         host, _, port = metrics.rpartition(":")
         out.append(f"metrics.listener={host}:{int(port) + offset if int(port) else 0}")
+    registry = config["schema.registry.listeners"]
+    if registry:  # each node's registry listens on its own port; any of them serves the registry
+        url, _, port = registry.rstrip("/").rpartition(":")
+        out.append(f"schema.registry.listeners={url}:{int(port) + offset if int(port) else 0}")
     out += [f"{k}={v}" for k, v in SHARD_DEFAULTS.items() if k not in config.raw]
     return out
 

@@ -122,6 +122,15 @@ def _listeners(s: str) -> str:
     return s.strip()
 
 
+def _http_listener(s: str) -> str:
+    """schema.registry.listeners: one `http://host:port` or `https://host:port` (TLS with the
+    `listener.name.schema_registry.ssl.*` keys, else the broker's `ssl.*` ones)."""
+    m = re.match(r"^https?://(\[[^\]]*\]|[^:/]*):(\d+)/?$", s.strip())
+    if not m or not 0 <= int(m.group(2)) <= 65535:
+        raise ValueError(f"{s!r} is not http://host:port or https://host:port")
+    return s.strip()
+
+
 # key -> (parser, default as string or None)
 BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
@@ -240,6 +249,12 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     # the finalized level of Kafka's `transaction.version` feature (Kafka sets it when the cluster
     # is formatted, `kafka-storage format --feature transaction.version=N`; 2 for a new 4.x one)
     "transaction.version": (_int(0, 2), "2"),
+    # the schema registry (tidelog/registry), off unless a listener is given: http://host:port
+    "schema.registry.listeners": (_http_listener, None),
+    "schema.registry.topic": (_str, "_schemas"),
+    "schema.registry.topic.replication.factor": (_int(1), "3"),  # cluster mode
+    "schema.registry.max.request.bytes": (_int(1024), str(8 * 1024 * 1024)),
+    "schema.registry.authentication": (_choice("none", "basic"), "none"),  # basic: the broker's SCRAM users
     # Cluster mode (tidelog/cluster): etcd endpoints host:port[,host:port][/cluster-name]; unset = one node.
     "etcd.connect": (_str, None),
     "etcd.connection.timeout.ms": (_int(1), "5000"),

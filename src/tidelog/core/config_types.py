@@ -181,6 +181,11 @@ BROKER_TYPES: dict[str, ConfigType] = {
     "log.level": S,
     "log.format": S,
     # cluster mode (etcd.* are tidelog's own)
+    "schema.registry.listeners": S,
+    "schema.registry.topic": S,
+    "schema.registry.topic.replication.factor": ConfigType.SHORT,
+    "schema.registry.max.request.bytes": INT,
+    "schema.registry.authentication": S,
     "etcd.connect": S,
     "etcd.connection.timeout.ms": INT,
     "broker.session.timeout.ms": INT,
@@ -282,6 +287,11 @@ DOCS: dict[str, str] = {
     "follower.replication.throttled.replicas": "Replicas whose follower fetches are throttled.",
     "leader.replication.throttled.replicas": "Replicas whose leader answers to followers are throttled.",
     # broker keys
+    "schema.registry.listeners": "http(s)://host:port of the built-in schema registry (Confluent's API); unset: off.",
+    "schema.registry.topic.replication.factor": "Cluster mode: the replication factor of the schema registry's topic.",
+    "schema.registry.topic": "The compacted topic the schema registry keeps its schemas in (Confluent's format).",
+    "schema.registry.max.request.bytes": "The largest request body the schema registry reads (413 beyond).",
+    "schema.registry.authentication": "none, or basic: HTTP basic authentication against the broker's SCRAM users.",
     "etcd.connect": "etcd endpoints host:port[,host:port][/cluster]: the broker joins that cluster; unset: one node.",
     "etcd.connection.timeout.ms": "Timeout of one request to etcd.",
     "broker.session.timeout.ms": "TTL of the broker's etcd lease: its registration vanishes that long after it stops.",

@@ -6,6 +6,7 @@ narrow collaborators by constructor.
            -> cluster view (SingleNode, or ClusterNode with etcd: registration, controller, replicas)
            -> group coordinator (offsets in __consumer_offsets, through the partitions)
            -> transaction coordinator (producer state, markers; completes group offsets)
+           -> schema registry (`schema.registry.listeners`: `_schemas` through the partitions, HTTP)
            -> metrics -> router (one module per API, then the pipeline stages) -> listeners
 
 `start()` starts the parts in that order (the group coordinator loads before the transaction
@@ -23,6 +24,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from ..cluster.registry_directory import RegistryDirectory
 from ..cluster.state import ClusterState
 from ..cluster.view import ClusterView, SingleNode
 from ..core.admin import TopicAdmin
@@ -34,6 +36,12 @@ from ..core.partitions import Partitions
 from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC, TopicRegistry
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
+from ..registry.auth import ScramPasswords
+from ..registry.forward import Forwarder
+from ..registry.http import RegistryServer
+from ..registry.metrics import RegistryCollector
+from ..registry.service import Registry
+from ..registry.store import ClusterTopic, SchemaStore
 from ..share.admin import ShareStateAdmin
 from ..share.coordinator import ShareCoordinator
 from ..share.manager import SharePartitions
@@ -46,8 +54,10 @@ from .metrics import Metrics
 from .router import Router
 from .security import Security
 from .security.changes import SecurityChanges
+from .security.tls import registry_tls
 
 if TYPE_CHECKING:
+    from ..cluster.coordinators import CoordinatorWrites
     from ..cluster.peer import Connector
     from ..cluster.store import Store
     from ..wire.responses import MetadataResponseBroker
@@ -88,6 +98,7 @@ class Broker:
         self.share_state: ShareStateStore
         self.share_coordinator: ShareCoordinator
         self.shares: SharePartitions
+        self._coordinator_writes: CoordinatorWrites | None = None  # a cluster's guard of coordinator writes
         if state is not None:
             self.groups, self.txn, self.cluster = self._cluster(state, connect)
         else:
@@ -104,8 +115,16 @@ class Broker:
         # ACL and credential changes: this broker's files, or etcd in a cluster
         self.security_changes = SecurityChanges(self.security, self.cluster.shared_security)
         self.connections: dict[KafkaConnection, None] = {}  # in order of opening
+        self.schema_registry = self._schema_registry(state)  # its numbers are scraped with the broker's
         self.metrics = Metrics(
-            config, self.registry, self.partitions, self.groups, self.txn, self.connections, self.cluster
+            config,
+            self.registry,
+            self.partitions,
+            self.groups,
+            self.txn,
+            self.connections,
+            self.cluster,
+            [RegistryCollector(self.schema_registry)] if self.schema_registry is not None else [],
         )
         self.stopping = asyncio.Event()  # set at stop: long polls end (the Fetch handler waits on it)
         self.serving = asyncio.Event()  # set once requests are served (after the cluster join)
@@ -114,6 +133,47 @@ class Broker:
         self.router.seal(self.metrics.stage)
         self.servers: list[asyncio.base_events.Server] = []
         self.bound_ports: dict[str, int] = {}
+
+    def _schema_registry(self, state: ClusterState | None) -> RegistryServer | None:
+        """The schema registry's listener, when `schema.registry.listeners` names one. In a
+        cluster its store writes as the leader of its topic's partition (the coordinators'
+        guard) and creates the topic through etcd."""
+        url = self.config["schema.registry.listeners"]
+        if not url:
+            return None
+        scheme, _, rest = url.partition("://")
+        host, _, port = rest.rstrip("/").rpartition(":")
+        tls, client_tls = registry_tls(self.config) if scheme == "https" else (None, None)
+        cluster, forwarder, publish = None, None, None
+        if state is not None:
+            directory = RegistryDirectory(
+                state.store,
+                state.keys,
+                state.cache,
+                self.node_id,
+                self.config["schema.registry.topic"],
+                self.config.advertised[0].host,
+            )
+            forwarder, publish = Forwarder(directory.primary_url, tls=client_tls), directory.publish
+            assert self._coordinator_writes is not None  # built with the cluster's parts
+            cluster = ClusterTopic(
+                self._coordinator_writes,
+                state.create_topic,
+                lambda: len(state.cache.brokers),
+                self.config["schema.registry.topic.replication.factor"],
+            )
+        store = SchemaStore(self.admin, self.partitions, self.config["schema.registry.topic"], cluster)
+        basic = self.config["schema.registry.authentication"] == "basic"
+        return RegistryServer(
+            Registry(store),
+            host.strip("[]") or "0.0.0.0",
+            int(port),
+            self.config["schema.registry.max.request.bytes"],
+            ScramPasswords(self.security.credentials) if basic else None,
+            forwarder,
+            publish,
+            tls,
+        )
 
     def _cluster(
         self, state: ClusterState, connect: Connector | None
@@ -152,6 +212,7 @@ class Broker:
             fetchers,
         )
         writes = CoordinatorWrites(replicas, membership.lease_valid, config["offsets.commit.timeout.ms"] / 1000)
+        self._coordinator_writes = writes  # the schema registry's store writes under it too
         # share groups: the share coordinator of the __share_group_state partitions led here, the
         # persister that reaches any share coordinator, the share partitions of data partitions
         # led here, the group coordinator's calls on the share state
@@ -261,6 +322,8 @@ class Broker:
             bound = server.sockets[0].getsockname()
             self.bound_ports[lst.name] = bound[1]
         await self.cluster.start()  # a cluster member joins (serving nothing before)
+        if self.schema_registry is not None:  # `_schemas` read, listening before the Kafka listeners are
+            await self.schema_registry.start()
         for server, lst in zip(self.servers, self.config.listeners):
             await server.start_serving()
             bound = server.sockets[0].getsockname()
@@ -288,6 +351,8 @@ class Broker:
             # unanswered one is a lost answer to its client, as the crash of a broker is)
             await asyncio.sleep(0.01)
         self.stopping.set()
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         for server in self.servers:
             server.close()
         for conn in list(self.connections):

@@ -26,12 +26,13 @@ import bisect
 import logging
 import struct
 import time
-from collections.abc import Callable, Iterator, Sized
+from collections.abc import Callable, Iterator, Sequence, Sized
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
 from ..wire.apis import ApiKey
 from .router import NO_RESPONSE
@@ -155,8 +156,10 @@ class Metrics:
         txn: TxnService,
         connections: Sized,
         cluster: ClusterView,
+        collectors: Sequence[Collector] = (),
     ) -> None:
-        """`cluster`: the cluster view (replication gauges when it is a cluster member)."""
+        """`cluster`: the cluster view (replication gauges when it is a cluster member);
+        `collectors`: more numbers read at scrape time (the schema registry's)."""
         self.topic_registry = topics
         self.partitions = partitions
         self.groups = groups
@@ -168,6 +171,8 @@ class Metrics:
         self.topics = TopicStats()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BrokerCollector(self))
+        for collector in collectors:
+            self.registry.register(collector)
         ProcessCollector(namespace="tidelog", registry=self.registry)
         self.server: asyncio.base_events.Server | None = None
         self.bound: tuple[str, int] | None = None

@@ -87,3 +87,18 @@ def peer_principal(ssl_object: ssl.SSLObject | None) -> str:
     }
     rdns = [",".join(f"{names.get(k, k)}={v}" for k, v in rdn) for rdn in reversed(cert["subject"])]
     return "User:" + ",".join(rdns)
+
+
+REGISTRY_LISTENER = "schema_registry"  # its keys: listener.name.schema_registry.ssl.*, else ssl.*
+
+
+def registry_tls(config: BrokerConfig) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """The schema registry's HTTPS: its server context, and the client context a broker forwards
+    to another's with (trusting the truststore's CAs, else the system's)."""
+    server = server_context(config, REGISTRY_LISTENER)
+    trust_file = lookup(config, REGISTRY_LISTENER, "ssl.truststore.location")
+    trust_pem = lookup(config, REGISTRY_LISTENER, "ssl.truststore.certificates")
+    client = ssl.create_default_context(cafile=trust_file or None)
+    if trust_pem:
+        client.load_verify_locations(cadata=trust_pem.replace("\\n", "\n"))
+    return server, client
