@@ -224,3 +224,56 @@ def test_union_of_versions_and_conflicts():
         A.merge(t1, A.arrow_type(json.dumps(changed)))
     linked = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}
     assert A.arrow_type(json.dumps(linked)) == pa.struct([("next", pa.string())])
+
+
+def test_schemas_over_the_rest_api():
+    """`--schema-registry-url`: the versions of the subject (deleted ones too) through Confluent's paths."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tidelog.spark_export import registry_schemas as rs
+
+    docs = {
+        "/subjects/orders-value/versions?deleted=true": [1, 2],
+        "/subjects/orders-value/versions/1?deleted=true": {
+            "subject": "orders-value",
+            "version": 1,
+            "id": 1,
+            "schema": json.dumps(V1),
+            "deleted": True,
+        },
+        "/subjects/orders-value/versions/2?deleted=true": {
+            "subject": "orders-value",
+            "version": 2,
+            "id": 2,
+            "schema": json.dumps(V2),
+        },
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(docs[self.path]).encode() if self.path in docs else b"{}"
+            self.send_response(200 if self.path in docs else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        state = rs.state_from_url(url, ["orders-value", "orders-key"])
+    finally:
+        server.shutdown()
+    formats, schemas = rs.formats(state, "orders", ["value"])
+    (field,) = formats.fields
+    assert sorted(field.writers) == [1, 2] and len(schemas["value"]) == 2
+    assert [f.name for f in field.type] == [f["name"] for f in V2["fields"]]
+    from tidelog.spark_export.typed import decode_one
+
+    assert decode_one(framed(1, V1, order(1)), field)["id"] == 1
+    with pytest.raises(rs.NoSchema):
+        rs.formats(state, "orders", ["key"])

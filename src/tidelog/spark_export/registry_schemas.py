@@ -20,6 +20,7 @@ gains fields and the tables' files of every run read under it.
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
