@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tidelog.registry import records as R
-from tidelog.registry.state import RegistryState
+from tidelog.log import schema_records as R
+from tidelog.log.schema_state import RegistryState
 
 
 def schema(subject: str, version: int, sid: int, deleted: bool = False, **kw: object) -> tuple[bytes, bytes]:

@@ -2,6 +2,9 @@
 
 Entry points: `LogManager` (all partitions of the broker's log dirs), `PartitionLog` (one
 partition), `LogConfig` (topic settings), `records` (v2 batches), `legacy` (magic 0/1).
+`schema_records` and `schema_state` are the schema registry's `_schemas` record format and the
+state its records make: pure code, here so that both the registry and the Spark export (which
+reads `_schemas` straight from the log dirs) can use it.
 """
 
 from .config import LogConfig

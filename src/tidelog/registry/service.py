@@ -23,11 +23,11 @@ import functools
 import json
 from typing import Any
 
+from ..log import schema_records as R
+from ..log.schema_state import RegistryState
 from . import errors as E
-from . import records as R
 from . import schemas
 from .errors import RegistryError
-from .state import RegistryState
 from .store import SchemaStore
 
 MODES = ("READWRITE", "READONLY", "IMPORT")

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..log import records as LR
 from ..log.errors import LogError
+from ..log.schema_state import RegistryState
 from ..wire.errors import NOT_COORDINATOR
 from .errors import OPERATION_TIMEOUT, STORE_ERROR, UNKNOWN_LEADER, RegistryError
-from .state import RegistryState
 
 if TYPE_CHECKING:
     from ..core.admin import Created, TopicAdmin

@@ -5,6 +5,7 @@
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
                    [--rewrite-min-files N] [--table-format parquet|delta|iceberg]
                    [--iceberg-catalog-uri URL] [--follow [--poll-interval S] [--metrics-port N]]
+                   [--value-format raw|registry] [--key-format raw|registry] [--schema-registry-url URL]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """
@@ -72,6 +73,24 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="rewrite a table partition once it holds this many small files (default 8)",
     )
     _configure_follow(p)
+    _configure_formats(p)
+
+
+def _configure_formats(p: argparse.ArgumentParser) -> None:
+    for column in ("value", "key"):
+        p.add_argument(
+            f"--{column}-format",
+            choices=("raw", "registry"),
+            help=f"raw: the record's {column} as bytes (the default for a new table); registry: "
+            f"decoded with the schema registry's Avro schemas (Confluent's framing) into a typed "
+            f"column, {column}_raw and _error keeping what does not decode. A table keeps the "
+            "format of its first run",
+        )
+    p.add_argument(
+        "--schema-registry-url",
+        help="with a registry format: the registry's REST URL (default: read the schemas from the "
+        "_schemas topic in --log-dirs, no broker or registry needed)",
+    )
 
 
 def _configure_follow(p: argparse.ArgumentParser) -> None:
@@ -146,10 +165,12 @@ def cmd_export(args) -> int:
         return 2
     from pathlib import Path
 
+    from .avro_arrow import SchemaConflict
     from .delta import DeltaUnavailable
     from .job import ExportJob, ExportOptions
     from .manifest import TableFormatError
     from .progress import Progress
+    from .registry_schemas import NoSchema
     from .session import SparkSettings, build_session
 
     table_format = _table_format(args)
@@ -180,13 +201,16 @@ def cmd_export(args) -> int:
             max_partition_bytes=args.max_partition_bytes,
             table_format=args.table_format,
             iceberg_catalog_uri=args.iceberg_catalog_uri,
+            value_format=args.value_format,
+            key_format=args.key_format,
+            schema_registry_url=args.schema_registry_url,
         )
         try:
             if args.follow:
                 _follow(spark, options, args)
             else:
                 ExportJob(spark, options, Progress()).run()
-        except TableFormatError as e:
+        except (TableFormatError, SchemaConflict, NoSchema) as e:
             print(f"tidelog export: {e}", file=sys.stderr)
             return 2
     finally:

@@ -10,14 +10,18 @@
           .option("includeActiveSegment", "false")    # default: closed segments only
           .option("maxPartitionBytes", 0)             # default 0: one Spark partition per segment
           .option("minPartitions", 2)                 # with maxPartitionBytes: pack into at least this many
+          .option("valueFormat", "raw")               # or registry: typed (Avro, Confluent framing)
+          .option("keyFormat", "raw")                 # the same for keys
+          .option("schemaRegistryUrl", URL)           # default: `_schemas` read from the log dirs
           .load("/var/lib/tidelog"))                  # the broker's log.dirs, comma-separated
 
 Columns: topic, partition, offset, timestamp (UTC, millisecond precision), timestamp_type
 (0 CreateTime, 1 LogAppendTime), key, value, headers array<struct<key, value>>, producer_id,
-is_transactional. Filters on partition, offset and timestamp are pushed down and applied exactly
-(the time index skips whole segments and positions inside one). Records are decoded on executors
-into Arrow record batches. Filter pushdown needs `spark.sql.python.filterPushdown.enabled`,
-which `register` sets.
+is_transactional; with `valueFormat`/`keyFormat` registry, `value`/`key` are typed (the union of
+the subject's Avro versions, `typed`) and `value_raw`/`key_raw` and `_error` follow. Filters on
+partition, offset and timestamp are pushed down and applied exactly (the time index skips whole
+segments and positions inside one). Records are decoded on executors into Arrow record batches.
+Filter pushdown needs `spark.sql.python.filterPushdown.enabled`, which `register` sets.
 
 pyspark 4.3 keeps the partitions planned for the last query with pushed-down filters on the
 DataFrame `load()` returned, and a later query on that same DataFrame *without* such filters
@@ -93,8 +97,17 @@ class TidelogDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def schema(self) -> str:
-        return SCHEMA
+    def schema(self):
+        o = {k.lower(): v for k, v in self.options.items()}
+        if (o.get("valueformat") or "raw").lower() == "raw" and (o.get("keyformat") or "raw").lower() == "raw":
+            return SCHEMA
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from . import segments as seg
+
+        reader = TidelogReader(dict(self.options))
+        assert reader.formats is not None
+        return from_arrow_schema(reader.formats.schema(seg.arrow_schema()))
 
     def reader(self, schema) -> TidelogReader:
         return TidelogReader(dict(self.options))

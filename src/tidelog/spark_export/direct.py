@@ -70,24 +70,30 @@ def task_groups(
 
 
 def write_tasks(
-    tasks: list[seg.SegmentTask], out: str, tag: str, columns: tuple[str, ...] = FILE_COLUMNS
+    tasks: list[seg.SegmentTask], out: str, tag: str, columns: tuple[str, ...] = FILE_COLUMNS, formats=None
 ) -> list[tuple[str, int]]:
     """Decode `tasks` and write their rows under `out`: [(file, rows)]. Runs in a Python worker.
 
-    `columns`: those of the files (Iceberg's files also hold `partition`, see `iceberg`)."""
+    `columns`: those of the files (Iceberg's files also hold `partition`, see `iceberg`);
+    `formats`: a `typed.Formats` whose columns are decoded (its extra columns follow `columns`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    schema = seg.arrow_schema()
+    from . import typed
+
+    schema = formats.schema(seg.arrow_schema()) if formats else seg.arrow_schema()
+    columns = columns + formats.extra_columns() if formats else columns
     file_schema = pa.schema([schema.field(c) for c in columns])
     # Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of
     # the write for 100-byte random values). Keys, topics, producer ids repeat.
-    dictionary = [c for c in columns if c != "value"]
+    dictionary = [
+        c for c in columns if c not in ("value", "value_raw") and not pa.types.is_nested(schema.field(c).type)
+    ]
     writers: dict[tuple[Any, int], tuple[Any, Path, list[int]]] = {}
     try:
         for task in tasks:
-            for batch in seg.read_task(task):
+            for batch in typed.read_task(task, formats) if formats else seg.read_task(task):
                 days = pc.cast(batch.column("timestamp"), pa.date32())
                 body = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], schema=file_schema)
                 unique = pc.unique(days).to_pylist()  # one day, except where a day ends
@@ -120,10 +126,11 @@ def _run_group(
     tag: str,
     describe: Callable | None,
     columns: tuple[str, ...],
+    formats,
     items: Iterator[tuple[int, list[seg.SegmentTask]]],
 ) -> Iterator[Any]:
     for n, tasks in items:
-        written = write_tasks(tasks, out, f"{tag}{n:05d}", columns)
+        written = write_tasks(tasks, out, f"{tag}{n:05d}", columns, formats)
         _injected_fault(f"{tag}{n:05d}")
         for path, rows in written:
             yield (path, rows) if describe is None else describe(path, rows)
@@ -149,6 +156,7 @@ def write_files(
     tag: str = "",
     describe: Callable | None = None,
     columns: tuple[str, ...] = FILE_COLUMNS,
+    formats=None,
 ) -> list:
     """One Spark job writing every group's rows under `out` (a task per group), files named
     `part-<tag><group>-<random>.parquet` holding `columns`: per file, `describe(path, rows)` as
@@ -159,13 +167,13 @@ def write_files(
     if not groups:
         return []
     rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe, columns)).collect()
+    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe, columns, formats)).collect()
 
 
-def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "") -> int:
+def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", formats=None) -> int:
     """`write_files` without descriptions, then the files no successful task attempt returned
     (those a failed or duplicate attempt left under `out`) deleted: the row count."""
-    files = write_files(spark, groups, out, tag)
+    files = write_files(spark, groups, out, tag, formats=formats)
     keep = {Path(f) for f, _rows in files}
     if out.exists():
         for f in out.rglob("*.parquet"):

@@ -54,19 +54,25 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import direct
 from . import segments as seg
 from .compaction import newest_per_key
 from .delta import DeltaExport
-from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
+from .manifest import MANIFEST_DIR, Manifest, PartitionState, TableFormatError, TopicState
 from .progress import Progress, TopicSummary
 from .session import ensure_table, point_latest
-from .tables import TABLE_COLUMNS, ensure_database, table_location
+from .tables import LATEST_COLUMNS, TABLE_COLUMNS, ensure_database, table_location, typed_columns
+from .typed import Formats
+
+if TYPE_CHECKING:
+    from .registry_schemas import SchemaSource
 
 log = logging.getLogger("tidelog.spark_export")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+# not exported unless named in --topics (`_schemas`: the schema registry's, at its default name)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", "_schemas"})
 TOPICS_FILE = "tidelog-topics.json"
 CRASH_POINTS = ("begun", "staged", "mid-publish", "published", "marked", "replaced-deleted")
 DELTA_CRASH_POINTS = ("begun", "written", "appended", "merged")
@@ -89,6 +95,11 @@ class ExportOptions:
     crash_at: str | None = None
     table_format: str | None = None  # "parquet", "delta" or "iceberg"; None: the warehouse's (parquet when new)
     iceberg_catalog_uri: str | None = None  # a REST catalog; None: the warehouse's (embedded SQLite when new)
+    # "registry": typed columns decoded with the schema registry's Avro schemas (`typed`);
+    # "raw": the record's bytes; None: what the topic's table has (raw when new)
+    value_format: str | None = None
+    key_format: str | None = None
+    schema_registry_url: str | None = None  # None: read `_schemas` from the log dirs
 
 
 @dataclass
@@ -98,6 +109,7 @@ class _TopicPlan:
     offsets: dict[int, tuple[int, int]]  # partition -> [start, end) to export
     scan_from: dict[int, int]
     summary: TopicSummary
+    formats: Formats | None = None  # typed columns
 
     @property
     def has_data(self) -> bool:
@@ -126,6 +138,7 @@ class ExportJob:
         self.o.log_dirs = [Path(d).resolve() for d in options.log_dirs]
         self.progress = progress or Progress()
         self.crash_at = options.crash_at or os.environ.get("TIDELOG_EXPORT_CRASH_AT")
+        self._schemas: SchemaSource | None = None  # the registry's, read once per run when a topic needs it
 
     # -- crash injection ----------------------------------------------------------------------
 
@@ -147,6 +160,7 @@ class ExportJob:
 
     def _run(self) -> list[TopicSummary]:
         started = time.monotonic()
+        self._schemas = None
         from .fastdecode import DECODER
 
         log.info(
@@ -237,9 +251,12 @@ class ExportJob:
         self._collect_garbage(manifest)
         shutil.rmtree(manifest.staging_dir(pending.run_id), ignore_errors=True)
         for topic, state in pending.topics.items():
-            ensure_table(self.spark, topic, self.o.warehouse)
+            # a typed column may have gained fields: the table is re-created with them (it is
+            # external: its files stay)
+            columns = typed_columns(TABLE_COLUMNS, state.formats)
+            ensure_table(self.spark, topic, self.o.warehouse, replace=bool(state.formats), columns=columns)
             if state.latest_location:
-                point_latest(self.spark, topic, state.latest_location)
+                point_latest(self.spark, topic, state.latest_location, typed_columns(LATEST_COLUMNS, state.formats))
 
     def _iceberg(self):
         from .iceberg_job import IcebergRun
@@ -316,7 +333,34 @@ class ExportJob:
             ps.segments += consumed
             summary.segments += len(consumed)
             ps.next_offset = max(ps.next_offset, end)
-        return _TopicPlan(topic, state, offsets, scan_from, summary)
+        formats = self._formats(manifest, topic, state)
+        return _TopicPlan(topic, state, offsets, scan_from, summary, formats)
+
+    def _formats(self, manifest: Manifest, topic: str, state: TopicState) -> Formats | None:
+        """The topic's typed columns (`typed`), their schemas' union recorded in `state`; a table
+        keeps the formats of its first run."""
+        had = {c: "registry" for c in state.formats}
+        asked = {c: f for c, f in (("key", self.o.key_format), ("value", self.o.value_format)) if f is not None}
+        if topic in manifest.topics and any(had.get(c, "raw") != f for c, f in asked.items()):
+            raise TableFormatError(
+                f"tidelog.{topic} has {'typed columns ' + ', '.join(sorted(had)) if had else 'raw key and value'}; "
+                "a table keeps the --key-format/--value-format of its first run"
+            )
+        wanted = {**had, **asked}
+        columns = [c for c in ("key", "value") if wanted.get(c) == "registry"]
+        if not columns:
+            return None
+        if manifest.table_format != "parquet" or (state.compacted and "key" in columns):
+            raise TableFormatError(
+                f"{topic}: typed columns (--key-format/--value-format registry) are for Parquet tables, "
+                "typed keys for topics that are not compacted, for now"
+            )
+        if self._schemas is None:
+            from .registry_schemas import SchemaSource
+
+            self._schemas = SchemaSource(self.o.log_dirs, self.o.schema_registry_url)
+        formats, state.formats = self._schemas.topic_formats(topic, columns, state.formats)
+        return formats
 
     def _parallelism(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism)
@@ -332,36 +376,29 @@ class ExportJob:
             self.o.log_dirs, p.topic, p.offsets, p.scan_from, self.o.max_partition_bytes, self._parallelism()
         )
         with self.progress.topic(self.spark, p.topic, len(groups)):
-            p.summary.rows = direct.write(self.spark, groups, main)
+            p.summary.rows = direct.write(self.spark, groups, main, formats=p.formats)
         if p.state.compacted:
             # No file when every record of the range was aborted (or a control record).
-            staged = (
-                self.spark.read.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], TABLE_COLUMNS)
-            )
+            columns = typed_columns(TABLE_COLUMNS, p.state.formats)
+            reader = self.spark.read.schema(columns) if p.state.formats else self.spark.read
+            staged = reader.parquet(str(main)) if p.summary.rows else self.spark.createDataFrame([], columns)
             p.summary.latest_rows = self._stage_latest(p, staged, p.summary.rows, old_latest)
 
     def _stage_latest(self, p: _TopicPlan, staged, new_rows: int, old_latest: str | None) -> int:
         """Latest committed value per (partition, key) of old `_latest` + new rows, into a new version."""
         from pyspark.sql import functions as F
 
-        cols = [
-            "topic",
-            "partition",
-            "key",
-            "offset",
-            "timestamp",
-            "timestamp_type",
-            "value",
-            "headers",
-            "producer_id",
-            "is_transactional",
-        ]
+        latest_columns = typed_columns(LATEST_COLUMNS, p.state.formats)
+        cols = self.spark.createDataFrame([], latest_columns).columns
         new = staged.select(*cols).withColumn("partition", F.col("partition").cast("int"))
         both, bound = new, new_rows
         if old_latest and Path(old_latest).exists():
-            both = self.spark.read.parquet(old_latest).select(*cols).unionByName(new)
+            # the columns of this run: a typed value may have gained fields since the old version
+            both = self.spark.read.schema(latest_columns).parquet(old_latest).select(*cols).unionByName(new)
             bound += parquet_rows(Path(old_latest))
-        latest = newest_per_key(both).where(F.col("value").isNotNull())
+        # a tombstone is dropped; a typed value that did not decode is kept (in `value_raw`)
+        alive = F.col("value").isNotNull() | (F.col("value_raw").isNotNull() if p.state.formats else F.lit(False))
+        latest = newest_per_key(both).where(alive)
         # The row count is at most `bound`: it decides how many files the version gets.
         files = max(1, math.ceil(bound / self.o.rows_per_latest_file))
         location = p.state.latest_location
@@ -403,7 +440,13 @@ class ExportJob:
             return []
         from pyspark.sql import functions as F
 
-        df = self.spark.read.option("basePath", str(table)).parquet(*[str(f) for f in candidates])
+        # Typed columns gain fields over runs: the table's columns, not those of the first file.
+        reader = (
+            self.spark.read.schema(typed_columns(TABLE_COLUMNS, p.state.formats))
+            if p.state.formats
+            else self.spark.read
+        )
+        df = reader.option("basePath", str(table)).parquet(*[str(f) for f in candidates])
         out = staging / p.topic / "rewrite"
         (
             df.repartition(F.col("date"), F.col("partition"))

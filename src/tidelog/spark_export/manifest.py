@@ -7,6 +7,8 @@ fsync of the directory): a crash leaves the old or the new manifest, never a tor
      "table_format": "parquet" | "delta" | "iceberg", # chosen by the first run, kept
      "serial": int,                                   # runs begun so far (Delta's txnVersion)
      "topics": {"<topic>": {"compacted": bool, "latest_location": str | null,
+                            "formats": {"value" | "key": {"format": "registry",  # typed columns,
+                                                         "schemas": [str]}},  # union of (Avro)
                             "partitions": {"<n>": {"next_offset": int,      # all below: exported
                                                    "segments": [str],       # segment files consumed
                                                    "gaps": [[from, to]]}}}},  # lost to retention
@@ -61,13 +63,19 @@ class TopicState:
     partitions: dict[int, PartitionState] = field(default_factory=dict)
     compacted: bool = False
     latest_location: str | None = None
+    # typed columns (`typed`): column -> {"format": "registry", "schemas": [Avro schema texts]};
+    # no entry: the column holds the record's bytes
+    formats: dict[str, dict] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "compacted": self.compacted,
             "latest_location": self.latest_location,
             "partitions": {str(p): s.to_json() for p, s in sorted(self.partitions.items())},
         }
+        if self.formats:
+            out["formats"] = copy.deepcopy(self.formats)
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> TopicState:
@@ -75,6 +83,7 @@ class TopicState:
             {int(p): PartitionState.from_json(s) for p, s in d.get("partitions", {}).items()},
             bool(d.get("compacted", False)),
             d.get("latest_location"),
+            copy.deepcopy(d.get("formats") or {}),
         )
 
 

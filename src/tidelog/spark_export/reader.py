@@ -24,6 +24,26 @@ from pyspark.sql.datasource import (
 from . import segments as seg
 
 
+def reader_formats(o: dict, log_dirs: list[str], topic: str):
+    """The `typed.Formats` of options `valueFormat`/`keyFormat` ("registry"; default "raw"), with
+    the schemas of `schemaRegistryUrl` or, without it, of `_schemas` in the log dirs; None: none."""
+    columns = []
+    for column in ("key", "value"):
+        fmt = (o.get(column + "format") or "raw").lower()
+        if fmt not in ("raw", "registry"):
+            raise ValueError(f"tidelog: {column}Format must be raw or registry, not {fmt!r}")
+        if fmt == "registry":
+            columns.append(column)
+    if not columns:
+        return None
+    from . import registry_schemas as rs
+
+    url = o.get("schemaregistryurl")
+    subjects = [f"{topic}-{c}" for c in columns]
+    state = rs.state_from_url(url, subjects) if url else rs.state_from_log(log_dirs)
+    return rs.formats(state, topic, columns)[0]
+
+
 def _int(v: Any) -> int:
     return int(v)
 
@@ -89,6 +109,15 @@ class TidelogReader(DataSourceReader):
         self.push = (o.get("pushfilters") or "true").lower() == "true"
         self.max_partition_bytes = int(o.get("maxpartitionbytes") or 0)
         self.min_partitions = int(o.get("minpartitions") or 2)
+        self.formats = reader_formats(o, self.log_dirs, self.topic)
+
+    def read_batches(self, task: seg.SegmentTask) -> Iterator:
+        """The batches of one task, typed columns (`valueFormat`/`keyFormat` registry) decoded."""
+        if self.formats:
+            from .typed import read_task
+
+            return read_task(task, self.formats, self.rows_per_batch)
+        return seg.read_task(task, self.rows_per_batch)
 
     # -- pushdown ---------------------------------------------------------------------------
 
@@ -180,4 +209,4 @@ class TidelogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator:
         for task in partition.value:
-            yield from seg.read_task(task, self.rows_per_batch)
+            yield from self.read_batches(task)

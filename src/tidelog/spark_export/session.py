@@ -34,6 +34,7 @@ from .tables import (
     is_hive,
     table_location,
     table_name,
+    typed_columns,
 )
 
 
@@ -122,31 +123,34 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
             names += ensure_delta_tables(spark, topic, Path(warehouse), state.compacted, replace=not is_hive(spark))
         return names
     for topic, state in sorted(manifest.topics.items()):
-        ensure_table(spark, topic, Path(warehouse), replace=not is_hive(spark))
+        columns = typed_columns(TABLE_COLUMNS, state.formats)
+        ensure_table(spark, topic, Path(warehouse), replace=not is_hive(spark), columns=columns)
         names.append(f"{DATABASE}.{topic}")
         if state.latest_location:
-            point_latest(spark, topic, state.latest_location)
+            point_latest(spark, topic, state.latest_location, typed_columns(LATEST_COLUMNS, state.formats))
             names.append(f"{DATABASE}.{topic}_latest")
     return names
 
 
-def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False) -> None:
-    """The append table `tidelog.<topic>` over its location, partitions repaired."""
+def ensure_table(spark, topic: str, warehouse: Path, replace: bool = False, columns: str = TABLE_COLUMNS) -> None:
+    """The append table `tidelog.<topic>` over its location, partitions repaired (`columns`:
+    `tables.typed_columns` for a topic with typed columns)."""
     loc = table_location(warehouse, topic)
     loc.mkdir(parents=True, exist_ok=True)
     name = table_name(topic)
     if replace:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
     spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} ({TABLE_COLUMNS}) USING parquet "
+        f"CREATE TABLE IF NOT EXISTS {name} ({columns}) USING parquet "
         f"PARTITIONED BY (date, partition) LOCATION '{_sql_str(loc)}'"
     )
     spark.sql(f"MSCK REPAIR TABLE {name} SYNC PARTITIONS")
     spark.sql(f"REFRESH TABLE {name}")
 
 
-def point_latest(spark, topic: str, location: str) -> None:
-    """(Re)create `tidelog.<topic>_latest` over one version directory of the compacted table."""
+def point_latest(spark, topic: str, location: str, columns: str = LATEST_COLUMNS) -> None:
+    """(Re)create `tidelog.<topic>_latest` over one version directory of the compacted table
+    (`columns`: `tables.typed_columns` for a topic with typed columns)."""
     name = table_name(topic, "_latest")
     spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.sql(f"CREATE TABLE {name} ({LATEST_COLUMNS}) USING parquet LOCATION '{_sql_str(location)}'")
+    spark.sql(f"CREATE TABLE {name} ({columns}) USING parquet LOCATION '{_sql_str(location)}'")

@@ -297,7 +297,7 @@ class TidelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator:
         for task in partition.value:
             try:
-                yield from seg.read_task(task, self.source.rows_per_batch)
+                yield from self.source.read_batches(task)
             except FileNotFoundError:  # raised when the segment is opened, before any row
                 log.warning(
                     "%s-%d: segment %s was deleted by retention before the stream read it: offsets [%d, %d) lost",

@@ -47,5 +47,28 @@ LATEST_COLUMNS = (
 )
 
 
+def spark_type(arrow_type) -> str:
+    """Spark's DDL name of an Arrow type (a typed column's, `typed`)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(arrow_type).simpleString()
+
+
+def typed_columns(columns: str, formats: dict[str, dict]) -> str:
+    """`columns` (TABLE_COLUMNS or LATEST_COLUMNS) of a topic with typed columns (`formats`, as
+    the manifest records them: `{"value": {"type": <Spark DDL>, ...}}`): their types, then their
+    `<column>_raw` and the `_error` columns (before the partition columns)."""
+    if not formats:
+        return columns
+    for column in ("key", "value"):
+        if column in formats:
+            columns = columns.replace(f" {column} binary,", f" {column} {formats[column]['type']},", 1)
+    extra = "".join(f", {quote(c + '_raw')} binary" for c in ("key", "value") if c in formats)
+    extra += f", {quote('_error')} string"
+    if ", date date" in columns:
+        return columns.replace(", date date", extra + ", date date", 1)
+    return columns + extra
+
+
 def table_location(warehouse: Path, topic: str) -> Path:
     return Path(warehouse).resolve() / (DATABASE + ".db") / topic

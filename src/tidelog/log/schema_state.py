@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import records as R
-from .records import SchemaValue
+from . import schema_records as R
+from .schema_records import SchemaValue
 
 DEFAULT_COMPATIBILITY = "BACKWARD"
 DEFAULT_MODE = "READWRITE"
