@@ -261,7 +261,6 @@ class DeltaExport:
     def complete(self, manifest) -> None:
         """Complete a run a crash interrupted: its offsets are those between the committed and
         the pending state; the tables that hold its commit already are skipped."""
-        from .manifest import TopicState
         from .progress import TopicSummary
 
         p = manifest.pending
@@ -271,12 +270,7 @@ class DeltaExport:
         self.recovering = True
         done = {}
         for topic, state in p.topics.items():
-            old = manifest.topics.get(topic) or TopicState()
-            offsets = {}
-            for n, ps in state.partitions.items():
-                lo = old.partitions[n].next_offset if n in old.partitions else 0
-                if ps.next_offset > lo:
-                    offsets[n] = (lo, ps.next_offset)
+            offsets = manifest.pending_offsets(topic)
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from . import direct
 from .iceberg import LATEST_COLUMNS, MAIN_COLUMNS, IcebergTables, local_path
-from .manifest import Manifest, TopicState
+from .manifest import Manifest
 from .progress import TopicSummary
 
 log = logging.getLogger("tidelog.spark_export")
@@ -81,12 +81,7 @@ class IcebergRun:
         log.warning("export run %s was interrupted: completing it", p.run_id)
         done = {}
         for topic, state in p.topics.items():
-            old = manifest.topics.get(topic) or TopicState()
-            offsets = {}
-            for n, ps in state.partitions.items():
-                lo = old.partitions[n].next_offset if n in old.partitions else 0
-                if ps.next_offset > lo:
-                    offsets[n] = (lo, ps.next_offset)
+            offsets = manifest.pending_offsets(topic)
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}

@@ -189,6 +189,18 @@ class Manifest:
         """The committed state of a topic (a fresh one when never exported)."""
         return copy.deepcopy(self.topics.get(name) or TopicState())
 
+    def pending_offsets(self, topic: str) -> dict[int, tuple[int, int]]:
+        """The pending run's [start, end) per partition of `topic`: from the committed state's
+        next offset to the pending state's (what a table format completing the run re-delivers)."""
+        assert self.pending is not None
+        old = self.topics.get(topic) or TopicState()
+        offsets = {}
+        for n, ps in self.pending.topics[topic].partitions.items():
+            lo = old.partitions[n].next_offset if n in old.partitions else 0
+            if ps.next_offset > lo:
+                offsets[n] = (lo, ps.next_offset)
+        return offsets
+
     # -- the run protocol -------------------------------------------------------------------
 
     def begin(self, run_id: str, topics: dict[str, TopicState]) -> None:
