@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -314,3 +315,58 @@ def test_icebergs_spark_runtime_reads_the_tables(catalog, tmp_path):
     assert got["runs"] == dict(zip(run_ids(wh), counts))
     orders.close()
     profiles.close()
+
+
+def test_a_concurrent_reader_never_sees_part_of_a_run(catalog, tmp_path):
+    """A reader in its own process counts both tables in a loop (pyiceberg, the catalog read
+    afresh each round) while runs commit several files each: every count it sees is a count at a
+    run boundary."""
+    spark = catalog
+    data, wh = tmp_path / "data", tmp_path / "wh"
+    w = LogWriter(data, "profiles", partitions=2, segment_bytes=4096, seed=25, keys=40, compact=True)
+    w.fill(10)
+    w.roll()
+    export(spark, data, wh, table_format="iceberg")  # the tables exist before the reader starts
+
+    def counts() -> tuple[int, int]:
+        return (
+            table(wh, "profiles").scan().to_arrow().num_rows,
+            table(wh, "profiles_latest").scan().to_arrow().num_rows,
+        )
+
+    boundaries = {counts()}
+    out, stop = tmp_path / "seen.jsonl", tmp_path / "stop"
+    reader = subprocess.Popen(
+        [sys.executable, str(HERE / "iceberg_counter.py"), str(wh), "profiles", "profiles_latest", str(out), str(stop)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and out.read_text().strip()):
+            assert reader.poll() is None, reader.stderr.read()[-3000:] if reader.stderr else ""
+            assert time.monotonic() < deadline, "the reader did not start"
+            time.sleep(0.2)
+        for _ in range(4):
+            w.fill(12)
+            w.roll()
+            export(spark, data, wh)
+            boundaries.add(counts())
+    finally:
+        stop.touch()
+        try:
+            reader.wait(timeout=60)
+        finally:
+            if reader.poll() is None:
+                reader.kill()
+    assert reader.returncode == 0, reader.stderr.read()[-3000:] if reader.stderr else ""
+    seen = [json.loads(line) for line in out.read_text().splitlines()]
+    mains, latests = {m for m, _l in boundaries}, {lt for _m, lt in boundaries}
+    assert len({s["main"] for s in seen}) >= 2, seen  # it read while the runs committed
+    assert {s["main"] for s in seen} <= mains, (sorted({s["main"] for s in seen} - mains), sorted(mains))
+    assert {s["latest"] for s in seen} <= latests, (sorted({s["latest"] for s in seen} - latests), sorted(latests))
+    # Each run added several files in its one snapshot, so a partial run was there to be seen.
+    t = table(wh, "profiles")
+    assert all(int(s.summary["added-data-files"]) > 1 for s in t.snapshots()[1:]), [s.summary for s in t.snapshots()]
+    w.close()
