@@ -48,6 +48,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .direct import FILE_COLUMNS
 from .manifest import MANIFEST_DIR
 from .tables import DATABASE, table_location
 
@@ -58,20 +59,10 @@ CONFIG_FILE = "iceberg.json"
 RUN_ID = "tidelog.run-id"
 SERIAL = "tidelog.serial"
 OFFSETS = "tidelog.offsets"
-# The data files' columns, in the order of the tables' schemas (`partition` is in the files: an
-# Iceberg reader takes column values from the files, not from directory names).
-MAIN_COLUMNS = (
-    "topic",
-    "partition",
-    "offset",
-    "timestamp",
-    "timestamp_type",
-    "key",
-    "value",
-    "headers",
-    "producer_id",
-    "is_transactional",
-)
+# The data files' columns, in the order of the tables' schemas: the Parquet export's file columns
+# with `partition` after `topic` (in the files: an Iceberg reader takes column values from the
+# files, not from directory names).
+MAIN_COLUMNS = (FILE_COLUMNS[0], "partition", *FILE_COLUMNS[1:])
 LATEST_COLUMNS = (
     "topic",
     "partition",
