@@ -68,8 +68,11 @@ def free_base(n: int) -> int:
 
 # ---- one producer process (this script with `produce`) ------------------------------------
 def produce(args: argparse.Namespace) -> None:
+    import resource
+
     from confluent_kafka import KafkaException, Producer
 
+    stats: dict[str, Any] = {}
     p = Producer(
         {
             "bootstrap.servers": args.bootstrap,
@@ -77,6 +80,8 @@ def produce(args: argparse.Namespace) -> None:
             "linger.ms": args.linger_ms,
             # librdkafka's default queue (100k records): a deeper one only delays the acks
             "queue.buffering.max.messages": 100_000,
+            "statistics.interval.ms": 1000,
+            "stats_cb": lambda text: stats.update(last=text),
         }
     )
     value = random.randbytes(args.size)
@@ -102,8 +107,26 @@ def produce(args: argparse.Namespace) -> None:
         n += 1
         if n % 200 == 0:
             p.poll(0)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    counts["cpu_s"] = usage.ru_utime + usage.ru_stime  # every thread of this producer, warm-up included
+    if "last" in stats:
+        counts.update(librdkafka_summary(json.loads(stats["last"]), topic))
     p.flush(30)
     print(json.dumps(counts), flush=True)
+
+
+def librdkafka_summary(st: dict, topic: str) -> dict:
+    """From a producer's last librdkafka statistics: its mean records per batch, the brokers'
+    median round trip (ms, the worst broker's) and the most requests awaiting a response on one
+    connection; a high round trip with many requests in flight means the requests queue in
+    socket buffers instead of pushing back on the producer (which would make its batches grow)."""
+    brokers = [b for b in st.get("brokers", {}).values() if b.get("nodeid", -1) >= 0]
+    t = st.get("topics", {}).get(topic, {})
+    return {
+        "batch_records": t.get("batchcnt", {}).get("avg", 0),
+        "rtt_p50_ms": max((b["rtt"]["p50"] / 1000 for b in brokers), default=0.0),
+        "in_flight_max": max((b.get("waitresp_cnt", 0) for b in brokers), default=0),
+    }
 
 
 # ---- one N -----------------------------------------------------------------------------------
@@ -126,6 +149,7 @@ class Serve:
             f"log.dirs={self.dir / 'data'}",
             "log.level=WARNING",
             *([f"process.etcd.path={self.args.etcd}"] if self.args.etcd else []),
+            *self.args.override,
         ):
             argv += ["--override", kv]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
@@ -219,7 +243,12 @@ def measure(n: int, args: argparse.Namespace) -> dict:
     finally:
         serve.stop()
     acked = sum(r["acked"] for r in results)
+    k = len(results)
     return {
+        "producer_cpu_s": sum(r.get("cpu_s", 0.0) for r in results),
+        "producer_batch_records": sum(r.get("batch_records", 0) for r in results) / k,
+        "rtt_p50_ms": max(r.get("rtt_p50_ms", 0.0) for r in results),
+        "in_flight_max": max(r.get("in_flight_max", 0) for r in results),
         "processes": n,
         "records_per_s": acked / args.duration,
         "errors": sum(r["errors"] for r in results),
@@ -251,15 +280,18 @@ def table(rows: list[dict], args: argparse.Namespace) -> str:
         f"(acks=1, linger.ms={args.linger_ms:g}, {args.size}-byte values), {args.duration:g} s each, "
         f"{os.cpu_count()} cores",
         "",
-        "| N | records/s | efficiency | broker CPU s | CPU us/record | records/batch | errors |",
-        "|---|---|---|---|---|---|---|",
+        "| N | records/s | efficiency | broker CPU s | CPU us/record | records/batch | rtt p50 ms | in flight "
+        "| errors |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         eff = r["records_per_s"] / (r["processes"] * per_process) if per_process else 0.0
         us = f"{r['cpu_us_per_record']:.1f}" if r["cpu_us_per_record"] is not None else "-"
         rate, cpu = f"{r['records_per_s']:,.0f}", f"{r['broker_cpu_s']:.1f}"
         per_batch = f"{r['records_per_batch']:.1f}" if r.get("records_per_batch") else "-"
-        lines.append(f"| {r['processes']} | {rate} | {eff:.2f} | {cpu} | {us} | {per_batch} | {r['errors']} |")
+        rtt, inflight = f"{r['rtt_p50_ms']:.0f}", r["in_flight_max"]
+        cells = [r["processes"], rate, f"{eff:.2f}", cpu, us, per_batch, rtt, inflight, r["errors"]]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
 
@@ -282,6 +314,7 @@ def main() -> None:
     ap.add_argument("--dir", help="where the data directories go (default: the system's temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep each N's data directory and serve.log")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a broker setting")
     args = ap.parse_args()
     if args.mode == "produce":
         produce(args)
