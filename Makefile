@@ -79,7 +79,7 @@ FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/core/test_group_con
 	tests/groups tests/server/test_router_schemas.py \
 	tests/server/test_socket_buffers.py tests/security/test_authorizer.py tests/security/test_sasl_mechanisms.py \
 	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py \
-	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/sim \
+	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/cluster/test_security_seed.py tests/sim \
 	tests/cli/test_process_overrides.py tests/registry
 test-fast: $(STAMP) check
 	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q -m "not interop" $(FAST_TESTS) $(PYTEST_ARGS)

@@ -102,8 +102,24 @@ def test_filters_and_persistence(store, tmp_path):
         (b(R.CLUSTER, "other", Op.ALTER), "kafka-cluster"),
         (b(R.TOPIC, "x", Op.READ, principal="alice"), "TYPE:NAME"),
         (b(R.TOPIC, "x", Op.READ, Permission.ANY), "permission"),
+        (b(R.SUBJECT, "s", Op.CREATE), "does not apply to the schema registry"),
+        (b(R.SUBJECT, "", Op.READ), "empty resource name"),
+        (b(R.REGISTRY, "x", Op.DESCRIBE_CONFIGS), "without a name"),
+        (b(R.REGISTRY, "", Op.DESCRIBE_CONFIGS, pattern=P.PREFIXED), "without a name"),
     ],
 )
 def test_invalid_bindings(binding, reason):
     assert reason in binding.invalid_reason()
     assert b(R.TOPIC, "x", Op.READ).invalid_reason() is None
+    assert b(R.SUBJECT, "orders-", Op.WRITE, pattern=P.PREFIXED).invalid_reason() is None
+    assert b(R.REGISTRY, "", Op.ALTER_CONFIGS).invalid_reason() is None
+
+
+def test_the_schema_registrys_bindings_are_found_by_their_type_only(store):
+    """A filter of resource type ANY is Kafka's (DescribeAcls, DeleteAcls): it never selects them."""
+    subject = b(R.SUBJECT, "orders-", Op.READ, pattern=P.PREFIXED)
+    store.add([subject, b(R.REGISTRY, "", Op.DESCRIBE)])
+    assert len(store.find(AclFilter())) == 8
+    assert store.find(AclFilter(resource_type=R.SUBJECT, resource_name="orders-v", pattern_type=P.MATCH)) == [subject]
+    assert Authorizer(store).authorize("User:alice", "h", int(R.SUBJECT), "orders-v", int(Op.DESCRIBE))
+    assert not Authorizer(store).authorize("User:alice", "h", int(R.TOPIC), "orders-v", int(Op.READ))

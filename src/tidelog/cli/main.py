@@ -4,6 +4,7 @@ tidelog serve [--config server.properties] [--override key=value ...] [--process
 tidelog topics create|list|describe|delete|alter-config [--bootstrap-server HOST:PORT] ...
 tidelog produce|consume --topic T ...; tidelog dump-log FILE ...
 tidelog schemas list|get|register|check|delete [--url http://HOST:PORT] ...
+tidelog schemas acl add|list|remove [--url http://HOST:PORT] --user USER:PASSWORD ...
 """
 
 from __future__ import annotations
@@ -151,9 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     from . import cluster as cli_cluster
 
     cli_cluster.add_parser(sub, DEFAULT_BOOTSTRAP)
+    from . import schema_acls as cli_schema_acls
     from . import schemas as cli_schemas
 
-    cli_schemas.add_parser(sub)
+    cli_schema_acls.add_parser(cli_schemas.add_parser(sub))
     from ..spark_export import cli as cli_export  # pyspark is imported only when `export` runs
 
     cli_export.add_parser(sub)

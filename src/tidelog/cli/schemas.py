@@ -1,5 +1,6 @@
 """`tidelog schemas list|get|register|check|delete`: the schema registry's REST API from the
-command line (a broker with `schema.registry.listeners`, or any Confluent-compatible registry).
+command line (a broker with `schema.registry.listeners`, or any Confluent-compatible registry);
+`tidelog schemas acl add|list|remove`: the ACLs on subjects (`schema_acls`).
 
 The type of a schema file is `--type`, else its extension: .avsc AVRO, .json JSON, .proto PROTOBUF.
 `check` exits 0 when the schema is compatible, 1 when not (printing why). An error answer is
@@ -27,7 +28,9 @@ class RegistryCallError(Exception):
 
 
 def call(args, method: str, path: str, body: object = None, **params: object) -> Any:
-    query = urllib.parse.urlencode({k: str(v).lower() for k, v in params.items() if v is not None})
+    query = urllib.parse.urlencode(
+        {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items() if v is not None}
+    )
     url = args.url.rstrip("/") + path + (f"?{query}" if query else "")
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers={"Accept": CONTENT_TYPE})
@@ -106,36 +109,40 @@ def cmd_delete(args) -> int:
     return 0
 
 
-def _run(cmd):
-    def run(args) -> int:
+def run(cmd):
+    """`cmd` with an error answer printed (`tidelog: ...`) and exit status 1."""
+
+    def wrapped(args) -> int:
         try:
             return cmd(args)
         except (RegistryCallError, OSError) as e:
             print(f"tidelog: {e}", file=sys.stderr)
             return 1
 
-    return run
+    return wrapped
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("schemas", help="the schema registry: list, get, register, check, delete schemas")
+def common(q) -> None:
+    """The options every `schemas` command takes."""
+    q.add_argument("--url", default=DEFAULT_URL, help=f"the registry's URL (default {DEFAULT_URL})")
+    q.add_argument("--user", help="USER:PASSWORD for basic authentication")
+    q.add_argument("--timeout", type=float, default=30.0)
+
+
+def add_parser(sub):
+    """The `schemas` command and its subcommands; their subparsers (`schema_acls` adds `acl`)."""
+    p = sub.add_parser("schemas", help="the schema registry: list, get, register, check, delete schemas, ACLs")
     ssub = p.add_subparsers(dest="schemas_command", required=True)
-
-    def common(q) -> None:
-        q.add_argument("--url", default=DEFAULT_URL, help=f"the registry's URL (default {DEFAULT_URL})")
-        q.add_argument("--user", help="USER:PASSWORD for basic authentication")
-        q.add_argument("--timeout", type=float, default=30.0)
-
     q = ssub.add_parser("list", help="the subjects")
     common(q)
     q.add_argument("--deleted", action="store_true", help="soft-deleted subjects too")
-    q.set_defaults(func=_run(cmd_list))
+    q.set_defaults(func=run(cmd_list))
     q = ssub.add_parser("get", help="a subject's version (default latest), or a schema by --id")
     common(q)
     q.add_argument("--subject")
     q.add_argument("--version", default="latest")
     q.add_argument("--id", type=int)
-    q.set_defaults(func=_run(cmd_get))
+    q.set_defaults(func=run(cmd_get))
     for name, func, helptext in (
         ("register", cmd_register, "register a schema file under a subject; prints its id"),
         ("check", cmd_check, "is a schema file compatible with the subject (exit 1 when not)"),
@@ -149,10 +156,11 @@ def add_parser(sub) -> None:
             q.add_argument("--normalize", action="store_true")
         else:
             q.add_argument("--version", help="check against this version only (default: as the level says)")
-        q.set_defaults(func=_run(func))
+        q.set_defaults(func=run(func))
     q = ssub.add_parser("delete", help="soft-delete a subject or one --version (--permanent after)")
     common(q)
     q.add_argument("--subject", required=True)
     q.add_argument("--version")
     q.add_argument("--permanent", action="store_true")
-    q.set_defaults(func=_run(cmd_delete))
+    q.set_defaults(func=run(cmd_delete))
+    return ssub

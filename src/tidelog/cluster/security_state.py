@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidelog.cluster")
 
 APPLIED_WAIT_S = 5.0
+SEEDED = "seeded"  # the marker key (under the security prefix) of a cluster whose state was seeded
 
 
 def acl_key(prefix: str, b: AclBinding) -> str:
@@ -76,7 +77,12 @@ class SharedSecurity:
 
     # ---- the copy on this broker -----------------------------------------------------------------
     def apply(self) -> None:
-        """Rebuild the local bindings and credentials from the cluster state."""
+        """Rebuild the local bindings and credentials from the cluster state, once it has one
+        (the `seed` marker): before, etcd holds none, and this broker's own stay - a broker's
+        start-up reloads the cluster state before it seeds, and emptying its stores then left
+        nothing to seed with."""
+        if self.prefix + SEEDED not in self.cache.security:
+            return
         acls: list[AclBinding] = []
         users: dict[str, dict[str, ScramCredential]] = {}
         acl_store, credentials = self.acls, self.credentials
@@ -97,7 +103,7 @@ class SharedSecurity:
         """Once per cluster (the `security/seeded` marker, written in the same transaction): the
         first broker's own bindings and credentials become the cluster's. Never again after: a
         broker that was down while ACLs were deleted must not bring them back."""
-        marker = self.prefix + "seeded"
+        marker = self.prefix + SEEDED
         if marker in self.cache.security:
             return
         ops = [Op.put(marker, b"{}")]

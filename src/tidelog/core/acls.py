@@ -6,6 +6,14 @@ seven fields of CreateAcls. Patterns are LITERAL (exact name, or `*` for every n
 enum fields and None for "every value" in its string fields; pattern type MATCH finds every
 binding that would apply to the named resource (literal, `*` and matching prefixes).
 
+Two more resource types belong to the schema registry, as in Redpanda: SUBJECT (a subject's
+name; literal, `*` or prefixed) and REGISTRY (the registry as a whole: one resource, named "").
+Their codes lie outside Kafka's (an int8 on the wire), so no Kafka request can carry them; a
+filter's resource type ANY means every Kafka type and never matches them, so DescribeAcls,
+DeleteAcls and CreateAcls (kafka-acls, `tidelog acls`) neither see nor touch them: they are
+managed through the registry's `/security/acls` (`tidelog schemas acl`). They are stored, and
+in a cluster replicated, with the others.
+
 The store keeps the bindings in `tidelog-acls.json` in the data directory, rewritten atomically
 (temporary file, fsync, rename) on every change, and read once at start.
 """
@@ -33,6 +41,8 @@ class ResourceType(IntEnum):
     TRANSACTIONAL_ID = 5
     DELEGATION_TOKEN = 6
     USER = 7
+    REGISTRY = 200  # the schema registry's, beyond Kafka's int8 codes (see above)
+    SUBJECT = 201
 
 
 class PatternType(IntEnum):
@@ -70,6 +80,21 @@ class Permission(IntEnum):
 
 CLUSTER_NAME = "kafka-cluster"
 
+REGISTRY_TYPES = frozenset({ResourceType.REGISTRY, ResourceType.SUBJECT})
+REGISTRY_NAME = ""  # the REGISTRY resource's one name
+REGISTRY_OPERATIONS = frozenset(
+    {
+        Operation.ALL,
+        Operation.READ,
+        Operation.WRITE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    }
+)
+
 
 @dataclass(frozen=True)
 class AclBinding:
@@ -82,7 +107,9 @@ class AclBinding:
     permission: int
 
     def invalid_reason(self) -> str | None:
-        """Why this binding cannot be created (None when it can), as Kafka's CreateAcls checks."""
+        """Why this binding cannot be created (None when it can), as Kafka's CreateAcls checks;
+        a registry binding also needs an operation the registry checks (`REGISTRY_OPERATIONS`),
+        and the REGISTRY resource is one literal, named ""."""
         if (
             self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY)
             or self.resource_type not in ResourceType._value2member_map_
@@ -94,7 +121,12 @@ class AclBinding:
             return "invalid operation"
         if self.permission not in (Permission.ALLOW, Permission.DENY):
             return "permission must be ALLOW or DENY"
-        if not self.resource_name:
+        if self.resource_type in REGISTRY_TYPES and self.operation not in REGISTRY_OPERATIONS:
+            return f"operation {Operation(self.operation).name} does not apply to the schema registry"
+        if self.resource_type == ResourceType.REGISTRY:
+            if self.resource_name != REGISTRY_NAME or self.pattern_type != PatternType.LITERAL:
+                return "the registry resource is one literal without a name"
+        elif not self.resource_name:
             return "empty resource name"
         if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
             return f"the cluster resource is named {CLUSTER_NAME}"
@@ -116,7 +148,12 @@ class AclFilter:
     permission: int = Permission.ANY
 
     def matches(self, b: AclBinding) -> bool:
-        if self.resource_type != ResourceType.ANY and self.resource_type != b.resource_type:
+        """Whether the binding is one this filter selects; resource type ANY selects Kafka's
+        types only (never a schema registry binding)."""
+        if self.resource_type == ResourceType.ANY:
+            if b.resource_type in REGISTRY_TYPES:
+                return False
+        elif self.resource_type != b.resource_type:
             return False
         if self.principal is not None and self.principal != b.principal:
             return False

@@ -23,6 +23,7 @@ ID_IN_USE = 42207  # IMPORT mode: the id is taken by another schema
 STORE_ERROR = 50001
 OPERATION_TIMEOUT = 50002
 UNAUTHORIZED = 40101
+FORBIDDEN = 40301  # authenticated, but an ACL refuses the operation (`access`)
 FORWARDING_FAILED = 50003
 UNKNOWN_LEADER = 50004  # cluster mode: not the primary, or no replica of the topic read yet
 

@@ -13,8 +13,9 @@ bytes given by Content-Length (chunked bodies are refused with 411), each arrivi
 says `Connection: close` or speaks HTTP/1.0. Malformed input is answered with a 4xx and a log
 line and closes the connection; nothing a client sends ends the listener. Every answer is JSON
 (`application/vnd.schemaregistry.v1+json`), errors as `{"error_code", "message"}`. With
-`authenticate` (basic authentication), a request without valid credentials gets 401; with `tls`,
-it is served over HTTPS only.
+`authenticate` (basic authentication), a request without valid credentials gets 401; with
+`access` too, the ACLs on subjects apply (`access`: 403 where they refuse, answers trimmed to
+what the caller may see) and `/security/acls` is served; with `tls`, it is served over HTTPS only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from . import api
+from .access import AccessControl, Caller
 from .errors import UNAUTHORIZED, UNKNOWN_LEADER, RegistryError
 from .forward import Forwarder
 from .service import Registry
@@ -42,7 +44,7 @@ IDLE_TIMEOUT_S = 60.0  # a connection with no request, or a request not complete
 MAX_CONNECTIONS = 1024  # beyond it a new connection is answered 503 and closed
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 REASONS = {
-    200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+    200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
     408: "Request Timeout", 409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
     422: "Unprocessable Entity", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
     503: "Service Unavailable",
@@ -66,11 +68,15 @@ class RegistryServer:
         forwarder: Forwarder | None = None,
         publish: Callable[[str], Awaitable[None]] | None = None,
         tls: ssl.SSLContext | None = None,
+        access: AccessControl | None = None,
     ) -> None:
         """`authenticate(user, password)`: basic authentication (None: none asked); `forwarder`
         (cluster mode): where a write this broker may not make goes; `publish(url)`: told this
         listener's URL once it listens (cluster mode: so that the others can forward here); `tls`:
-        serve HTTPS with this context."""
+        serve HTTPS with this context; `access`: check the ACLs on subjects (only with
+        `authenticate`: a principal is the authenticated user)."""
+        if access is not None and authenticate is None:
+            raise ValueError("ACLs on subjects need authentication")
         self.registry = registry
         self.host, self.port = host, port
         self.max_body = max_body
@@ -78,6 +84,7 @@ class RegistryServer:
         self.forwarder = forwarder
         self.publish = publish
         self.tls = tls
+        self.access = access
         self.scheme = "https" if tls is not None else "http"
         self.answered: dict[tuple[str, int], int] = {}  # (method, status) -> requests answered
         self.server: asyncio.base_events.Server | None = None
@@ -144,7 +151,7 @@ class RegistryServer:
             log.warning("schema registry: bad request from %s: %s", peer, e)
             await self._send(writer, e.status, {"error_code": e.status, "message": str(e)}, False)
             return False
-        status, answer = await self._answer(method, target, headers, body)
+        status, answer = await self._answer(method, target, headers, body, peer)
         self.answered[(method, status)] = self.answered.get((method, status), 0) + 1
         await self._send(writer, status, answer, keep)
         return keep
@@ -173,12 +180,18 @@ class RegistryServer:
         except (ValueError, UnicodeDecodeError) as e:
             raise BadRequest(400, f"body is not JSON: {e}") from e
 
-    async def _answer(self, method: str, target: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+    async def _answer(
+        self, method: str, target: str, headers: dict[str, str], body: Any, peer: object
+    ) -> tuple[int, Any]:
         try:
-            self._check_auth(headers)
+            user = self._check_auth(headers)
+            caller, acls = None, None
+            if self.access is not None and user is not None:
+                host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+                caller, acls = Caller(self.access.authorizer, f"User:{user}", host), self.access.admin
             parts = urlsplit(target)
             query = dict(parse_qsl(parts.query))
-            return await api.dispatch(self.registry, method, parts.path, query, body)
+            return await api.dispatch(self.registry, method, parts.path, query, body, caller, acls)
         except RegistryError as e:
             if e.code == UNKNOWN_LEADER and self.forwarder is not None:  # a write, or a read here without the log
                 data = b"" if body is None else json.dumps(body).encode()
@@ -190,9 +203,10 @@ class RegistryServer:
             log.exception("schema registry: %s %s failed", method, target)
             return 500, {"error_code": 50001, "message": f"Error in the backend data store: {e}"}
 
-    def _check_auth(self, headers: dict[str, str]) -> None:
+    def _check_auth(self, headers: dict[str, str]) -> str | None:
+        """The authenticated user (None: no authentication asked); 401 without valid credentials."""
         if self.authenticate is None:
-            return
+            return None
         scheme, _, token = headers.get("authorization", "").partition(" ")
         try:
             user, _, password = base64.b64decode(token, validate=True).decode().partition(":")
@@ -200,6 +214,7 @@ class RegistryServer:
             user, password = "", ""
         if scheme.lower() != "basic" or not user or not self.authenticate(user, password):
             raise RegistryError(UNAUTHORIZED, "Unauthorized", 401)
+        return user
 
     async def _send(self, writer: asyncio.StreamWriter, status: int, answer: Any, keep: bool) -> None:
         data = (answer.text if isinstance(answer, api._Raw) else json.dumps(answer)).encode()

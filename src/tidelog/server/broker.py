@@ -36,6 +36,8 @@ from ..core.partitions import Partitions
 from ..core.topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, STATE_TOPIC, TopicRegistry
 from ..groups import GroupCoordinator
 from ..groups.store import EngineGroupLog
+from ..registry.access import AccessControl
+from ..registry.acl_admin import RegistryAcls
 from ..registry.auth import ScramPasswords
 from ..registry.forward import Forwarder
 from ..registry.http import RegistryServer
@@ -173,7 +175,19 @@ class Broker:
             forwarder,
             publish,
             tls,
+            self._registry_access(basic),
         )
+
+    def _registry_access(self, basic: bool) -> AccessControl | None:
+        """ACLs on subjects: on with the registry's basic authentication and the broker's
+        authorizer (its bindings, super users and no-ACL default), changed as Kafka's ACLs are."""
+        authorizer = self.security.authorizer
+        if authorizer is None:
+            return None
+        if not basic:
+            log.warning("schema registry: no ACLs on subjects without schema.registry.authentication=basic")
+            return None
+        return AccessControl(authorizer, RegistryAcls(self.security.acls, self.security_changes))
 
     def _cluster(
         self, state: ClusterState, connect: Connector | None

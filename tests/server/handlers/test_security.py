@@ -13,7 +13,8 @@ import hmac
 
 import pytest
 
-from tidelog.core.acls import AclFilter
+from tidelog.core.acls import REGISTRY_NAME, AclBinding, AclFilter
+from tidelog.core.acls import ResourceType as R
 from tidelog.server.handlers import (
     alter_user_scram_credentials,
     create_acls,
@@ -199,6 +200,21 @@ async def test_delete_acls_reports_what_it_removed(secure):
     again = await call(delete_acls, secure, 3, {"filters": [acl_filter(TOPIC, "orders", LITERAL)]})
     assert again["filter_results"] == [{"error_code": 0, "error_message": None, "matching_acls": []}]
     assert [r["resource_name"] for r in (await describe(secure))["resources"]] == ["app-"]
+
+
+async def test_kafka_acl_apis_never_see_the_schema_registrys_acls(secure):
+    """SUBJECT and REGISTRY bindings (managed through the registry's /security/acls) are neither
+    described nor deleted by a filter of any Kafka resource type: kafka-acls cannot handle them."""
+    registry_acls = [
+        AclBinding(R.SUBJECT, "orders-", PREFIXED, "User:alice", "*", WRITE, ALLOW),
+        AclBinding(R.REGISTRY, REGISTRY_NAME, LITERAL, "User:ops", "*", READ, ALLOW),
+    ]
+    secure.security.acls.add(registry_acls)
+    await create(secure, ORDERS)
+    assert [r["resource_name"] for r in (await describe(secure))["resources"]] == ["orders"]
+    deleted = await call(delete_acls, secure, 3, {"filters": [acl_filter()]})
+    assert [len(r["matching_acls"]) for r in deleted["filter_results"]] == [1]  # ORDERS alone
+    assert secure.security.acls.bindings == set(registry_acls)
 
 
 async def test_acl_apis_without_an_authorizer(broker):
