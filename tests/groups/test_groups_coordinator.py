@@ -9,7 +9,7 @@ import pytest
 from virtual_time import VirtualTimePolicy
 
 from tidelog.core.config import load_config
-from tidelog.groups import GroupCoordinator
+from tidelog.groups import ClassicJoin, GroupCoordinator
 from tidelog.groups.records import OffsetValue
 from tidelog.groups.state import GroupState as S
 from tidelog.groups.store import MemoryGroupLog
@@ -49,16 +49,18 @@ def join(
     coord, group, member_id="", session=200, rebalance=300, protocols=(("range", SUB),), instance=None, client="c"
 ):
     return coord.join(
-        group,
-        member_id,
-        instance,
-        client,
-        "/127.0.0.1",
-        session,
-        rebalance,
-        "consumer",
-        list(protocols),
-        require_known_member_id=False,
+        ClassicJoin(
+            group,
+            member_id,
+            instance,
+            client,
+            "/127.0.0.1",
+            session,
+            rebalance,
+            "consumer",
+            tuple(protocols),
+            require_known_member_id=False,
+        )
     )
 
 

@@ -41,7 +41,7 @@ from .consumer_group import ConsumerGroup, Member, MemberState
 from .consumer_migration import assignment_bytes, classic_metadata, downgrade_enabled, topic_ids
 from .consumer_persist import Record, member_record
 from .consumer_requests import GroupError
-from .membership import join_error, sync_error
+from .membership import ClassicJoin, join_error, sync_error
 
 if TYPE_CHECKING:
     from ..wire.responses import JoinGroupResponse, MemberResponse, SyncGroupResponse
@@ -57,35 +57,13 @@ class ClassicMembers:
         self.cg = groups
 
     # ---- JoinGroup -----------------------------------------------------------------------------
-    async def join(
-        self,
-        group: ConsumerGroup,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_ms: int,
-        rebalance_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-    ) -> JoinGroupResponse:
+    async def join(self, group: ConsumerGroup, req: ClassicJoin) -> JoinGroupResponse:
+        """A classic member's JoinGroup (`rebalance_ms` already defaulted for v0)."""
         gid = group.group_id
         try:
-            records, response = self._join(
-                group,
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                session_ms,
-                rebalance_ms,
-                protocol_type,
-                protocols,
-                require_known_member_id,
-            )
+            records, response = self._join(group, req)
         except GroupError as e:
-            log.info("group %s: classic JoinGroup of %s refused: %s", gid, member_id or "a new member", e.message)
+            log.info("group %s: classic JoinGroup of %s refused: %s", gid, req.member_id or "a new member", e.message)
             return join_error(e.code, "")
         if response["error_code"]:
             return response
@@ -96,23 +74,12 @@ class ClassicMembers:
         mid = response["member_id"]
         self.cg.timers.cancel(JOIN, gid, mid)
         if self.cg.groups.get(gid) is group and mid in group.members:
-            self.cg.timers.arm(SESSION, gid, mid, session_ms)
-            self.cg.timers.arm(SYNC, gid, mid, rebalance_ms)
+            self.cg.timers.arm(SESSION, gid, mid, req.session_ms)
+            self.cg.timers.arm(SYNC, gid, mid, req.rebalance_ms)
         return response
 
-    def _join(
-        self,
-        group: ConsumerGroup,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_ms: int,
-        rebalance_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-    ) -> tuple[list[Record], JoinGroupResponse]:
+    def _join(self, group: ConsumerGroup, req: ClassicJoin) -> tuple[list[Record], JoinGroupResponse]:
+        member_id, instance_id, protocols = req.member_id, req.instance_id, req.protocols
         cg, gid = self.cg, group.group_id
         if cg.policy == "disabled":
             raise GroupError(
@@ -128,9 +95,9 @@ class ClassicMembers:
                 E.group_max_size_reached,
                 f"The consumer group has reached its maximum capacity of {cg.max_size} members.",
             )
-        if not group.supports_classic_protocols(protocol_type, [n for n, _ in protocols]):
+        if not group.supports_classic_protocols(req.protocol_type, [n for n, _ in protocols]):
             raise GroupError(E.inconsistent_group_protocol, f"Member {member_id}'s protocols are not supported.")
-        if require_known_member_id and unknown and instance_id is None:
+        if req.require_known_member_id and unknown and instance_id is None:
             log.info("group %s: a classic member joins; asked to rejoin as %s", gid, member_id)
             return [], join_error(E.member_id_required, member_id)
         try:
@@ -158,12 +125,12 @@ class ClassicMembers:
             member,
             instance_id=instance_id if instance_id is not None else member.instance_id,
             rack_id=subscription.rack_id if subscription.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=rebalance_ms if rebalance_ms != -1 else member.rebalance_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_ms if req.rebalance_ms != -1 else member.rebalance_timeout_ms,
             subscribed_topic_names=tuple(sorted(set(subscription.topics))),
             subscribed_topic_regex=None,  # classic members subscribe by name
-            client_id=client_id,
-            client_host=client_host,
-            classic=classic_metadata(session_ms, protocols),
+            client_id=req.client_id,
+            client_host=req.client_host,
+            classic=classic_metadata(req.session_ms, protocols),
         )
         changed = (updated.subscribed_topic_names, updated.subscribed_topic_regex) != (
             member.subscribed_topic_names,

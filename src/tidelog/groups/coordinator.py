@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -29,7 +30,7 @@ from ..log.errors import LogError
 from .consumer_group import ConsumerGroup
 from .consumer_protocol import ConsumerGroups
 from .group import Group, Member
-from .membership import Membership, join_error, sync_error
+from .membership import ClassicJoin, Membership, join_error, sync_error
 from .offsets import GroupOffsets
 from .records import GroupKey, OffsetValue
 from .share_group import ShareGroups
@@ -280,22 +281,9 @@ class GroupCoordinator:
             log.error("group coordinator task failed", exc_info=task.exception())
 
     # ---- the protocol, as the handlers call it -----------------------------------------------
-    async def join(
-        self,
-        group_id: str,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_ms: int,
-        rebalance_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        skip_assignment: bool = False,
-        reason: str | None = None,
-    ) -> JoinGroupResponse:
+    async def join(self, req: ClassicJoin) -> JoinGroupResponse:
         """JoinGroup (see `membership.GroupMembership.join`)."""
+        group_id, member_id = req.group_id, req.member_id
         streams = self.streams.groups.get(group_id)
         if streams is not None and not self.status(group_id):
             if streams.members:  # Kafka converts only an empty streams group to a classic one
@@ -308,38 +296,16 @@ class GroupCoordinator:
         if consumer is not None and not self.status(group_id):
             if consumer.members:
                 # the consumer group serves the classic member (online migration, `consumer_classic`)
-                if not self.membership.min_session_ms <= session_ms <= self.membership.max_session_ms:
+                if not self.membership.min_session_ms <= req.session_ms <= self.membership.max_session_ms:
                     return join_error(E.invalid_session_timeout, member_id)
-                return await self.consumer.classic.join(
-                    consumer,
-                    member_id,
-                    instance_id,
-                    client_id,
-                    client_host,
-                    session_ms,
-                    rebalance_ms if rebalance_ms >= 0 else session_ms,  # JoinGroup v0: the session timeout
-                    protocol_type,
-                    protocols,
-                    require_known_member_id,
-                )
+                if req.rebalance_ms < 0:  # JoinGroup v0: the session timeout
+                    req = replace(req, rebalance_ms=req.session_ms)
+                return await self.consumer.classic.join(consumer, req)
             try:  # an empty consumer group becomes a classic group, as in Kafka
                 await self.consumer.drop(consumer)
             except LogError as e:
                 return join_error(E(e.error_code), member_id)
-        return await self.membership.join(
-            group_id,
-            member_id,
-            instance_id,
-            client_id,
-            client_host,
-            session_ms,
-            rebalance_ms,
-            protocol_type,
-            protocols,
-            require_known_member_id,
-            skip_assignment,
-            reason,
-        )
+        return await self.membership.join(req)
 
     async def sync(
         self,

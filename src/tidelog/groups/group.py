@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -124,7 +125,7 @@ class Group:
         sets = [set(name for name, _ in m.protocols) for m in self.members.values()]
         return set.intersection(*sets) if sets else set()
 
-    def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+    def supports(self, protocol_type: str, protocols: Sequence[tuple[str, bytes]]) -> bool:
         if not self.members:
             return bool(protocol_type) and bool(protocols)
         return protocol_type == self.protocol_type and bool(self.candidate_protocols() & {n for n, _ in protocols})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode as E
@@ -30,6 +31,29 @@ if TYPE_CHECKING:
     from .store import OffsetStore
 
 log = logging.getLogger("tidelog.groups")
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicJoin:
+    """One JoinGroup, as the handler reads it from any version (the coordinator, the classic
+    membership and a consumer group's classic members take it whole). `rebalance_ms` is -1 for
+    v0, which has none (the session timeout serves); `require_known_member_id` is v4+ (KIP-394),
+    `skip_assignment` v9+ (KIP-814), `reason` v8+ (KIP-800)."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_ms: int
+    rebalance_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    require_known_member_id: bool
+    skip_assignment: bool = False
+    reason: str | None = None
+
+
 NONE = 0
 T = TypeVar("T")
 
@@ -286,56 +310,49 @@ class Membership:
         await self.store.store_group(group.group_id, self._group_value(group))
 
     # ---- JoinGroup ---------------------------------------------------------------------------
-    async def join(
-        self,
-        group_id: str,
-        member_id: str,
-        instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_ms: int,
-        rebalance_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        skip_assignment: bool = False,
-        reason: str | None = None,
-    ) -> JoinGroupResponse:
+    async def join(self, req: ClassicJoin) -> JoinGroupResponse:
         """A member joins or rejoins; answered when the rebalance completes. `require_known_member_id`
         (v4+, KIP-394): a new dynamic member first gets its id with MEMBER_ID_REQUIRED.
         `skip_assignment` (v9+, KIP-814): a static leader that comes back to a Stable group is told
         it leads, with the members, but not to assign; before v9 it is told the old leader id, so
         that it does not assign. `reason` (v8+, KIP-800) goes into the rebalance's log line."""
-        why = f" (client reason: {reason})" if reason else ""
-        if code := self.coord.status(group_id):
+        why = f" (client reason: {req.reason})" if req.reason else ""
+        member_id = req.member_id
+        if code := self.coord.status(req.group_id):
             return join_error(E(code), member_id)
-        if not group_id:
+        if not req.group_id:
             return join_error(E.invalid_group_id, member_id)
-        if not self.min_session_ms <= session_ms <= self.max_session_ms:
+        if not self.min_session_ms <= req.session_ms <= self.max_session_ms:
             return join_error(E.invalid_session_timeout, member_id)
-        if rebalance_ms < 0:
-            rebalance_ms = session_ms  # JoinGroup v0 has no rebalance timeout
-        group = self.groups.get(group_id)
+        rebalance_ms = req.rebalance_ms if req.rebalance_ms >= 0 else req.session_ms  # v0 has none
+        group = self.groups.get(req.group_id)
         if group is None:
             if member_id:
                 return join_error(E.unknown_member_id, member_id)
-            group = self.groups[group_id] = Group(group_id)
+            group = self.groups[req.group_id] = Group(req.group_id)
         if group.is_(S.DEAD):
             return join_error(E.coordinator_not_available, member_id)
-        if not group.supports(protocol_type, protocols):
+        if not group.supports(req.protocol_type, req.protocols):
             return join_error(E.inconsistent_group_protocol, member_id)
 
         fresh = Member(
-            member_id, instance_id, client_id, client_host, rebalance_ms, session_ms, protocol_type, list(protocols)
+            member_id,
+            req.instance_id,
+            req.client_id,
+            req.client_host,
+            rebalance_ms,
+            req.session_ms,
+            req.protocol_type,
+            list(req.protocols),
         )
         if not member_id:
-            return await self._join_unknown(group, fresh, require_known_member_id, skip_assignment, why)
+            return await self._join_unknown(group, fresh, req.require_known_member_id, req.skip_assignment, why)
         if member_id in group.pending_members:
             handle = group.pending_members.pop(member_id)
             if handle is not None:
                 handle.cancel()
             return await self._add_and_rebalance(group, fresh, why)
-        if group.static_member_fenced(member_id, instance_id):
+        if group.static_member_fenced(member_id, req.instance_id):
             return join_error(E.fenced_instance_id, member_id)
         member = group.members.get(member_id)
         if member is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...groups import ClassicJoin
 from ...wire.apis import ApiKey
 from ..router import control_route
 from ._txn_util import millis
@@ -36,18 +37,20 @@ async def handle(deps: Deps, ctx: RequestContext, request: JoinGroupRequest) -> 
     session = millis(request.session_timeout)
     rebalance = millis(getattr(request, "rebalance_timeout", -1)) if version >= 1 else -1
     result = await coordinator.join(
-        group_id=request.group_id,
-        member_id=request.member_id,
-        instance_id=getattr(request, "group_instance_id", None),
-        client_id=ctx.header.client_id or "",
-        client_host=f"/{peer[0]}" if peer else "",
-        session_ms=session,
-        rebalance_ms=rebalance,
-        protocol_type=request.protocol_type,
-        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
-        require_known_member_id=version >= 4,
-        skip_assignment=version >= 9,
-        reason=getattr(request, "reason", None),
+        ClassicJoin(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            instance_id=getattr(request, "group_instance_id", None),
+            client_id=ctx.header.client_id or "",
+            client_host=f"/{peer[0]}" if peer else "",
+            session_ms=session,
+            rebalance_ms=rebalance,
+            protocol_type=request.protocol_type,
+            protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+            require_known_member_id=version >= 4,
+            skip_assignment=version >= 9,
+            reason=getattr(request, "reason", None),
+        )
     )
     if version < 7 and result["protocol_name"] is None:
         result = {**result, "protocol_name": ""}
