@@ -141,3 +141,56 @@ def test_files_no_commit_names_are_removed(topic, tmp_path):
     assert deltalog.remove_strays([(str(f), 0, 0, 0, "") for f in kept], "run-a") == 1
     assert sorted(root.rglob("*.parquet")) == kept
     assert deltalog.remove_uncommitted(root, "run-a") == 0
+
+
+def typed_schema(*fields):
+    """`table_schema` with a typed `value` struct of `fields` ((name, Arrow type))."""
+    from tidelog.spark_export.typed import Field, Formats
+
+    return deltalog.table_schema(Formats((Field("value", "orders-value", pa.struct(list(fields))),)))
+
+
+def write_typed(root, schema, name, value):
+    """One file of one row (typed `value`) in the table's `date=.../partition=0` directory."""
+    files = pa.schema([f for f in schema if f.name not in ("date", "partition")])
+    row = {f.name: [None] for f in files}
+    row |= {"topic": ["orders"], "offset": [len(list(root.rglob("*.parquet")))], "value": [value]}
+    row["timestamp"] = [dt.datetime(2025, 1, 1, tzinfo=UTC)]
+    path = root / "date=2025-01-01" / "partition=0" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(row, schema=files), path)
+    return deltalog.describe(str(path), 1)
+
+
+def test_a_commit_of_wider_files_widens_the_schema_in_that_commit(tmp_path):
+    """A typed value that gained fields: the run's adds, the widened schema (metaData) and its txn
+    are one log entry, an append (no remove); the older file reads with the new fields null."""
+    root = tmp_path / "orders"
+    address = ("ship_to", pa.struct([("city", pa.string())]))
+    v1 = typed_schema(("id", pa.int64()), address)
+    deltalog.create(root, v1)
+    deltalog.commit(
+        root, [write_typed(root, v1, "part-run-a-0.parquet", {"id": 1, "ship_to": {"city": "x"}})], "run-a", 1, v1
+    )
+    wider = ("ship_to", pa.struct([("city", pa.string()), ("zip", pa.string())]))
+    v2 = typed_schema(("id", pa.int64()), wider, ("coupon", pa.string()))
+    table = deltalake.DeltaTable(str(root))
+    assert deltalog.widened(table, v1) is None  # the table's own: nothing to commit
+    row = {"id": 2, "ship_to": {"city": "y", "zip": "75001"}, "coupon": "SAVE"}
+    version = deltalog.commit(root, [write_typed(root, v2, "part-run-b-0.parquet", row)], "run-b", 2, v2)
+
+    actions = [json.loads(line) for line in (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+    kinds = sorted(k for a in actions for k in a if k != "commitInfo")
+    assert kinds == ["add", "metaData", "txn"]
+    assert deltalog.committed(root, 2)
+    got = deltalake.DeltaTable(str(root)).to_pyarrow_table()
+    assert got.schema.field("value").type.equals(v2.field("value").type)
+    values = dict(zip(got["offset"].to_pylist(), got["value"].to_pylist()))
+    assert values == {0: {"id": 1, "ship_to": {"city": "x", "zip": None}, "coupon": None}, 1: row}
+
+    # anything but new fields is refused, before any commit
+    table = deltalake.DeltaTable(str(root))
+    with pytest.raises(deltalog.SchemaChange, match="value.id"):
+        deltalog.widened(table, typed_schema(("id", pa.string()), wider, ("coupon", pa.string())))
+    with pytest.raises(deltalog.SchemaChange, match="value.coupon"):
+        deltalog.widened(table, typed_schema(("id", pa.int64()), wider))

@@ -30,6 +30,12 @@ after a crash at any point (`job.DELTA_CRASH_POINTS`: `begun`, `written` (files 
 committed), `appended`, `merged`), and no record is appended twice. Files of a failed Spark task
 attempt (beside its retry's in the directories the run wrote) are deleted after the commit.
 
+Typed columns (`--value-format registry`, `typed`): the files hold the run's union of the
+subject's versions; the append table is created with it, and a run whose union gained fields
+commits the widened schema in its append commit (`deltalog.commit`), `_latest`'s MERGE in its
+own (Delta's autoMerge); a tombstone there is a null value with no `value_raw`. A union that would
+change a field other than by adding fields is refused before the run begins (`check_schema`).
+
 The jars: Delta Lake 4.4.0 for the running Spark line (4.0, 4.1 or 4.2; there is no Delta release
 for Spark 4.3 yet). `jars()` takes, in order: `TIDELOG_DELTA_JARS` (comma-separated paths); the
 two jars in the local Maven repository (`~/.m2/repository`), fetched there with `mvn` when it is on
@@ -48,7 +54,7 @@ from pathlib import Path
 
 from . import deltalog
 from .deltalog import APP_ID
-from .tables import DATABASE, LATEST_COLUMNS, _sql_str, table_location, table_name
+from .tables import DATABASE, LATEST_COLUMNS, _sql_str, table_location, table_name, typed_columns
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -149,9 +155,12 @@ class DeltaTables:
         if not (location / "_delta_log").exists():
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {_path(location)} ({columns}) USING delta")
 
-    def merge_latest(self, latest: Path, newest, run_id: str, serial: int) -> None:
+    def merge_latest(self, latest: Path, newest, run_id: str, serial: int, typed: bool = False) -> None:
         """One MERGE of the run's newest row per (partition, key), tombstones included (`newest`:
-        at most one row per key, as MERGE requires), with the run's txn action and id."""
+        at most one row per key, as MERGE requires, in `_latest`'s columns), with the run's txn
+        action and id. `typed`: the value is a typed column (`typed`): a tombstone is a null value
+        with no `value_raw` (a value that did not decode is kept), and the MERGE evolves the
+        table's schema (Delta's autoMerge) when the value gained fields, in the same commit."""
         view = f"tidelog_merge_{serial}"
         newest.createOrReplaceTempView(view)
         conf = {
@@ -159,6 +168,9 @@ class DeltaTables:
             "spark.databricks.delta.write.txnVersion": str(serial),
             "spark.databricks.delta.commitInfo.userMetadata": run_id,
         }
+        if typed:
+            conf["spark.databricks.delta.schema.autoMerge.enabled"] = "true"
+        tombstone = "s.value IS NULL" + (" AND s.value_raw IS NULL" if typed else "")
         for k, v in conf.items():
             self.spark.conf.set(k, v)
         try:
@@ -166,9 +178,9 @@ class DeltaTables:
             self.spark.sql(
                 f"MERGE INTO {_path(latest)} t USING {view} s "
                 "ON t.partition = s.partition AND t.key = s.key "
-                "WHEN MATCHED AND s.offset > t.offset AND s.value IS NULL THEN DELETE "
+                f"WHEN MATCHED AND s.offset > t.offset AND {tombstone} THEN DELETE "
                 "WHEN MATCHED AND s.offset > t.offset THEN UPDATE SET * "
-                "WHEN NOT MATCHED AND s.value IS NOT NULL THEN INSERT *"
+                f"WHEN NOT MATCHED AND NOT ({tombstone}) THEN INSERT *"
             )
         finally:
             for k in conf:
@@ -179,14 +191,18 @@ class DeltaTables:
         return self.spark.read.format("delta").load(str(location)).count()
 
 
-def ensure_delta_tables(spark, topic: str, warehouse: Path, compacted: bool, replace: bool = False) -> list[str]:
-    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest`) over their locations,
-    created empty where missing: the append table by delta-rs, which commits to it (`deltalog`),
-    `_latest` by Spark, whose MERGE writes it."""
-    deltalog.create(table_location(warehouse, topic))
-    if compacted:
-        DeltaTables(spark).ensure(table_location(warehouse, topic + "_latest"), LATEST_COLUMNS)
-    names = [topic] + ([topic + "_latest"] if compacted else [])
+def ensure_delta_tables(spark, topic: str, warehouse: Path, state, replace: bool = False, formats=None) -> list[str]:
+    """The Delta tables `tidelog.<topic>` (and `tidelog.<topic>_latest` when `state`, the topic's
+    `TopicState`, is compacted) over their locations, created empty where missing: the append
+    table by delta-rs, which commits to it (`deltalog`), `_latest` by Spark, whose MERGE writes it.
+    With typed columns (`state.formats`) the append table is created only by a run, which gives
+    its `formats` (`typed.Formats`: the files' types); `_latest` takes the types `state` records."""
+    if formats or not state.formats:
+        deltalog.create(table_location(warehouse, topic), deltalog.table_schema(formats))
+    if state.compacted:
+        columns = typed_columns(LATEST_COLUMNS, state.formats)
+        DeltaTables(spark).ensure(table_location(warehouse, topic + "_latest"), columns)
+    names = [topic] + ([topic + "_latest"] if state.compacted else [])
     for name in names:
         if replace:
             spark.sql(f"DROP TABLE IF EXISTS {table_name(name)}")
@@ -206,23 +222,31 @@ class DeltaExport:
         self.tables = DeltaTables(job.spark)
         self.recovering = False  # completing a crashed run: its files may be on disk
 
-    def deliver(self, topic: str, state, offsets: dict, scan_from: dict, run: tuple[str, int], summary) -> None:
+    def deliver(
+        self, topic: str, state, offsets: dict, scan_from: dict, run: tuple[str, int], summary, formats=None
+    ) -> None:
         """The run's commits for one topic: the append, then the MERGE into `_latest`. Each is
         skipped when its table's txn version shows the run's commit, so a crashed run is completed
-        by calling this again with the same run (id, serial) and offsets."""
+        by calling this again with the same run (id, serial) and offsets. `formats`: the topic's
+        typed columns (`typed.Formats`, their union recorded in `state.formats`); a commit whose
+        columns gained fields widens its table's schema in that same commit."""
         run_id, serial = run
-        ensure_delta_tables(self.spark, topic, self.warehouse, state.compacted)
+        ensure_delta_tables(self.spark, topic, self.warehouse, state, formats=formats)
         main = table_location(self.warehouse, topic)
-        summary.rows = self._append(topic, main, offsets, scan_from, run)
+        summary.rows = self._append(topic, main, offsets, scan_from, run, formats)
         self.job._point("appended")
         if state.compacted:
             latest = table_location(self.warehouse, topic + "_latest")
             if not deltalog.committed(latest, serial):
-                self.tables.merge_latest(latest, self._run_rows(main, offsets), run_id, serial)
+                columns = typed_columns(LATEST_COLUMNS, state.formats)
+                newest = self._run_rows(main, offsets).select(*self.spark.createDataFrame([], columns).columns)
+                self.tables.merge_latest(latest, newest, run_id, serial, typed=bool(state.formats))
             self.job._point("merged")
             summary.latest_rows = self.tables.rows(latest)
 
-    def _append(self, topic: str, main: Path, offsets: dict, scan_from: dict, run: tuple[str, int]) -> int:
+    def _append(
+        self, topic: str, main: Path, offsets: dict, scan_from: dict, run: tuple[str, int], formats=None
+    ) -> int:
         """The append commit, written and committed unless the table holds it: its row count."""
         from . import direct
 
@@ -237,9 +261,9 @@ class DeltaExport:
             o.log_dirs, topic, offsets, scan_from, o.max_partition_bytes, self.job._parallelism()
         )
         with self.job.progress.topic(self.spark, topic, len(groups)):
-            files = direct.write_files(self.spark, groups, main, f"{run_id}-", deltalog.describe)
+            files = direct.write_files(self.spark, groups, main, f"{run_id}-", deltalog.describe, formats=formats)
         self.job._point("written")
-        deltalog.commit(main, files, run_id, serial)
+        deltalog.commit(main, files, run_id, serial, deltalog.table_schema(formats) if formats else None)
         deltalog.remove_strays(files, run_id)
         return sum(f[1] for f in files)
 
@@ -258,9 +282,24 @@ class DeltaExport:
         )  # never empty: a run has data
         return newest_per_key(self.spark.read.format("delta").load(str(main)).where(mine))
 
+    def check_schema(self, topic: str, formats) -> None:
+        """Refuse (`TableFormatError`, before the run begins) typed columns whose union changed
+        the append table's columns other than by adding fields (`deltalog.widened`)."""
+        from .manifest import TableFormatError
+
+        main = table_location(self.warehouse, topic)
+        if (main / "_delta_log").exists():
+            from deltalake import DeltaTable
+
+            try:
+                deltalog.widened(DeltaTable(str(main)), deltalog.table_schema(formats))
+            except deltalog.SchemaChange as e:
+                raise TableFormatError(f"tidelog.{topic}: Delta tables take new fields only: {e}") from None
+
     def complete(self, manifest) -> None:
         """Complete a run a crash interrupted: its offsets are those between the committed and
-        the pending state; the tables that hold its commit already are skipped."""
+        the pending state (its typed columns: those the state records, `job.recorded_formats`);
+        the tables that hold its commit already are skipped."""
         from .progress import TopicSummary
 
         p = manifest.pending
@@ -274,6 +313,7 @@ class DeltaExport:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                self.deliver(topic, state, offsets, scan_from, (p.run_id, p.serial), summary)
+                formats = self.job.recorded_formats(topic, state)
+                self.deliver(topic, state, offsets, scan_from, (p.run_id, p.serial), summary, formats)
             done[topic] = summary.to_json()
         manifest.commit({"recovered": True, "topics": done})

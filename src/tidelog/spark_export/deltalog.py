@@ -10,6 +10,10 @@ files the Spark tasks wrote with pyarrow (`direct`) become one Delta commit.
   from the `date=.../partition=...` directories) with the idempotent-write pair as a `txn`
   action (app id `tidelog-export`, version = the run's serial) and the run id as the commit's
   `userMetadata`, in one atomic log entry: a reader sees all of the run's files or none.
+- `commit` of files whose schema widens the table's (a typed column, `typed`, gained fields since
+  the table's last commit) puts the widened schema in the same commit, as a `metaData` action:
+  delta-rs writes one only in an overwrite, so that commit is an overwrite of no partition
+  (`NO_PARTITION`): no `remove` action, the run's `add`s, the schema and the `txn`, one log entry.
 - `create` makes the append table (version 0), as Spark's `CREATE TABLE` would.
 - `committed` reads the table's txn version back: whether a run's commit is in the table.
 - `remove_uncommitted` deletes the files named with a run id that the table does not reference
@@ -103,26 +107,32 @@ def partition_values(rel: str) -> dict[str, str | None]:
     return values
 
 
-def table_schema():
-    """The Arrow schema of `tidelog.<topic>` (`session.TABLE_COLUMNS`): the columns the tasks
-    write (`direct.FILE_COLUMNS`), then the partition columns."""
+def table_schema(formats=None):
+    """The Arrow schema of `tidelog.<topic>` (`session.TABLE_COLUMNS`, `tables.typed_columns` with
+    typed columns): the columns the tasks write (`direct.files_schema`; `formats`: a
+    `typed.Formats`), then the partition columns."""
     import pyarrow as pa
 
     from . import direct
-    from . import segments as seg
 
-    fields = [seg.arrow_schema().field(c) for c in direct.FILE_COLUMNS]
+    fields = list(direct.files_schema(direct.FILE_COLUMNS, formats))
     return pa.schema(fields + [pa.field("date", pa.date32()), pa.field("partition", pa.int32())])
 
 
-def create(location: Path) -> None:
-    """The append table at `location` (version 0, `CREATE TABLE`), unless the location holds one."""
+def create(location: Path, schema=None) -> None:
+    """The append table at `location` (version 0, `CREATE TABLE`; `schema`: `table_schema()`'s by
+    default), unless the location holds one."""
     if (Path(location) / "_delta_log").exists():
         return
     from deltalake import DeltaTable
 
     Path(location).parent.mkdir(parents=True, exist_ok=True)
-    DeltaTable.create(str(location), table_schema(), mode="ignore", partition_by=["date", "partition"])
+    DeltaTable.create(
+        str(location),
+        schema if schema is not None else table_schema(),
+        mode="ignore",
+        partition_by=["date", "partition"],
+    )
 
 
 def committed(location: Path, serial: int) -> bool:
@@ -133,9 +143,57 @@ def committed(location: Path, serial: int) -> bool:
     return version is not None and version >= serial
 
 
-def commit(location: Path, files: list[tuple[str, int, int, int, str]], run_id: str, serial: int) -> int:
+class SchemaChange(ValueError):
+    """A run's files would change a column of the table other than by adding fields."""
+
+
+def widened(table, schema):
+    """`schema` (Arrow) as a Delta schema when it widens the table's, None when it is the table's.
+    Widening adds columns or struct fields (in structs, list items and map values) and changes
+    nothing else; anything else is a `SchemaChange` (Delta needs its type-widening feature for a
+    change of type, which the export does not enable)."""
+    from deltalake import Schema as DeltaSchema
+
+    new = DeltaSchema.from_arrow(schema)
+    old_doc, new_doc = json.loads(table.schema().to_json()), json.loads(new.to_json())
+    if old_doc == new_doc:
+        return None
+    _check_widens(old_doc, new_doc, "")
+    return new
+
+
+def _check_widens(old, new, path: str) -> None:
+    """That Delta type `new` (a schema's JSON) holds every field of `old` with a type it widens."""
+    if isinstance(old, dict) and isinstance(new, dict) and old.get("type") == new.get("type"):
+        kind = old["type"]
+        if kind == "struct":
+            fields = {f["name"]: f for f in new["fields"]}
+            for f in old["fields"]:
+                if f["name"] not in fields:
+                    raise SchemaChange(f"{path + f['name']}: the table has it, the run's files do not")
+                _check_widens(f["type"], fields[f["name"]]["type"], f"{path}{f['name']}.")
+            return
+        if kind == "array":
+            return _check_widens(old["elementType"], new["elementType"], path + "[].")
+        if kind == "map":
+            _check_widens(old["keyType"], new["keyType"], path + "{key}.")
+            return _check_widens(old["valueType"], new["valueType"], path + "{}.")
+    if old != new:
+        raise SchemaChange(f"{path.rstrip('.') or 'the table'}: {json.dumps(old)} would become {json.dumps(new)}")
+
+
+# delta-rs writes a metaData action (a new schema) only in an overwrite; an overwrite of the
+# partitions matching this filter, which hold no file (Kafka partitions are >= 0), adds the run's
+# files and changes the schema in one commit, as an append would add them.
+NO_PARTITION = [("partition", "=", "-1")]
+
+
+def commit(location: Path, files: list[tuple[str, int, int, int, str]], run_id: str, serial: int, schema=None) -> int:
     """One commit adding `files` (`describe`'s tuples) to the table at `location`, with the run's
-    txn action and its id as `userMetadata`: the commit's table version."""
+    txn action and its id as `userMetadata`: the commit's table version. `schema` (Arrow: that of
+    the files, `table_schema`) widening the table's (`widened`: a typed column gained fields) puts
+    the widened schema in the same commit (a metaData action), so a reader sees the run's rows
+    and the columns they have together, and a crash leaves both or neither."""
     from deltalake import CommitProperties, DeltaTable, Transaction
     from deltalake.transaction import AddAction, RemoveAction
 
@@ -145,11 +203,13 @@ def commit(location: Path, files: list[tuple[str, int, int, int, str]], run_id: 
     for path, _rows, size, mtime, stats in files:
         rel = Path(path).resolve().relative_to(root).as_posix()
         actions.append(AddAction(rel, size, partition_values(rel), mtime, True, stats))
+    new_schema = widened(table, schema) if schema is not None else None
     table.create_write_transaction(
         actions,
-        mode="append",
-        schema=table.schema(),
+        mode="append" if new_schema is None else "overwrite",
+        schema=table.schema() if new_schema is None else new_schema,
         partition_by=table.metadata().partition_columns,
+        partition_filters=None if new_schema is None else NO_PARTITION,
         commit_properties=CommitProperties(
             custom_metadata={"userMetadata": run_id},
             app_transactions=[Transaction(app_id=APP_ID, version=serial)],

@@ -69,6 +69,18 @@ def task_groups(
     return [p.value for p in reader.partitions() if p.value]
 
 
+def files_schema(columns: tuple[str, ...] = FILE_COLUMNS, formats=None):
+    """The Arrow schema of files holding `columns` (`segments.arrow_schema`'s types), the typed ones
+    of `formats` (a `typed.Formats`) in their column types and followed by its extra columns."""
+    import pyarrow as pa
+
+    if not formats:
+        schema = seg.arrow_schema()
+        return pa.schema([schema.field(c) for c in columns])
+    schema = formats.schema(seg.arrow_schema())
+    return pa.schema([schema.field(c) for c in columns + formats.extra_columns()])
+
+
 def write_tasks(
     tasks: list[seg.SegmentTask], out: str, tag: str, columns: tuple[str, ...] = FILE_COLUMNS, formats=None
 ) -> list[tuple[str, int]]:
@@ -82,13 +94,12 @@ def write_tasks(
 
     from . import typed
 
-    schema = formats.schema(seg.arrow_schema()) if formats else seg.arrow_schema()
-    columns = columns + formats.extra_columns() if formats else columns
-    file_schema = pa.schema([schema.field(c) for c in columns])
+    file_schema = files_schema(columns, formats)
+    columns = tuple(file_schema.names)
     # Values are mostly distinct: a dictionary of them is built, then dropped as too large (~9% of
     # the write for 100-byte random values). Keys, topics, producer ids repeat.
     dictionary = [
-        c for c in columns if c not in ("value", "value_raw") and not pa.types.is_nested(schema.field(c).type)
+        c for c in columns if c not in ("value", "value_raw") and not pa.types.is_nested(file_schema.field(c).type)
     ]
     writers: dict[tuple[Any, int], tuple[Any, Path, list[int]]] = {}
     try:

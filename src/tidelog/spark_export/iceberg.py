@@ -30,6 +30,12 @@ after it, the snapshot is there and the run's write of that table is skipped. Fi
 Spark task attempt (its retry wrote the rows again) are deleted before the commit
 (`remove_strays`).
 
+Typed columns (`typed`): a table is created with its files' Arrow schema (`_typed_schema`), and
+each commit first unions the files' schema into the table's in the same transaction (`widen`):
+one catalog swap adds the schema (new nested fields with fresh ids, the name mapping extended)
+and the snapshot that uses it. Files carry no field ids and are read through the name mapping,
+so an older file reads a field added since as null; a union already there changes nothing.
+
 Iceberg's own Spark runtime reads the tables where it runs: Spark 4.1 (runtime 1.12.0, checked by
 hand with pyspark 4.1.4: names, `VERSION AS OF`, metadata tables) and 4.0 (runtime 1.10.1, not
 tried); there is none for 4.2 (`iceberg_source` is the route there). `spark_conf(warehouse)` is
@@ -167,6 +173,15 @@ def _schema(columns: tuple[str, ...]):
     return Schema(*(NestedField(i + 1, c, types[c], required=False) for i, c in enumerate(columns)))
 
 
+def _typed_schema(file_schema):
+    """The Iceberg schema of typed tables' files (`file_schema`: Arrow, `direct.files_schema`),
+    with fresh field ids (pyiceberg's own conversion, as `create_table` does for an Arrow schema)."""
+    from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, visit_pyarrow
+    from pyiceberg.schema import assign_fresh_schema_ids
+
+    return assign_fresh_schema_ids(visit_pyarrow(file_schema, _ConvertToIcebergWithoutIDs()))
+
+
 def _spec(schema, latest: bool):
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import DayTransform, IdentityTransform
@@ -191,10 +206,14 @@ class IcebergTables:
         self.warehouse = Path(warehouse).resolve()
         self.catalog = load_catalog(self.warehouse, uri, save)
 
-    def ensure(self, name: str, latest: bool = False):
-        """The table `tidelog.<name>`, created empty (no snapshot) when the catalog has none."""
+    def ensure(self, name: str, latest: bool = False, file_schema=None):
+        """The table `tidelog.<name>`, created empty (no snapshot) when the catalog has none; with
+        typed columns (`typed`) in the types of `file_schema` (Arrow: its files' schema)."""
         self.catalog.create_namespace_if_not_exists(DATABASE)
-        schema = _schema(LATEST_COLUMNS if latest else MAIN_COLUMNS)
+        if file_schema is not None:
+            schema = _typed_schema(file_schema)
+        else:
+            schema = _schema(LATEST_COLUMNS if latest else MAIN_COLUMNS)
         table = self.catalog.create_table_if_not_exists(
             identifier(name),
             schema=schema,
@@ -276,18 +295,40 @@ class IcebergTables:
         }
 
     @staticmethod
-    def commit_append(table, files: list[str], props: dict[str, str]) -> None:
-        """One snapshot adding `files` (each in one partition of the spec)."""
+    def widen(tx, file_schema) -> None:
+        """In transaction `tx`: the table's schema extended by the fields of `file_schema` (Arrow)
+        it lacks (`union_by_name`: new fields get fresh ids, the name mapping follows, a field
+        only gains fields or a wider type); nothing when it has them all, so a union applied again
+        changes nothing."""
+        if file_schema is not None:
+            with tx.update_schema() as update:
+                update.union_by_name(file_schema)
+
+    @staticmethod
+    def check_widening(table, file_schema) -> None:
+        """Raise (pyiceberg's ValidationError or ValueError) when `file_schema` cannot be unioned
+        into `table`'s schema; nothing is committed."""
+        table.update_schema().union_by_name(file_schema)._apply()
+
+    @staticmethod
+    def commit_append(table, files: list[str], props: dict[str, str], file_schema=None) -> None:
+        """One snapshot adding `files` (each in one partition of the spec); with `file_schema`
+        (typed columns: the files' Arrow schema), the table's schema widened to it in the same
+        commit (`widen`), so the snapshot reads the files' new fields and older files read them as
+        null (they are matched by name: the files carry no field ids, the name mapping does)."""
         with table.transaction() as tx:
+            IcebergTables.widen(tx, file_schema)
             tx.add_files(files, snapshot_properties=props, check_duplicate_files=False)
 
     @staticmethod
-    def commit_replace(table, deleted: list, files: list[str], props: dict[str, str]) -> None:
-        """One snapshot removing the DataFiles `deleted` and adding `files` (copy-on-write)."""
+    def commit_replace(table, deleted: list, files: list[str], props: dict[str, str], file_schema=None) -> None:
+        """One snapshot removing the DataFiles `deleted` and adding `files` (copy-on-write; the
+        schema widened as in `commit_append`)."""
         from pyiceberg.io.pyarrow import parquet_file_to_data_file
         from pyiceberg.table import TableProperties
 
         with table.transaction() as tx:
+            IcebergTables.widen(tx, file_schema)
             if tx.table_metadata.name_mapping() is None:
                 tx.set_properties(
                     **{TableProperties.DEFAULT_NAME_MAPPING: tx.table_metadata.schema().name_mapping.model_dump_json()}

@@ -16,6 +16,11 @@ After `manifest.begin` (see `job`), per topic:
    replaces the old files of those partitions with them (copy-on-write; crash points
    `latest-written`, `merged`).
 
+Typed columns (`typed`): the files hold the run's union of the subject's versions, and both
+snapshots widen their table's schema to it in their own commit (`IcebergTables.widen`); `_latest`
+keeps a key whose newest value did not decode. `check_schema` refuses, before the run begins, a
+union the tables' schemas cannot take.
+
 Then `manifest.commit`. A run a crash interrupted, wherever it was, is completed by the next run
 (`complete`): the manifest's pending state gives its run id and offsets; a table holding a
 snapshot with the run id is skipped (the snapshot summary is read back first), one that does not
@@ -68,7 +73,7 @@ class IcebergRun:
         """The run's snapshots for every topic of `work` (`job._TopicPlan`s)."""
         for p in work:
             t0 = time.monotonic()
-            self.deliver_topic(p.topic, p.state.compacted, p.offsets, p.scan_from, run_id, serial, p.summary)
+            self.deliver_topic(p.topic, p.state, p.offsets, p.scan_from, run_id, serial, p.summary, formats=p.formats)
             p.summary.seconds = time.monotonic() - t0
         self._attach({p.topic: p.state.compacted for p in work})
 
@@ -85,9 +90,8 @@ class IcebergRun:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                self.deliver_topic(
-                    topic, state.compacted, offsets, scan_from, p.run_id, p.serial, summary, recovering=True
-                )
+                formats = self.job.recorded_formats(topic, state)
+                self.deliver_topic(topic, state, offsets, scan_from, p.run_id, p.serial, summary, True, formats)
             done[topic] = summary.to_json()
         self._attach({topic: state.compacted for topic, state in p.topics.items()})
         manifest.commit({"recovered": True, "topics": done})
@@ -105,81 +109,112 @@ class IcebergRun:
         names = [n for topic, compacted in topics.items() for n in [topic] + [topic + "_latest"] * compacted]
         attach_iceberg_tables(self.spark, self.o.warehouse, [n for n in names if self.tables.exists(n)])
 
+    def check_schema(self, topic: str, formats) -> None:
+        """Refuse (`TableFormatError`, before the run begins) typed columns whose union cannot
+        widen the tables' schemas (a change of type Iceberg does not promote, bytes to string)."""
+        from pyiceberg.exceptions import ValidationError
+
+        from .manifest import TableFormatError
+
+        for name, columns in ((topic, MAIN_COLUMNS), (topic + "_latest", LATEST_COLUMNS)):
+            if self.tables.exists(name):
+                try:
+                    IcebergTables.check_widening(self.tables.load(name), direct.files_schema(columns, formats))
+                except (ValueError, ValidationError) as e:
+                    raise TableFormatError(f"tidelog.{name}: its schema cannot take the typed columns: {e}") from None
+
     def deliver_topic(
         self,
         topic: str,
-        compacted: bool,
+        state,
         offsets: dict[int, tuple[int, int]],
         scan_from: dict[int, int],
         run_id: str,
         serial: int,
         summary: TopicSummary,
         recovering: bool = False,
+        formats=None,
     ) -> None:
-        """The append to `tidelog.<topic>`, then the rewrite of `_latest`; each skipped when its
-        table holds the run's snapshot, so running it again with the same run completes it
-        (`recovering`: first delete what an earlier try of the run left uncommitted)."""
+        """The append to `tidelog.<topic>`, then the rewrite of `_latest` (`state`: the topic's
+        `TopicState`); each skipped when its table holds the run's snapshot, so running it again
+        with the same run completes it (`recovering`: first delete what an earlier try of the run
+        left uncommitted). `formats`: the typed columns (`typed.Formats`): the files have their
+        types, and each snapshot widens its table's schema to them in its own commit."""
         t = self.tables
         props = t.properties(run_id, serial, offsets)
-        main = t.ensure(topic)
+        main_schema = direct.files_schema(MAIN_COLUMNS, formats) if formats else None
+        main = t.ensure(topic, file_schema=main_schema)
         snap = t.snapshot_of(main, run_id)
         if snap is None:
             if recovering:
                 t.remove_uncommitted(main, run_id)
-            files = self._write_main(topic, offsets, scan_from, main, run_id)
+            files = self._write_main(topic, offsets, scan_from, main, run_id, formats)
             t.remove_strays([f for f, _rows in files], run_id)
             self.job._point("written")
             summary.rows = sum(rows for _f, rows in files)
             if files:
-                t.commit_append(main, [f for f, _rows in files], props)
+                t.commit_append(main, [f for f, _rows in files], props, main_schema)
                 main = t.load(topic)
                 snap = t.snapshot_of(main, run_id)
         else:
             summary.rows = int(snap.summary.additional_properties.get("added-records", 0))
         self.job._point("appended")
-        if not compacted:
+        if not state.compacted:
             return
-        latest = t.ensure(topic + "_latest", latest=True)
+        latest_schema = direct.files_schema(LATEST_COLUMNS, formats) if formats else None
+        latest = t.ensure(topic + "_latest", latest=True, file_schema=latest_schema)
         if t.snapshot_of(latest, run_id) is None:
             if recovering:
                 t.remove_uncommitted(latest, run_id)
             new_files = t.added_files(main, snap) if snap is not None else []
             if new_files:
-                self._merge_latest(latest, new_files, sorted(offsets), props, run_id)
+                self._merge_latest(latest, new_files, sorted(offsets), props, run_id, state.formats, formats)
                 latest = t.load(topic + "_latest")
         self.job._point("merged")
         summary.latest_rows = t.total_records(latest)
 
-    def _write_main(self, topic, offsets, scan_from, main, run_id: str) -> list[tuple[str, int]]:
+    def _write_main(self, topic, offsets, scan_from, main, run_id: str, formats=None) -> list[tuple[str, int]]:
         groups = direct.task_groups(
             self.o.log_dirs, topic, offsets, scan_from, self.o.max_partition_bytes, self.job._parallelism()
         )
         with self.job.progress.topic(self.spark, topic, len(groups)):
             return direct.write_files(
-                self.spark, groups, IcebergTables.data_dir(main), tag=f"{run_id}-", columns=MAIN_COLUMNS
+                self.spark,
+                groups,
+                IcebergTables.data_dir(main),
+                tag=f"{run_id}-",
+                columns=MAIN_COLUMNS,
+                formats=formats,
             )
 
-    def _merge_latest(self, latest, new_files: list[str], partitions: list[int], props: dict, run_id: str) -> None:
+    def _merge_latest(
+        self, latest, new_files: list[str], partitions: list[int], props: dict, run_id: str, typed: dict, formats
+    ) -> None:
         """Copy-on-write: the touched partitions' files of `latest` and the run's rows, reduced
-        to the newest row per (partition, key), replace those files in one snapshot."""
+        to the newest row per (partition, key), replace those files in one snapshot (`typed`, the
+        manifest's `TopicState.formats`, and `formats`: a typed value; a value that did not decode
+        is kept, and older files' narrower values read with the new fields null)."""
         from pyspark.sql import functions as F
 
         from .compaction import newest_per_key
+        from .tables import typed_columns
 
         t = self.tables
         old = t.current_files(latest, partitions)
-        read = self.spark.read.schema(READ_SCHEMA)
-        both = read.parquet(*new_files).select(*LATEST_COLUMNS)
+        read = self.spark.read.schema(typed_columns(READ_SCHEMA, typed))
+        columns = LATEST_COLUMNS + (formats.extra_columns() if formats else ())
+        both = read.parquet(*new_files).select(*columns)
         if old:
-            both = read.parquet(*[local_path(f.file_path) for f in old]).select(*LATEST_COLUMNS).unionByName(both)
-        rows = newest_per_key(both).where(F.col("value").isNotNull())
+            both = read.parquet(*[local_path(f.file_path) for f in old]).select(*columns).unionByName(both)
+        alive = F.col("value").isNotNull() | (F.col("value_raw").isNotNull() if typed else F.lit(False))
+        rows = newest_per_key(both).where(alive)
         tasks = max(1, min(len(partitions), self.job._parallelism()))
         out = str(IcebergTables.data_dir(latest))
         written = (
             rows.repartition(tasks, "partition")
             .sortWithinPartitions("partition", "offset")
             .mapInArrow(
-                functools.partial(write_latest, out, f"{run_id}-", self.o.rows_per_latest_file),
+                functools.partial(write_latest, out, f"{run_id}-", self.o.rows_per_latest_file, formats),
                 "path string, rows long",
             )
             .collect()
@@ -188,33 +223,28 @@ class IcebergRun:
         t.remove_strays(files, run_id)
         self.job._point("latest-written")
         if old or files:
-            t.commit_replace(latest, old, files, props)
+            t.commit_replace(
+                latest, old, files, props, direct.files_schema(LATEST_COLUMNS, formats) if formats else None
+            )
 
 
-def latest_file_schema():
-    import pyarrow as pa
-
-    from . import segments as seg
-
-    schema = seg.arrow_schema()
-    return pa.schema([schema.field(c) for c in LATEST_COLUMNS])
-
-
-def write_latest(out: str, tag: str, rows_per_file: int, batches: Iterator) -> Iterator:
+def write_latest(out: str, tag: str, rows_per_file: int, formats, batches: Iterator) -> Iterator:
     """Write `batches` (sorted by partition, then offset) under `out/partition=<n>/`, a file per
-    partition rolled every `rows_per_file` rows: one batch of (path, rows). Runs in a Python worker."""
+    partition rolled every `rows_per_file` rows: one batch of (path, rows). Runs in a Python worker.
+    `formats`: the typed columns (`typed.Formats`) the files hold, or None."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    schema = latest_file_schema()
-    dictionary = [c for c in LATEST_COLUMNS if c != "value"]
+    schema = direct.files_schema(LATEST_COLUMNS, formats)
+    columns = schema.names
+    dictionary = [c for c in columns if c not in ("value", "value_raw")]
     written: list[list] = []  # [path, rows, partition]; the last one is open
     writer = None
     try:
         for batch in batches:
             batch = pa.RecordBatch.from_arrays(
-                [batch.column(c).cast(schema.field(c).type) for c in LATEST_COLUMNS], schema=schema
+                [batch.column(c).cast(schema.field(c).type) for c in columns], schema=schema
             )
             parts = batch.column("partition")
             for value in pc.unique(parts).to_pylist():

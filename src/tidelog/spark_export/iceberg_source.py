@@ -40,18 +40,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 NAME = "tidelog_iceberg"
 MAX_PARTITION_BYTES = 128 << 20
-SPARK_TYPES = {
-    "topic": "string",
-    "partition": "int",
-    "offset": "long",
-    "timestamp": "timestamp",
-    "timestamp_type": "int",
-    "key": "binary",
-    "value": "binary",
-    "headers": "array<struct<key: string, value: binary>>",
-    "producer_id": "long",
-    "is_transactional": "boolean",
-}
 
 
 class IcebergSessionError(RuntimeError):
@@ -71,8 +59,32 @@ def _load(warehouse: str, table: str):
     return load_catalog(warehouse).load_table(identifier(name))
 
 
-def _columns(table) -> list[str]:
-    return [f.name for f in table.schema().fields]
+def _snapshot(t, options: dict[str, str]):
+    """The snapshot `options` ask for (`snapshot-id`, `as-of-timestamp`), else the current one
+    (None: the table has none)."""
+    if options.get("snapshot-id"):
+        s = t.snapshot_by_id(int(options["snapshot-id"]))
+        if s is None:
+            raise ValueError(f"{t.name()} has no snapshot {options['snapshot-id']}")
+        return s
+    if options.get("as-of-timestamp"):
+        s = t.snapshot_as_of_timestamp(int(options["as-of-timestamp"]))
+        if s is None:
+            raise ValueError(f"{t.name()} had no snapshot at {options['as-of-timestamp']}")
+        return s
+    return t.current_snapshot()
+
+
+def spark_schema(t, options: dict[str, str]):
+    """The Spark schema of `t` as of the snapshot `options` ask for (a typed column's fields are
+    those of the snapshot's schema: a later run's new fields appear from its snapshot on), or of
+    its current schema: Iceberg's types through Arrow (`pyiceberg`'s mapping, then Spark's)."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    snap = _snapshot(t, options) if options.get("snapshot-id") or options.get("as-of-timestamp") else None
+    schema = t.schemas()[snap.schema_id] if snap is not None and snap.schema_id is not None else t.schema()
+    return from_arrow_schema(schema_to_pyarrow(schema, include_field_ids=False))
 
 
 def snapshots(warehouse: str | Path, table: str) -> list[dict[str, Any]]:
@@ -115,9 +127,8 @@ class IcebergSource(DataSource):
             raise ValueError(f"the {NAME} data source needs option {key!r}")
         return value
 
-    def schema(self) -> str:
-        t = _load(self._option("warehouse"), self._option("table"))
-        return ", ".join(f"`{c}` {SPARK_TYPES[c]}" for c in _columns(t))
+    def schema(self):
+        return spark_schema(_load(self._option("warehouse"), self._option("table")), dict(self.options))
 
     def reader(self, schema) -> IcebergReader:
         return IcebergReader(self._option("warehouse"), self._option("table"), dict(self.options), schema)
@@ -129,26 +140,14 @@ class IcebergReader(DataSourceReader):
         self.table = table
         self.options = options
         self.columns = [f.name for f in schema.fields]
-
-    def _snapshot(self, t):
-        if self.options.get("snapshot-id"):
-            s = t.snapshot_by_id(int(self.options["snapshot-id"]))
-            if s is None:
-                raise ValueError(f"{self.table} has no snapshot {self.options['snapshot-id']}")
-            return s
-        if self.options.get("as-of-timestamp"):
-            s = t.snapshot_as_of_timestamp(int(self.options["as-of-timestamp"]))
-            if s is None:
-                raise ValueError(f"{self.table} had no snapshot at {self.options['as-of-timestamp']}")
-            return s
-        return t.current_snapshot()
+        self.types = {f.name: f.dataType for f in schema.fields}
 
     def partitions(self) -> list[InputPartition]:
         """The snapshot's data files, packed into partitions of up to `maxPartitionBytes`."""
         from .iceberg import local_path
 
         t = _load(self.warehouse, self.table)
-        snap = self._snapshot(t)
+        snap = _snapshot(t, self.options)
         if snap is None:
             return [InputPartition([])]
         limit = int(self.options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
@@ -165,19 +164,39 @@ class IcebergReader(DataSourceReader):
         return [InputPartition(g) for g in groups] or [InputPartition([])]
 
     def read(self, partition: InputPartition) -> Iterator:
+        """The rows of the partition's files in the read schema: a file written before a typed
+        column gained fields has them null (matched by name, as the table's name mapping says)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import from_arrow_type
 
         from . import segments as seg
 
-        arrow = seg.arrow_schema()
-        schema = pa.schema([arrow.field(c) for c in self.columns])
+        arrow = seg.arrow_schema()  # the record columns as the export writes them; typed ones as Spark maps them
+        schema = pa.schema(
+            [
+                arrow.field(c)
+                if c in arrow.names and from_arrow_type(arrow.field(c).type) == self.types[c]
+                else pa.field(c, _arrow_type(self.types[c]))
+                for c in self.columns
+            ]
+        )
         for path in partition.value:
             f = pq.ParquetFile(path)
             for batch in f.iter_batches(batch_size=65536, columns=self.columns):
                 yield pa.RecordBatch.from_arrays(
                     [batch.column(c).cast(schema.field(c).type) for c in self.columns], schema=schema
                 )
+
+
+def _arrow_type(spark_type):
+    """Spark's Arrow type of a Spark type (timestamps in UTC, as the session's)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    try:
+        return to_arrow_type(spark_type, timezone="UTC")  # pyspark 4.2
+    except TypeError:  # pyspark 4.0/4.1: no `timezone`, timestamps in UTC
+        return to_arrow_type(spark_type)
 
 
 def register(spark) -> None:

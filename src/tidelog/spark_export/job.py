@@ -36,6 +36,11 @@ snapshot adds them to `tidelog.<topic>` and ONE copy-on-write snapshot rewrites 
 partitions of `tidelog.<topic>_latest`; then `commit`. Completed by the next run after a crash,
 like Delta (each table's snapshot summary carries the run id), files never committed deleted.
 
+Typed columns (`--value-format registry`, `typed`) work in every format: the plan records the
+union of the subject's versions in the topic's state (`_formats`); Delta and Iceberg widen a
+table's schema in the commit of the run that needs it (`delta`, `iceberg_job`), and completing a
+crashed run decodes with the union its pending state records (`recorded_formats`).
+
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
 `TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
 `CRASH_POINTS` for Parquet, `DELTA_CRASH_POINTS` for Delta, `iceberg_job.ICEBERG_CRASH_POINTS`.
@@ -52,6 +57,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -191,10 +197,7 @@ class ExportJob:
             self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
             return [p.summary for p in plans]
 
-        for p in work:
-            if p.state.compacted:
-                latest = self._latest_root(p.topic)
-                p.state.latest_location = str(latest if delta or iceberg else latest / f"v-{run_id}")
+        self._prepare(work, run_id, delta, iceberg)
         manifest.begin(run_id, {p.topic: p.state for p in work})
         self._point("begun")
         if delta or iceberg:
@@ -220,6 +223,16 @@ class ExportJob:
         self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
         return [p.summary for p in plans]
 
+    def _prepare(self, work: list[_TopicPlan], run_id: str, delta: bool, iceberg) -> None:
+        """Before the run begins: each compacted topic's `_latest` location, and the typed columns
+        a Delta or Iceberg table's schema cannot take refused (not half way through the run)."""
+        for p in work:
+            if p.state.compacted:
+                latest = self._latest_root(p.topic)
+                p.state.latest_location = str(latest if delta or iceberg else latest / f"v-{run_id}")
+            if p.formats and (delta or iceberg):
+                (iceberg or DeltaExport(self)).check_schema(p.topic, p.formats)
+
     def _run_tables(
         self, iceberg, manifest: Manifest, plans: list[_TopicPlan], run_id: str, started: float
     ) -> list[TopicSummary]:
@@ -234,7 +247,7 @@ class ExportJob:
             export = DeltaExport(self)
             for p in work:
                 t0 = time.monotonic()
-                export.deliver(p.topic, p.state, p.offsets, p.scan_from, run, p.summary)
+                export.deliver(p.topic, p.state, p.offsets, p.scan_from, run, p.summary, p.formats)
                 p.summary.seconds = time.monotonic() - t0
         manifest.commit({"topics": {p.topic: p.summary.to_json() for p in plans}})
         self.progress.summary(run_id, [p.summary for p in plans], time.monotonic() - started)
@@ -350,11 +363,21 @@ class ExportJob:
         columns = [c for c in ("key", "value") if wanted.get(c) == "registry"]
         if not columns:
             return None
-        if manifest.table_format != "parquet" or (state.compacted and "key" in columns):
+        if state.compacted and "key" in columns:
             raise TableFormatError(
-                f"{topic}: typed columns (--key-format/--value-format registry) are for Parquet tables, "
-                "typed keys for topics that are not compacted, for now"
+                f"{topic}: typed keys (--key-format registry) are for topics that are not compacted, for now"
             )
+        return self._typed(topic, state, columns)
+
+    def recorded_formats(self, topic: str, state: TopicState) -> Formats | None:
+        """The `Formats` of the typed columns `state` records: those of a run a crash interrupted,
+        which the next run completes (`delta`, `iceberg_job`). Their union is extended in `state`
+        by the versions registered since, as a run's plan extends it (a column only gains fields)."""
+        columns = [c for c in ("key", "value") if c in state.formats]
+        return self._typed(topic, state, columns) if columns else None
+
+    def _typed(self, topic: str, state: TopicState, columns: Sequence[str]) -> Formats:
+        """`columns`' `Formats` from the registry's schemas, their union recorded in `state`."""
         if self._schemas is None:
             from .registry_schemas import SchemaSource
 

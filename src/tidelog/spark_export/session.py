@@ -120,7 +120,7 @@ def attach_tables(spark, warehouse: str | Path) -> list[str]:
         from .delta import ensure_delta_tables
 
         for topic, state in sorted(manifest.topics.items()):
-            names += ensure_delta_tables(spark, topic, Path(warehouse), state.compacted, replace=not is_hive(spark))
+            names += ensure_delta_tables(spark, topic, Path(warehouse), state, replace=not is_hive(spark))
         return names
     for topic, state in sorted(manifest.topics.items()):
         columns = typed_columns(TABLE_COLUMNS, state.formats)
