@@ -82,9 +82,9 @@ def _configure_formats(p: argparse.ArgumentParser) -> None:
             f"--{column}-format",
             choices=("raw", "registry"),
             help=f"raw: the record's {column} as bytes (the default for a new table); registry: "
-            f"decoded with the schema registry's Avro schemas (Confluent's framing) into a typed "
-            f"column, {column}_raw and _error keeping what does not decode. A table keeps the "
-            "format of its first run",
+            f"decoded with the schema registry's Avro or JSON Schema schemas (Confluent's framing) "
+            f"into a typed column, {column}_raw and _error keeping what does not decode. A table "
+            "keeps the format of its first run",
         )
     p.add_argument(
         "--schema-registry-url",

@@ -12,9 +12,13 @@ They come from the broker's schema registry, in one of two ways:
 `formats(state, topic, ...)` then gives the `typed.Formats` of a run: per decoded column, the
 subject of Confluent's default TopicNameStrategy (`<topic>-value`, `<topic>-key`), the ids of its
 versions (soft-deleted ones included: records written with them may still be in the log), and
-the column type: the union (`avro_arrow.merge`) of the Avro schemas earlier runs recorded in the
-manifest (`TopicState.formats`) and every version registered now, so that the column only ever
-gains fields and the tables' files of every run read under it.
+the column type: the union (`arrow_types.merge`) of the type earlier runs recorded in the
+manifest (`TopicState.formats`) and of every version registered now, whatever its schema type
+(Avro: `avro_arrow`, JSON Schema: `json_arrow`), so that the column
+only ever gains fields and the tables' files of every run read under it. The manifest's entry
+of a column: `{"format": "registry", "arrow": <the union, arrow_types.to_json>, "schemas":
+[<the Avro versions' texts>], "type": <Spark DDL>}` (entries of older runs hold only the Avro
+texts: their union is recomputed from them).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 from tidelog.log import schema_records as R
 from tidelog.log.schema_state import RegistryState
 
-from . import avro_arrow
+from . import arrow_types, avro_arrow
 from . import segments as seg
 from .typed import Field, Formats, Writer
 
@@ -37,7 +41,7 @@ SCHEMAS_TOPIC = "_schemas"
 
 
 class NoSchema(ValueError):
-    """No Avro schema is registered under the subject a typed column needs."""
+    """No schema is registered under the subject a typed column needs."""
 
 
 def state_from_log(log_dirs: Sequence[str | Path], topic: str = SCHEMAS_TOPIC) -> RegistryState:
@@ -83,50 +87,73 @@ def state_from_url(url: str, subjects: Sequence[str]) -> RegistryState:
     return state
 
 
-def _refs(state: RegistryState, value: R.SchemaValue, depth: int = 0) -> tuple[str, ...]:
-    """Texts of the schemas `value` references, those they reference first."""
-    out: list[str] = []
+def _refs(state: RegistryState, value: R.SchemaValue, depth: int = 0) -> tuple[tuple[str, str], ...]:
+    """(name, text) of the schemas `value` references, those they reference first."""
+    out: list[tuple[str, str]] = []
     for ref in value.references:
         target = state.subjects.get(ref.subject, {}).get(ref.version)
         if target is not None and depth < 16:
             out += [t for t in _refs(state, target, depth + 1) if t not in out]
-            if target.schema not in out:
-                out.append(target.schema)
+            if (ref.name, target.schema) not in out:
+                out.append((ref.name, target.schema))
     return tuple(out)
 
 
-def field_format(
-    state: RegistryState, topic: str, column: str, recorded: Sequence[str] = ()
-) -> tuple[Field, list[str]]:
-    """The `Field` of `column` and the schemas its type is the union of (to record in the manifest:
-    `recorded`, those of earlier runs, first)."""
+def version_type(writer: Writer):
+    """The Arrow type of one registered version (`writer`)."""
+    if writer.schema_type == "AVRO":
+        return avro_arrow.arrow_type(writer.text, tuple(text for _name, text in writer.refs))
+    if writer.schema_type == "JSON":
+        from . import json_arrow
+
+        return json_arrow.arrow_type(writer.text, writer.refs)
+    raise NoSchema(f"schema type {writer.schema_type} is not decoded")
+
+
+def recorded_type(entry: dict, refs_of: dict[str, tuple[str, ...]] | None = None):
+    """The union an earlier run recorded for a column (`entry`: its manifest entry; an older
+    run's holds only Avro texts, `refs_of` the texts each one's references)."""
+    if "arrow" in entry:
+        return arrow_types.from_json(entry["arrow"])
+    refs_of = refs_of or {}
+    return arrow_types.merge_all([avro_arrow.arrow_type(t, refs_of.get(t, ())) for t in entry.get("schemas", [])])
+
+
+def field_format(state: RegistryState, topic: str, column: str, recorded: dict | None = None) -> tuple[Field, dict]:
+    """The `Field` of `column` and its manifest entry: the union of `recorded` (the entry of
+    earlier runs, whose fields come first) and of the subject's versions."""
+    import pyarrow as pa
+
+    recorded = recorded or {}
     subject = f"{topic}-{column}"
     versions = state.versions(subject, deleted=True)
     writers = {v.id: Writer(v.schema_type, v.schema, _refs(state, v)) for v in versions}
-    schemas = list(recorded)
-    refs_of: dict[str, tuple[str, ...]] = {}
+    schemas = list(recorded.get("schemas", []))
     for v in versions:
         if v.schema_type == "AVRO" and v.schema not in schemas:
             schemas.append(v.schema)
-        refs_of[v.schema] = writers[v.id].refs
-    if not schemas:
-        raise NoSchema(f"no Avro schema is registered under subject {subject!r} (needed for the typed {column})")
-    types = [avro_arrow.arrow_type(s, refs_of.get(s, ())) for s in schemas]
-    column_type = avro_arrow.merge_all(types)
+    refs_of = {w.text: tuple(text for _name, text in w.refs) for w in writers.values()}
+    column_type = recorded_type(recorded, refs_of)
+    if not writers and pa.types.is_null(column_type):
+        raise NoSchema(f"no schema is registered under subject {subject!r} (needed for the typed {column})")
+    for v in versions:
+        column_type = arrow_types.merge(column_type, version_type(writers[v.id]))
     other = frozenset(state.ids) - frozenset(writers)
-    return Field(column, subject, column_type, writers, other), schemas
+    entry = {"format": "registry", "arrow": arrow_types.to_json(column_type), "schemas": schemas}
+    return Field(column, subject, column_type, writers, other), entry
 
 
 def formats(
-    state: RegistryState, topic: str, columns: Sequence[str], recorded: dict[str, list[str]] | None = None
-) -> tuple[Formats, dict[str, list[str]]]:
-    """`Formats` decoding `columns` ("key", "value") of `topic`, and the schemas to record."""
-    fields, schemas = [], {}
+    state: RegistryState, topic: str, columns: Sequence[str], recorded: dict[str, dict] | None = None
+) -> tuple[Formats, dict[str, dict]]:
+    """`Formats` decoding `columns` ("key", "value") of `topic`, and their manifest entries
+    (`recorded`: those of earlier runs, by column)."""
+    fields, entries = [], {}
     for column in columns:
-        f, texts = field_format(state, topic, column, (recorded or {}).get(column, ()))
+        f, entry = field_format(state, topic, column, (recorded or {}).get(column))
         fields.append(f)
-        schemas[column] = texts
-    return Formats(tuple(fields)), schemas
+        entries[column] = entry
+    return Formats(tuple(fields)), entries
 
 
 class SchemaSource:
@@ -151,9 +178,7 @@ class SchemaSource:
         from .tables import spark_type
 
         state = self.state([f"{topic}-{c}" for c in columns])
-        out, schemas = formats(state, topic, columns, {c: recorded.get(c, {}).get("schemas", []) for c in columns})
-        entries = {
-            f.column: {"format": "registry", "schemas": schemas[f.column], "type": spark_type(f.type)}
-            for f in out.fields
-        }
+        out, entries = formats(state, topic, columns, recorded)
+        for f in out.fields:
+            entries[f.column]["type"] = spark_type(f.type)
         return out, entries

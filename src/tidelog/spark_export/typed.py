@@ -1,24 +1,31 @@
 """Typed columns: record values (and keys) in Confluent's framing decoded into Arrow columns.
 
 Confluent's serializers frame a value as magic byte 0, the 4-byte big-endian id of the writer's
-schema in the registry, then the Avro binary body. `Formats` (picklable: built on the driver by
-`registry_schemas.formats`, used in the Python workers) replaces the `value` (`key`) column of
-the batches `segments.read_task` yields with the decoded values, in the column type `Field.type`
-(the union of every registered version of the subject, `avro_arrow`), and adds:
+schema in the registry, then the body: Avro binary or UTF-8 JSON (JSON Schema). `Formats`
+(picklable: built on the driver by `registry_schemas.formats`, used in the Python workers)
+replaces the `value` (`key`) column of the batches `segments.read_task` yields with the decoded
+values, in the column type `Field.type` (the union of every registered version of the column's
+subjects, `arrow_types.merge`), and adds:
 
-- `value_raw` (`key_raw`): the record's bytes, only where they did not decode (null elsewhere);
+- `value_raw` (`key_raw`): the record's bytes, only where they did not decode whole (null elsewhere);
 - `_error`: why not (`value: unknown schema id 7`, `value: not in Confluent's framing`, `value:
   Avro decode failure (schema id 3): ...`, `key: ...; value: ...` for both); null for a row that
   decoded.
 
+Avro values either decode whole or not at all (the typed column null). A JSON
+value is fitted to the column type field by field (`json_arrow.conformer`): a field whose value
+does not fit its type is null, the rest of the value kept, and the row is flagged as above.
+
 A null value (a tombstone) stays null with no error. A record that does not decode never fails
-the task: its typed column is null and the two columns above say what happened.
+the task: its typed column is null and the two columns above say what happened. Parsed schemas
+(fastavro's, JSON conformers) are cached per worker process, per schema id and column type.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +42,7 @@ class Writer:
 
     schema_type: str  # AVRO, JSON, PROTOBUF
     text: str
-    refs: tuple[str, ...] = ()
+    refs: tuple[tuple[str, str], ...] = ()  # (reference name, schema text), those they reference first
 
 
 @dataclass(frozen=True)
@@ -100,14 +107,19 @@ def read_task(task, formats: Formats, rows_per_batch: int = 65536) -> Iterator:
 @functools.lru_cache(maxsize=256)
 def _reader(writer: Writer):
     """fastavro's parsed writer schema and the fix its values need (per worker process)."""
-    parsed, _named = avro_arrow.parse(writer.text, writer.refs)
-    return parsed, avro_arrow.fixup(writer.text, writer.refs)
+    texts = tuple(text for _name, text in writer.refs)
+    parsed, _named = avro_arrow.parse(writer.text, texts)
+    return parsed, avro_arrow.fixup(writer.text, texts)
 
 
-def decode_one(raw: bytes, f: Field) -> Any:
-    """The decoded value of framed `raw`; ValueError saying why not."""
-    from fastavro import schemaless_reader
+@functools.lru_cache(maxsize=64)
+def _conformer(type_):
+    from . import json_arrow
 
+    return json_arrow.conformer(type_)
+
+
+def _writer(raw: bytes, f: Field) -> tuple[int, Writer]:
     if len(raw) < 5 or raw[0] != 0:
         raise ValueError("not in Confluent's framing (magic byte 0, 4-byte schema id)")
     sid = int.from_bytes(raw[1:5], "big")
@@ -116,8 +128,29 @@ def decode_one(raw: bytes, f: Field) -> Any:
         if sid in f.other_ids:
             raise ValueError(f"schema id {sid} is not a version of subject {f.subject}")
         raise ValueError(f"unknown schema id {sid}")
-    if writer.schema_type != "AVRO":
-        raise ValueError(f"schema id {sid} is {writer.schema_type}, not AVRO")
+    return sid, writer
+
+
+def decode_one(raw: bytes, f: Field) -> Any:
+    """The decoded value of framed `raw`; ValueError saying why not (a JSON value with fields
+    that do not fit is returned with those fields null: `decode` says which)."""
+    return decode(raw, f)[0]
+
+
+def decode(raw: bytes, f: Field) -> tuple[Any, str | None]:
+    """(value, None) or (value with the fields that did not fit null, why); ValueError when
+    nothing decodes."""
+    sid, writer = _writer(raw, f)
+    if writer.schema_type == "AVRO":
+        return _avro(raw, sid, writer), None
+    if writer.schema_type == "JSON":
+        return _json(raw[5:], sid, f.type)
+    raise ValueError(f"schema id {sid} is of type {writer.schema_type}, which is not decoded")
+
+
+def _avro(raw: bytes, sid: int, writer: Writer) -> Any:
+    from fastavro import schemaless_reader
+
     parsed, fix = _reader(writer)
     body = io.BytesIO(raw)
     body.seek(5)
@@ -128,6 +161,21 @@ def decode_one(raw: bytes, f: Field) -> Any:
     if body.tell() != len(raw):
         raise ValueError(f"Avro decode failure (schema id {sid}): {len(raw) - body.tell()} bytes left over")
     return fix(value) if fix is not None else value
+
+
+def _json(body: bytes, sid: int | None, type_) -> tuple[Any, str | None]:
+    from .json_arrow import Outcome
+
+    try:
+        parsed = json.loads(body)
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        where = f" (schema id {sid})" if sid is not None else ""
+        raise ValueError(f"JSON decode failure{where}: {e}") from None
+    if parsed is None:
+        return None, None
+    outcome = Outcome()
+    value = _conformer(type_)(parsed, outcome)
+    return value, "; ".join(outcome.errors) or None
 
 
 def decode_column(raw_column, f: Field):
@@ -141,7 +189,7 @@ def decode_column(raw_column, f: Field):
         value, error = None, None
         if raw is not None:
             try:
-                value = decode_one(raw, f)
+                value, error = decode(raw, f)
             except ValueError as e:
                 error = str(e)
         values.append(value)
