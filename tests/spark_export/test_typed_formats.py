@@ -1,5 +1,5 @@
-"""Typed columns of JSON Schema values (`--value-format registry`): confluent-kafka's
-JSONSerializer produces through a real broker with its registry, two runs
+"""Typed columns of JSON Schema and Protobuf values (`--value-format registry`): confluent-kafka's
+JSONSerializer and ProtobufSerializer produce through a real broker with its registry, two runs
 export two versions of the schema to Parquet, and Spark reads the table back by name with the
 union of both versions as its type; records that do not decode land in `value_raw`/`_error`."""
 
@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("pyspark")
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
-from typed_broker import TypedBroker, export, rows_by_offset
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+from typed_broker import TypedBroker, export, proto_classes, rows_by_offset
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +141,90 @@ def test_json_schema_values_become_a_struct_that_evolves(catalog, broker, tmp_pa
     # the data source decodes the same way
     df = spark.read.format("tidelog").options(topic=topic, valueFormat="registry").load(str(broker.data_dir))
     assert df.where("value.coupon = 'SAVE'").count() == 1 and df.where("_error IS NOT NULL").count() == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# Protobuf
+
+
+def proto_order(cls, n: int, **extra):
+    m = cls(id=n, lines=[{"sku": f"s{n}", "qty": n}], status=n % 2, big=2**64 - n, **extra)
+    m.attrs["k"] = n
+    m.at.FromMilliseconds(1_767_225_600_000 + n)
+    m.ship.city = f"city-{n}"
+    if n % 2:
+        m.card = f"card-{n}"
+    else:
+        m.cash, m.note = n, f"note-{n}"
+    return m
+
+
+def test_protobuf_values_become_a_struct_that_evolves(catalog, broker, tmp_path):
+    import datetime as dt
+    import decimal
+
+    from pyspark.sql import types as T
+
+    spark, topic, wh = catalog, "orders_proto", tmp_path / "wh"
+    client = SchemaRegistryClient({"url": broker.url})
+    broker.create(topic)
+    conf = {"use.deprecated.format": False}
+    order1, line1 = proto_classes(1)
+    first = broker.produce(
+        topic, [proto_order(order1, 1), proto_order(order1, 2)], ProtobufSerializer(order1, client, conf)
+    )
+    sentinel = broker.roll(topic)
+    export(spark, broker, wh, topic, value_format="registry")
+    assert "coupon" not in spark.table(f"tidelog.`{topic}`").schema["value"].dataType.fieldNames()
+    assert client.get_subjects() and "shop/address.proto" in client.get_subjects()  # the reference
+
+    order2, _line2 = proto_classes(2)
+    good = broker.produce(
+        topic, [proto_order(order2, 3, coupon="SAVE"), proto_order(order2, 4)], ProtobufSerializer(order2, client, conf)
+    )
+    v2_id = client.get_latest_version(f"{topic}-value").schema_id
+    # a record of the file's other message (not one the column holds), a truncated body
+    (other,) = broker.produce(topic, [line1(sku="x", qty=1)], ProtobufSerializer(line1, client, conf))
+    (truncated,) = broker.produce(topic, [framed(v2_id, bytes([2, 2]) + b"\x0a\x05ab")])
+    old = broker.produce(topic, [proto_order(order1, 5)], ProtobufSerializer(order1, client, conf))
+    broker.roll(topic)
+    export(spark, broker, wh, topic)
+
+    value = spark.table(f"tidelog.`{topic}`").schema["value"].dataType
+    assert value.fieldNames() == [
+        "id",
+        "lines",
+        "attrs",
+        "status",
+        "card",
+        "cash",
+        "at",
+        "ship",
+        "note",
+        "big",
+        "coupon",
+    ]
+    types = {f.name: f.dataType for f in value.fields}
+    line = T.StructType([T.StructField("sku", T.StringType()), T.StructField("qty", T.IntegerType())])
+    assert types["id"] == T.LongType() and types["lines"] == T.ArrayType(line)
+    assert types["attrs"] == T.MapType(T.StringType(), T.LongType()) and types["status"] == T.StringType()
+    assert types["card"] == T.StringType() and types["cash"] == T.IntegerType() and types["at"] == T.TimestampType()
+    assert types["ship"] == T.StructType([T.StructField("city", T.StringType())])
+    assert types["big"] == T.DecimalType(20, 0) and types["note"] == T.StringType()
+
+    rows = rows_by_offset(spark, topic)
+    assert sorted(rows) == sorted([*first, sentinel, *good, other, truncated, *old])
+    for offset, n in zip([*first, *good, *old], [1, 2, 3, 4, 5]):
+        r = rows[offset]
+        assert r["_error"] is None and r.value_raw is None, r["_error"]
+        v = r.value
+        assert (v.id, v.status, v.attrs, v.ship.city) == (n, "PAID" if n % 2 else "NEW", {"k": n}, f"city-{n}")
+        assert [(x.sku, x.qty) for x in v.lines] == [(f"s{n}", n)] and v.big == decimal.Decimal(2**64 - n)
+        assert v.at == dt.datetime(2026, 1, 1, 0, 0, 0, n * 1000)  # the session's time zone is UTC
+        # the oneof: one member set, the other null; proto3 optional: null when unset
+        assert (v.card, v.cash, v.note) == ((f"card-{n}", None, None) if n % 2 else (None, n, f"note-{n}"))
+        assert v.coupon == {3: "SAVE", 4: ""}.get(n)  # proto3: "" when v2 does not set it; null in v1 records
+    assert "not in Confluent's framing" in rows[sentinel]["_error"]
+    assert rows[other].value is None and "message shop.Line" in rows[other]["_error"]
+    assert rows[truncated].value is None and f"Protobuf decode failure (schema id {v2_id})" in rows[truncated]["_error"]
+    assert bytes(rows[other].value_raw) and bytes(rows[truncated].value_raw)

@@ -1,5 +1,5 @@
-"""The schema languages of typed columns without Spark: JSON Schema to Arrow types, JSON values
-fitted to them, the manifest's form of a type."""
+"""The schema languages of typed columns without Spark: JSON Schema and Protobuf schemas to Arrow
+types, .proto text to descriptors, Confluent's message indexes, the manifest's form of a type."""
 
 from __future__ import annotations
 
@@ -9,8 +9,85 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from tidelog.spark_export import arrow_types, json_arrow  # noqa: E402
+from tidelog.spark_export import arrow_types, json_arrow, proto_arrow, proto_text  # noqa: E402
 from tidelog.spark_export.typed import Field, Writer, decode  # noqa: E402
+
+ORDER_PROTO = """
+syntax = "proto3";
+package shop;
+import "shop/address.proto";
+import "google/protobuf/timestamp.proto";
+
+/* Line comes first: an Order's indexes are [1] */
+message Line { string sku = 1; int32 qty = 2; }
+
+message Order {
+  option deprecated = false;
+  int64 id = 1;
+  repeated Line lines = 3;
+  map<string, int64> attrs = 4 [deprecated = true];
+  enum Status { NEW = 0; PAID = 1; reserved 7; }
+  Status status = 5;
+  oneof pay { string card = 6; int32 cash = 7; }
+  google.protobuf.Timestamp at = 8;
+  shop.Address ship = 9;
+  optional string note = 10;
+  uint64 big = 11;
+  reserved 20 to 30;
+}
+"""
+
+
+def test_proto_text_reads_as_the_same_descriptor_as_a_hand_built_one():
+    from typed_broker import proto_classes
+
+    order, _line = proto_classes(1)
+    address = "syntax = 'proto3'; package shop; message Address { string city = 1; }"
+    c = proto_arrow._compiled(ORDER_PROTO, (("shop/address.proto", address),))
+    parsed = c.at([1])
+    want = order.DESCRIPTOR
+
+    def shape(d):
+        return [
+            (
+                f.name,
+                f.number,
+                f.type,
+                f.is_repeated,
+                f.message_type and f.message_type.full_name,
+                f.enum_type and f.enum_type.full_name,
+                f.containing_oneof and f.containing_oneof.name,
+                f.has_presence,
+            )
+            for f in d.fields
+        ]
+
+    assert parsed.full_name == "shop.Order" and shape(parsed) == shape(want)
+    # a message serialized by the hand-built class decodes with the text's descriptor
+    m = order(id=7, status=1, cash=3, note="n")
+    m.attrs["a"] = 1
+    w = Writer("PROTOBUF", ORDER_PROTO, (("shop/address.proto", address),), frozenset({"shop.Order"}))
+    raw = b"\0\0\0\0\1" + bytes([2, 2]) + m.SerializeToString()
+    value = proto_arrow.decode(raw, 1, w)
+    assert (value["id"], value["status"], value["cash"], value["card"], value["note"]) == (7, "PAID", 3, None, "n")
+    assert value["attrs"] == {"a": 1} and value["ship"] is None and value["lines"] == []
+    assert proto_arrow.column_messages(ORDER_PROTO, w.refs) == {"shop.Order"}  # Line is used by Order
+
+
+def test_proto_text_refuses_what_it_does_not_read():
+    with pytest.raises(ValueError, match="groups"):
+        proto_text.parse("syntax = 'proto2'; message A { optional group G = 1 { } }", "a.proto")
+    with pytest.raises(ValueError, match="ends inside"):
+        proto_text.parse("message A { int32 a = 1;", "a.proto")
+    with pytest.raises(ValueError, match="does not build"):
+        proto_arrow._compiled("syntax = 'proto3'; message A { Missing m = 1; }", ())
+
+
+def test_message_indexes():
+    assert proto_arrow.message_indexes(b"\0", 0) == ([0], 1)
+    assert proto_arrow.message_indexes(bytes([4, 2, 6]), 0) == ([1, 3], 3)  # zigzag: 4 -> 2 items
+    with pytest.raises(ValueError, match="end early"):
+        proto_arrow.message_indexes(bytes([4, 2]), 0)
 
 
 def test_json_schema_types():

@@ -81,3 +81,47 @@ def export(spark, broker: TypedBroker, warehouse: Path, topic: str, **options):
 
 def rows_by_offset(spark, topic: str) -> dict:
     return {r.offset: r for r in spark.table(f"tidelog.`{topic}`").collect()}
+
+
+def proto_classes(version: int):
+    """(Order, Line) of `shop/order.proto` (which imports `shop/address.proto` and Timestamp),
+    built from descriptors by hand; version 2 adds `coupon`. `Line` comes first in the file, so
+    an Order's message indexes are [1]."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, timestamp_pb2
+    from google.protobuf.message_factory import GetMessageClass
+
+    fdp = descriptor_pb2.FileDescriptorProto
+    address = fdp(name="shop/address.proto", package="shop", syntax="proto3")
+    address.message_type.add(name="Address").field.add(name="city", number=1, type=9, label=1)
+    order = fdp(name="shop/order.proto", package="shop", syntax="proto3")
+    order.dependency.extend(["shop/address.proto", "google/protobuf/timestamp.proto"])
+    line = order.message_type.add(name="Line")
+    line.field.add(name="sku", number=1, type=9, label=1)
+    line.field.add(name="qty", number=2, type=5, label=1)
+    o = order.message_type.add(name="Order")
+    entry = o.nested_type.add(name="AttrsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=9, label=1)
+    entry.field.add(name="value", number=2, type=3, label=1)
+    status = o.enum_type.add(name="Status")
+    status.value.add(name="NEW", number=0)
+    status.value.add(name="PAID", number=1)
+    o.oneof_decl.add(name="pay")
+    o.oneof_decl.add(name="_note")
+    o.field.add(name="id", number=1, type=3, label=1)
+    o.field.add(name="lines", number=3, type=11, label=3, type_name=".shop.Line")
+    o.field.add(name="attrs", number=4, type=11, label=3, type_name=".shop.Order.AttrsEntry")
+    o.field.add(name="status", number=5, type=14, label=1, type_name=".shop.Order.Status")
+    o.field.add(name="card", number=6, type=9, label=1, oneof_index=0)
+    o.field.add(name="cash", number=7, type=5, label=1, oneof_index=0)
+    o.field.add(name="at", number=8, type=11, label=1, type_name=".google.protobuf.Timestamp")
+    o.field.add(name="ship", number=9, type=11, label=1, type_name=".shop.Address")
+    o.field.add(name="note", number=10, type=9, label=1, oneof_index=1, proto3_optional=True)
+    o.field.add(name="big", number=11, type=4, label=1)
+    if version == 2:
+        o.field.add(name="coupon", number=12, type=9, label=1)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp.FromString(timestamp_pb2.DESCRIPTOR.serialized_pb))
+    pool.Add(address)
+    pool.Add(order)
+    return tuple(GetMessageClass(pool.FindMessageTypeByName(f"shop.{n}")) for n in ("Order", "Line"))

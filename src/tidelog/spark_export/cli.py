@@ -82,7 +82,7 @@ def _configure_formats(p: argparse.ArgumentParser) -> None:
             f"--{column}-format",
             choices=("raw", "registry"),
             help=f"raw: the record's {column} as bytes (the default for a new table); registry: "
-            f"decoded with the schema registry's Avro or JSON Schema schemas (Confluent's framing) "
+            f"decoded with the schema registry's Avro, JSON Schema or Protobuf schemas (Confluent's framing) "
             f"into a typed column, {column}_raw and _error keeping what does not decode. A table "
             "keeps the format of its first run",
         )

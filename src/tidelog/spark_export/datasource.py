@@ -10,7 +10,7 @@
           .option("includeActiveSegment", "false")    # default: closed segments only
           .option("maxPartitionBytes", 0)             # default 0: one Spark partition per segment
           .option("minPartitions", 2)                 # with maxPartitionBytes: pack into at least this many
-          .option("valueFormat", "raw")               # or registry: typed (Avro, JSON Schema; Confluent framing)
+          .option("valueFormat", "raw")               # or registry: typed (Avro, JSON Schema, Protobuf)
           .option("keyFormat", "raw")                 # the same for keys
           .option("schemaRegistryUrl", URL)           # default: `_schemas` read from the log dirs
           .load("/var/lib/tidelog"))                  # the broker's log.dirs, comma-separated

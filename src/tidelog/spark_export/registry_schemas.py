@@ -14,7 +14,7 @@ subject of Confluent's default TopicNameStrategy (`<topic>-value`, `<topic>-key`
 versions (soft-deleted ones included: records written with them may still be in the log), and
 the column type: the union (`arrow_types.merge`) of the type earlier runs recorded in the
 manifest (`TopicState.formats`) and of every version registered now, whatever its schema type
-(Avro: `avro_arrow`, JSON Schema: `json_arrow`), so that the column
+(Avro: `avro_arrow`, JSON Schema: `json_arrow`, Protobuf: `proto_arrow`), so that the column
 only ever gains fields and the tables' files of every run read under it. The manifest's entry
 of a column: `{"format": "registry", "arrow": <the union, arrow_types.to_json>, "schemas":
 [<the Avro versions' texts>], "type": <Spark DDL>}` (entries of older runs hold only the Avro
@@ -24,6 +24,7 @@ texts: their union is recomputed from them).
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -38,6 +39,7 @@ from . import segments as seg
 from .typed import Field, Formats, Writer
 
 SCHEMAS_TOPIC = "_schemas"
+log = logging.getLogger("tidelog.spark_export")
 
 
 class NoSchema(ValueError):
@@ -99,6 +101,23 @@ def _refs(state: RegistryState, value: R.SchemaValue, depth: int = 0) -> tuple[t
     return tuple(out)
 
 
+def _writer(state: RegistryState, v: R.SchemaValue, named: tuple[str, ...] = ()) -> Writer:
+    """The `Writer` of version `v`; a Protobuf one holds the messages of `named` (record names)
+    or its file's root messages (`proto_arrow.column_messages`), none when it does not build
+    (its records then say why in `_error`)."""
+    refs = _refs(state, v)
+    if v.schema_type != "PROTOBUF":
+        return Writer(v.schema_type, v.schema, refs)
+    from . import proto_arrow
+
+    try:
+        messages = proto_arrow.column_messages(v.schema, refs, named)
+    except ValueError as e:
+        log.warning("schema id %d (subject %s) is not used for the column type: %s", v.id, v.subject, e)
+        messages = frozenset()
+    return Writer(v.schema_type, v.schema, refs, messages)
+
+
 def version_type(writer: Writer):
     """The Arrow type of one registered version (`writer`)."""
     if writer.schema_type == "AVRO":
@@ -107,6 +126,10 @@ def version_type(writer: Writer):
         from . import json_arrow
 
         return json_arrow.arrow_type(writer.text, writer.refs)
+    if writer.schema_type == "PROTOBUF":
+        from . import proto_arrow
+
+        return proto_arrow.arrow_type(writer)
     raise NoSchema(f"schema type {writer.schema_type} is not decoded")
 
 
@@ -127,7 +150,7 @@ def field_format(state: RegistryState, topic: str, column: str, recorded: dict |
     recorded = recorded or {}
     subject = f"{topic}-{column}"
     versions = state.versions(subject, deleted=True)
-    writers = {v.id: Writer(v.schema_type, v.schema, _refs(state, v)) for v in versions}
+    writers = {v.id: _writer(state, v) for v in versions}
     schemas = list(recorded.get("schemas", []))
     for v in versions:
         if v.schema_type == "AVRO" and v.schema not in schemas:
@@ -137,7 +160,8 @@ def field_format(state: RegistryState, topic: str, column: str, recorded: dict |
     if not writers and pa.types.is_null(column_type):
         raise NoSchema(f"no schema is registered under subject {subject!r} (needed for the typed {column})")
     for v in versions:
-        column_type = arrow_types.merge(column_type, version_type(writers[v.id]))
+        if writers[v.id].schema_type != "PROTOBUF" or writers[v.id].messages:  # else it does not build
+            column_type = arrow_types.merge(column_type, version_type(writers[v.id]))
     other = frozenset(state.ids) - frozenset(writers)
     entry = {"format": "registry", "arrow": arrow_types.to_json(column_type), "schemas": schemas}
     return Field(column, subject, column_type, writers, other), entry

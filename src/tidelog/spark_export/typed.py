@@ -1,24 +1,25 @@
 """Typed columns: record values (and keys) in Confluent's framing decoded into Arrow columns.
 
 Confluent's serializers frame a value as magic byte 0, the 4-byte big-endian id of the writer's
-schema in the registry, then the body: Avro binary or UTF-8 JSON (JSON Schema). `Formats`
-(picklable: built on the driver by `registry_schemas.formats`, used in the Python workers)
-replaces the `value` (`key`) column of the batches `segments.read_task` yields with the decoded
-values, in the column type `Field.type` (the union of every registered version of the column's
-subjects, `arrow_types.merge`), and adds:
+schema in the registry, then the body: Avro binary, UTF-8 JSON (JSON Schema), or the message
+indexes then the Protobuf message (`proto_arrow`). `Formats` (picklable: built on the driver by
+`registry_schemas.formats`, used in the Python workers) replaces the `value` (`key`) column of
+the batches `segments.read_task` yields with the decoded values, in the column type `Field.type`
+(the union of every registered version of the column's subjects, `arrow_types.merge`), and adds:
 
 - `value_raw` (`key_raw`): the record's bytes, only where they did not decode whole (null elsewhere);
 - `_error`: why not (`value: unknown schema id 7`, `value: not in Confluent's framing`, `value:
   Avro decode failure (schema id 3): ...`, `key: ...; value: ...` for both); null for a row that
   decoded.
 
-Avro values either decode whole or not at all (the typed column null). A JSON
+Avro and Protobuf values either decode whole or not at all (the typed column null). A JSON
 value is fitted to the column type field by field (`json_arrow.conformer`): a field whose value
 does not fit its type is null, the rest of the value kept, and the row is flagged as above.
 
 A null value (a tombstone) stays null with no error. A record that does not decode never fails
 the task: its typed column is null and the two columns above say what happened. Parsed schemas
-(fastavro's, JSON conformers) are cached per worker process, per schema id and column type.
+(fastavro's, Protobuf descriptor pools, JSON conformers) are cached per worker process, per
+schema id and column type.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Writer:
     schema_type: str  # AVRO, JSON, PROTOBUF
     text: str
     refs: tuple[tuple[str, str], ...] = ()  # (reference name, schema text), those they reference first
+    messages: frozenset[str] = frozenset()  # PROTOBUF: full names of the messages the column holds
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,10 @@ def decode(raw: bytes, f: Field) -> tuple[Any, str | None]:
         return _avro(raw, sid, writer), None
     if writer.schema_type == "JSON":
         return _json(raw[5:], sid, f.type)
+    if writer.schema_type == "PROTOBUF":
+        from . import proto_arrow
+
+        return proto_arrow.decode(raw, sid, writer), None
     raise ValueError(f"schema id {sid} is of type {writer.schema_type}, which is not decoded")
 
 
