@@ -228,3 +228,91 @@ def test_protobuf_values_become_a_struct_that_evolves(catalog, broker, tmp_path)
     assert rows[other].value is None and "message shop.Line" in rows[other]["_error"]
     assert rows[truncated].value is None and f"Protobuf decode failure (schema id {v2_id})" in rows[truncated]["_error"]
     assert bytes(rows[other].value_raw) and bytes(rows[truncated].value_raw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Subject name strategies
+
+ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [{"name": "id", "type": "long"}]}
+ORDER["fields"].append({"name": "amount", "type": "double"})
+REFUND = {
+    "type": "record",
+    "name": "Refund",
+    "namespace": "shop",
+    "fields": [{"name": "id", "type": "long"}, {"name": "reason", "type": "string"}],
+}
+ORDER_KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [{"name": "shop", "type": "string"}]}
+
+
+def test_record_name_strategy_gives_one_struct_of_every_record_type(catalog, broker, tmp_path):
+    from confluent_kafka.schema_registry import record_subject_name_strategy
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from pyspark.sql import types as T
+
+    from tidelog.spark_export.subjects import NoSubjects
+
+    spark, topic, wh = catalog, "payments_rn", tmp_path / "wh"
+    client = SchemaRegistryClient({"url": broker.url})
+    broker.create(topic)
+    conf = {"subject.name.strategy": record_subject_name_strategy}
+    order, refund, key = (AvroSerializer(client, json.dumps(s), conf=conf) for s in (ORDER, REFUND, ORDER_KEY))
+    orders = broker.produce(topic, [{"id": 1, "amount": 1.5}], order, key, [{"shop": "a"}])
+    refunds = broker.produce(topic, [{"id": 2, "reason": "late"}], refund, key, [{"shop": "b"}])
+    broker.roll(topic)
+    assert {"shop.Order", "shop.Refund", "shop.OrderKey"} <= set(client.get_subjects())
+
+    typed = {"value_format": "registry", "key_format": "registry"}
+    keys = {"key_subject_strategy": "record", "key_subjects": ["shop.OrderKey"]}
+    with pytest.raises(NoSubjects, match="--value-subject"):  # record names are not the topic's to tell
+        export(spark, broker, wh, topic, **typed, **keys, value_subject_strategy="record")
+    export(
+        spark,
+        broker,
+        wh,
+        topic,
+        **typed,
+        **keys,
+        value_subject_strategy="record",
+        value_subjects=["shop.Order", "shop.Refund"],
+    )
+    more = broker.produce(topic, [{"id": 3, "reason": "lost"}], refund, key, [{"shop": "c"}])
+    broker.roll(topic)
+    export(spark, broker, wh, topic)  # the table's formats and subjects
+
+    schema = spark.table(f"tidelog.`{topic}`").schema
+    assert schema["value"].dataType == T.StructType(
+        [T.StructField(n, t) for n, t in (("id", T.LongType()), ("amount", T.DoubleType()), ("reason", T.StringType()))]
+    )
+    assert schema["key"].dataType == T.StructType([T.StructField("shop", T.StringType())])
+    rows = rows_by_offset(spark, topic)
+    got = {o: (r.key.shop, r.value.id, r.value.amount, r.value.reason) for o, r in rows.items() if r["_error"] is None}
+    assert got == {orders[0]: ("a", 1, 1.5, None), refunds[0]: ("b", 2, None, "late"), more[0]: ("c", 3, None, "lost")}
+    entry = json.loads((wh / "_tidelog" / "manifest.json").read_text())["topics"][topic]["formats"]
+    assert (entry["value"]["strategy"], entry["value"]["subjects"]) == ("record", ["shop.Order", "shop.Refund"])
+    df = spark.read.format("tidelog").options(
+        topic=topic, valueFormat="registry", valueSubjectStrategy="record", valueSubjects="shop.Order,shop.Refund"
+    )
+    assert df.load(str(broker.data_dir)).where("value.reason IS NOT NULL").count() == 2
+
+
+def test_topic_record_name_strategy_finds_the_subjects_by_prefix(catalog, broker, tmp_path):
+    from confluent_kafka.schema_registry import topic_record_subject_name_strategy
+
+    spark, topic, wh = catalog, "orders_tr", tmp_path / "wh"
+    client = SchemaRegistryClient({"url": broker.url})
+    broker.create(topic)
+    conf = {"use.deprecated.format": False, "subject.name.strategy": topic_record_subject_name_strategy}
+    order, line = proto_classes(1)
+    orders = broker.produce(topic, [proto_order(order, 1)], ProtobufSerializer(order, client, conf))
+    lines = broker.produce(topic, [line(sku="x", qty=2)], ProtobufSerializer(line, client, conf))
+    broker.roll(topic)
+    assert {f"{topic}-shop.Order", f"{topic}-shop.Line"} <= set(client.get_subjects())
+    export(spark, broker, wh, topic, value_format="registry", value_subject_strategy="topic-record")
+
+    value = spark.table(f"tidelog.`{topic}`").schema["value"].dataType
+    order_fields = ["id", "lines", "attrs", "status", "card", "cash", "at", "ship", "note", "big"]
+    assert sorted(value.fieldNames()) == sorted([*order_fields, "sku", "qty"])  # Order's and Line's
+    rows = rows_by_offset(spark, topic)
+    o, li = rows[orders[0]], rows[lines[0]]
+    assert o["_error"] is None and (o.value.id, o.value.ship.city, o.value.sku) == (1, "city-1", None)
+    assert li["_error"] is None and (li.value.sku, li.value.qty, li.value.id) == ("x", 2, None)

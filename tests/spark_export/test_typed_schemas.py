@@ -138,3 +138,27 @@ def test_types_round_trip_through_the_manifest_form():
     )
     doc = arrow_types.to_json(t)
     assert arrow_types.from_json(json.loads(json.dumps(doc))) == t
+
+
+def test_subject_namings():
+    from tidelog.spark_export.subjects import Naming, NoSubjects
+
+    registered = [
+        "orders-value",
+        "orders-key",
+        "orders-shop.Order",
+        "orders-eu-value",
+        "orders-eu-shop.X",
+        "shop.Order",
+    ]
+    registered += ["orders.v2-value", "orders-shop.Refund", "orders-not a name"]
+    assert Naming().choose("orders", "value", registered) == ["orders-value"]
+    assert Naming("topic-record").choose("orders", "value", registered) == ["orders-shop.Order", "orders-shop.Refund"]
+    assert Naming("record", ("shop.Order",)).choose("orders", "value", registered) == ["shop.Order"]
+    with pytest.raises(NoSubjects):
+        Naming("record").choose("orders", "key", registered)
+    with pytest.raises(ValueError, match="unknown subject name strategy"):
+        Naming("by-magic")
+    assert Naming.of(None, ["", None]) is None and Naming.of("record", ["a"]) == Naming("record", ("a",))
+    assert Naming.recorded(Naming("topic-record").to_entry()) == Naming("topic-record") and Naming().to_entry() == {}
+    assert Naming.record_names("orders", "orders-shop.Order") == ("orders-shop.Order", "shop.Order")

@@ -100,6 +100,20 @@ class ExportOptions:
     value_format: str | None = None
     key_format: str | None = None
     schema_registry_url: str | None = None  # None: read `_schemas` from the log dirs
+    # the subjects of a registry column (`subjects.Naming`): None and none named: the table's
+    value_subject_strategy: str | None = None  # topic, record, topic-record
+    value_subjects: list[str] = field(default_factory=list)
+    key_subject_strategy: str | None = None
+    key_subjects: list[str] = field(default_factory=list)
+
+    def subject_namings(self) -> dict:
+        """The subjects' naming the options ask for, by column (`subjects.Naming` or None)."""
+        from .subjects import Naming
+
+        return {
+            "value": Naming.of(self.value_subject_strategy, self.value_subjects),
+            "key": Naming.of(self.key_subject_strategy, self.key_subjects),
+        }
 
 
 @dataclass
@@ -358,7 +372,7 @@ class ExportJob:
         if self._schemas is None:
             from .registry_schemas import SchemaSource
 
-            self._schemas = SchemaSource(self.o.log_dirs, self.o.schema_registry_url)
+            self._schemas = SchemaSource(self.o.log_dirs, self.o.schema_registry_url, self.o.subject_namings())
         formats, state.formats = self._schemas.topic_formats(topic, columns, state.formats)
         return formats
 

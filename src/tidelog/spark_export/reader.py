@@ -26,7 +26,9 @@ from . import segments as seg
 
 def reader_formats(o: dict, log_dirs: list[str], topic: str):
     """The `typed.Formats` of options `valueFormat`/`keyFormat` ("registry"; default "raw"), with
-    the schemas of `schemaRegistryUrl` or, without it, of `_schemas` in the log dirs; None: none."""
+    the schemas of `schemaRegistryUrl` or, without it, of `_schemas` in the log dirs, of the
+    subjects `valueSubjectStrategy`/`keySubjectStrategy` (topic, record, topic-record) or
+    `valueSubjects`/`keySubjects` (comma-separated) name (`subjects`); None: none."""
     columns = []
     for column in ("key", "value"):
         fmt = (o.get(column + "format") or "raw").lower()
@@ -37,11 +39,18 @@ def reader_formats(o: dict, log_dirs: list[str], topic: str):
     if not columns:
         return None
     from . import registry_schemas as rs
+    from .subjects import Naming
 
-    url = o.get("schemaregistryurl")
-    subjects = [f"{topic}-{c}" for c in columns]
-    state = rs.state_from_url(url, subjects) if url else rs.state_from_log(log_dirs)
-    return rs.formats(state, topic, columns)[0]
+    namings = {
+        c: Naming.of(o.get(c + "subjectstrategy"), (o.get(c + "subjects") or "").split(",")) or Naming()
+        for c in columns
+    }
+    source = rs.SchemaSource(log_dirs, o.get("schemaregistryurl"))
+    state = source.state(
+        [s for c, n in namings.items() for s in n.known(topic, c)],
+        [f"{topic}-" for n in namings.values() if n.lists_subjects],
+    )
+    return rs.formats(state, topic, columns, namings=namings)[0]
 
 
 def _int(v: Any) -> int:
