@@ -162,3 +162,40 @@ def test_subject_namings():
     assert Naming.of(None, ["", None]) is None and Naming.of("record", ["a"]) == Naming("record", ("a",))
     assert Naming.recorded(Naming("topic-record").to_entry()) == Naming("topic-record") and Naming().to_entry() == {}
     assert Naming.record_names("orders", "orders-shop.Order") == ("orders-shop.Order", "shop.Order")
+
+
+def test_json_inference_widens_before_recording_and_only_extends_after():
+    from tidelog.spark_export import typed
+    from tidelog.spark_export.json_arrow import extend, infer, new_members, widen
+
+    a = infer({"id": 1, "n": None, "e": [], "o": {}, "tags": ["x", 2], "deep": {"v": 1}})
+    assert a == pa.struct(
+        [("id", pa.int64()), ("tags", arrow_types.list_of(pa.string())), ("deep", pa.struct([("v", pa.int64())]))]
+    )
+    b = infer({"id": 1.5, "deep": {"w": True}, "extra": 1 << 70})
+    merged = widen(a, b)
+    assert merged.field("id").type == pa.float64() and merged.field("extra").type == pa.float64()
+    assert merged.field("deep").type == pa.struct([("v", pa.int64()), ("w", pa.bool_())])
+    assert widen(pa.int64(), pa.string()) == pa.string() and widen(None, None) is None
+    grown = extend(a, b)  # a recorded: id stays int64, new fields are added
+    assert grown.field("id").type == pa.int64() and grown.field("extra").type == pa.float64()
+    assert new_members([(("deep",), {"w": True}), (("tags", "[]"), {"z": None})]) == (
+        pa.struct([("deep", pa.struct([("w", pa.bool_())]))]),
+        ["deep.w"],
+    )
+
+    f = typed.Field("value", "", a, kind="json")
+    typed.take_new_types()
+    column = pa.array([b'{"id": 2, "deep": {"v": 1, "w": false}}', b'{"id": "x"}', b"nope", None, b"null"], pa.binary())
+    values, raw, errors = typed.decode_json_column(column, f)
+    assert errors == [
+        "not in the column type yet: deep.w",
+        "id: expected int64, got str",
+        "not JSON: Expecting value: line 1 column 1 (char 0)",
+        None,
+        None,
+    ]
+    assert values.to_pylist()[0]["deep"] == {"v": 1} and raw.to_pylist()[3:] == [None, None]
+    assert typed.take_new_types() == {"value": pa.struct([("deep", pa.struct([("w", pa.bool_())]))])}
+    wider = typed.Formats((f,)).with_new_types({"value": pa.struct([("deep", pa.struct([("w", pa.bool_())]))])})
+    assert wider.fields[0].type.field("deep").type == pa.struct([("v", pa.int64()), ("w", pa.bool_())])

@@ -31,8 +31,8 @@ class TypedBroker:
     def bootstrap(self) -> str:
         return self.process.bootstrap
 
-    def create(self, topic: str, compacted: bool = False) -> None:
-        config = {"segment.ms": str(HOUR)}
+    def create(self, topic: str, compacted: bool = False, config: dict[str, str] | None = None) -> None:
+        config = {"segment.ms": str(HOUR), **(config or {})}
         if compacted:
             config["cleanup.policy"] = "compact"
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
@@ -43,7 +43,9 @@ class TypedBroker:
     def produce(self, topic: str, values: list, serializer=None, key_serializer=None, keys=None) -> list[int]:
         """Produce `values` (serialized by `serializer` when given; else bytes) one ms apart: their offsets."""
         offsets: list[int] = []
-        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        errors: list[object] = []
+        # batches well below a small segment.bytes (a larger batch is refused)
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "batch.size": 8192})
         for n, v in enumerate(values):
             self.clock[topic] += 1
             value = serializer(v, SerializationContext(topic, MessageField.VALUE)) if serializer else v
@@ -55,10 +57,10 @@ class TypedBroker:
                 value=value,
                 key=key,
                 timestamp=self.clock[topic],
-                on_delivery=lambda err, msg: offsets.append(msg.offset()) if err is None else None,
+                on_delivery=lambda err, msg: errors.append(err) if err else offsets.append(msg.offset()),
             )
         assert p.flush(30) == 0
-        assert len(offsets) == len(values)
+        assert not errors and len(offsets) == len(values), errors[:3]
         return offsets
 
     def roll(self, topic: str) -> int:

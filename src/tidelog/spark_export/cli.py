@@ -5,7 +5,7 @@
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
                    [--rewrite-min-files N] [--table-format parquet|delta|iceberg]
                    [--iceberg-catalog-uri URL] [--follow [--poll-interval S] [--metrics-port N]]
-                   [--value-format raw|registry] [--key-format raw|registry] [--schema-registry-url URL]
+                   [--value-format raw|registry|json] [--key-format raw|registry|json] [--schema-registry-url URL]
                    [--value-subject-strategy topic|record|topic-record] [--value-subject S ...]
                    [--key-subject-strategy ...] [--key-subject S ...]
 
@@ -82,11 +82,13 @@ def _configure_formats(p: argparse.ArgumentParser) -> None:
     for column in ("value", "key"):
         p.add_argument(
             f"--{column}-format",
-            choices=("raw", "registry"),
+            choices=("raw", "registry", "json"),
             help=f"raw: the record's {column} as bytes (the default for a new table); registry: "
             f"decoded with the schema registry's Avro, JSON Schema or Protobuf schemas (Confluent's framing) "
-            f"into a typed column, {column}_raw and _error keeping what does not decode. A table "
-            "keeps the format of its first run",
+            f"into a typed column, {column}_raw and _error keeping what does not decode; json: plain "
+            f"JSON {column}s in a struct whose type is inferred from the data and only grows across "
+            "runs (a field whose value conflicts with the recorded type is null and the row flagged "
+            "in _error). A table keeps the format of its first run",
         )
     for column in ("value", "key"):
         p.add_argument(

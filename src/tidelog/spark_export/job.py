@@ -95,8 +95,9 @@ class ExportOptions:
     crash_at: str | None = None
     table_format: str | None = None  # "parquet", "delta" or "iceberg"; None: the warehouse's (parquet when new)
     iceberg_catalog_uri: str | None = None  # a REST catalog; None: the warehouse's (embedded SQLite when new)
-    # "registry": typed columns decoded with the schema registry's Avro schemas (`typed`);
-    # "raw": the record's bytes; None: what the topic's table has (raw when new)
+    # "registry": typed columns decoded with the schema registry's schemas (`typed`); "json":
+    # plain JSON with an inferred type (`json_infer`); "raw": the record's bytes; None: what the
+    # topic's table has (raw when new)
     value_format: str | None = None
     key_format: str | None = None
     schema_registry_url: str | None = None  # None: read `_schemas` from the log dirs
@@ -213,12 +214,14 @@ class ExportJob:
         self._point("begun")
         if delta or iceberg:
             return self._run_tables(iceberg, manifest, plans, run_id, started)
-        staging = manifest.staging_dir(run_id)
+        staging, pending = manifest.staging_dir(run_id), manifest.pending
+        assert pending is not None
         for p in work:
             t0 = time.monotonic()
             old_latest = manifest.topics.get(p.topic, TopicState()).latest_location
             self._stage(p, staging, old_latest)
             p.summary.seconds = time.monotonic() - t0
+            pending.topics[p.topic].formats = p.state.formats  # those the files were written with
         self._point("staged")
         for p in work:
             self._publish(staging / p.topic / "main", table_location(self.o.warehouse, p.topic), run_id)
@@ -353,7 +356,7 @@ class ExportJob:
     def _formats(self, manifest: Manifest, topic: str, state: TopicState) -> Formats | None:
         """The topic's typed columns (`typed`), their schemas' union recorded in `state`; a table
         keeps the formats of its first run."""
-        had = {c: "registry" for c in state.formats}
+        had = {c: e.get("format", "registry") for c, e in state.formats.items()}
         asked = {c: f for c, f in (("key", self.o.key_format), ("value", self.o.value_format)) if f is not None}
         if topic in manifest.topics and any(had.get(c, "raw") != f for c, f in asked.items()):
             raise TableFormatError(
@@ -361,7 +364,7 @@ class ExportJob:
                 "a table keeps the --key-format/--value-format of its first run"
             )
         wanted = {**had, **asked}
-        columns = [c for c in ("key", "value") if wanted.get(c) == "registry"]
+        columns = {c: wanted[c] for c in ("key", "value") if wanted.get(c, "raw") != "raw"}
         if not columns:
             return None
         if manifest.table_format != "parquet" or (state.compacted and "key" in columns):
@@ -369,12 +372,20 @@ class ExportJob:
                 f"{topic}: typed columns (--key-format/--value-format registry) are for Parquet tables, "
                 "typed keys for topics that are not compacted, for now"
             )
+        from .column_formats import topic_formats
+
+        starts = {n: s.next_offset for n, s in manifest.topic(topic).partitions.items()}
+        formats, state.formats = topic_formats(
+            self._schema_source, self.o.log_dirs, topic, columns, state.formats, starts
+        )
+        return formats
+
+    def _schema_source(self) -> SchemaSource:
         if self._schemas is None:
             from .registry_schemas import SchemaSource
 
             self._schemas = SchemaSource(self.o.log_dirs, self.o.schema_registry_url, self.o.subject_namings())
-        formats, state.formats = self._schemas.topic_formats(topic, columns, state.formats)
-        return formats
+        return self._schemas
 
     def _parallelism(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism)
@@ -390,7 +401,11 @@ class ExportJob:
             self.o.log_dirs, p.topic, p.offsets, p.scan_from, self.o.max_partition_bytes, self._parallelism()
         )
         with self.progress.topic(self.spark, p.topic, len(groups)):
-            p.summary.rows = direct.write(self.spark, groups, main, formats=p.formats)
+            p.summary.rows, written = direct.write(self.spark, groups, main, formats=p.formats)
+        if written is not p.formats:  # an inferred column gained fields during the run (`json_infer`)
+            from .json_infer import entries
+
+            p.formats, p.state.formats = written, entries(p.state.formats, written)
         if p.state.compacted:
             # No file when every record of the range was aborted (or a control record).
             columns = typed_columns(TABLE_COLUMNS, p.state.formats)

@@ -206,7 +206,7 @@ class Outcome:
 
     def __init__(self, report_new: bool = False) -> None:
         self.errors: list[str] = []
-        self.new: list[tuple[tuple[str, ...], dict]] = []
+        self.new: list[tuple[tuple[str, ...] | None, Any]] = []
         self.report_new = report_new
 
     def conflict(self, path: tuple[str, ...], t: pa.DataType, v: Any) -> None:
@@ -283,3 +283,93 @@ def _scalar(t: pa.DataType, path: tuple[str, ...]) -> Conform:
     if pa.types.is_boolean(t):
         return lambda v, o: v if type(v) is bool else o.conflict(path, t, v)
     return lambda v, o: v  # a type JSON does not produce (a union with another language's): pyarrow decides
+
+
+# ---------------------------------------------------------------------------------------------
+# Inferred types (`--value-format json`, `json_infer`)
+
+
+def infer(v: Any) -> pa.DataType | None:
+    """The type of one parsed JSON value; None where nothing is known (null, [], {}): such a
+    field is left out until a value shows its type (Parquet has no empty struct, Spark no
+    column of nulls only)."""
+    if v is None:
+        return None
+    if type(v) is bool:
+        return pa.bool_()
+    if type(v) is int:
+        return pa.int64() if _INT64[0] <= v <= _INT64[1] else pa.float64()
+    if type(v) is float:
+        return pa.float64()
+    if type(v) is str:
+        return pa.string()
+    if isinstance(v, list):
+        item: pa.DataType | None = None
+        for x in v:
+            item = widen(item, infer(x))
+        return None if item is None else list_of(item)
+    if isinstance(v, dict):
+        fields = [(k, t) for k, x in v.items() if (t := infer(x)) is not None]
+        return pa.struct(fields) if fields else None
+    return pa.string()
+
+
+def widen(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
+    """The inferred type of values of types `a` and `b`, before either is recorded: structs by
+    field name, list items widened, int64 and float64 as float64, any other two types as a
+    string of JSON text."""
+    if a is None or (b is not None and a.equals(b)):
+        return b if a is None else a
+    if b is None:
+        return a
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        fields = {f.name: f.type for f in a}
+        for f in b:
+            fields[f.name] = widen(fields.get(f.name), f.type)
+        return pa.struct(list(fields.items()))
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        return list_of(widen(a.value_type, b.value_type))
+    if {a, b} == {pa.int64(), pa.float64()}:
+        return pa.float64()
+    return pa.string()
+
+
+def extend(recorded: pa.DataType | None, seen: pa.DataType | None) -> pa.DataType | None:
+    """`recorded` with the fields of `seen` it lacks (in structs, list items, map values): a
+    recorded type only gains fields; a field `seen` gives another type keeps its recorded one
+    (its values that do not fit are then null and flagged, `conformer`)."""
+    if recorded is None or seen is None:
+        return seen if recorded is None else recorded
+    if pa.types.is_struct(recorded) and pa.types.is_struct(seen):
+        fields = {f.name: f.type for f in recorded}
+        for f in seen:
+            fields[f.name] = extend(fields.get(f.name), f.type)
+        return pa.struct(list(fields.items()))
+    if pa.types.is_list(recorded) and pa.types.is_list(seen):
+        return list_of(extend(recorded.value_type, seen.value_type))
+    if pa.types.is_map(recorded) and pa.types.is_map(seen):
+        return pa.map_(recorded.key_type, extend(recorded.item_type, seen.item_type))
+    return recorded
+
+
+def new_members(found: list[tuple[tuple[str, ...] | None, Any]]) -> tuple[pa.DataType | None, list[str]]:
+    """The type of the members an `Outcome` found the column type lacks (`Outcome.new`; a path
+    None: the whole value, for a column whose type is not known yet), as a type `extend` adds to
+    the column's, and their names (`a.b`, `c[].d`); (None, []) when none has a known type."""
+    out: pa.DataType | None = None
+    names: list[str] = []
+    for path, members in found:
+        if path is None:
+            t = infer(members)
+            if t is not None:
+                out, names = widen(out, t), [*names, "(the value)"]
+            continue
+        t = infer(members)
+        if t is None:
+            continue
+        prefix = ".".join(path).replace(".[]", "[]").replace(".{}", "{}")
+        names += [f"{prefix}.{f.name}" if prefix else f.name for f in t]
+        for step in reversed(path):
+            t = list_of(t) if step == "[]" else pa.map_(pa.string(), t) if step == "{}" else pa.struct([(step, t)])
+        out = widen(out, t)
+    return out, names

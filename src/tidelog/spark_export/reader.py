@@ -25,32 +25,27 @@ from . import segments as seg
 
 
 def reader_formats(o: dict, log_dirs: list[str], topic: str):
-    """The `typed.Formats` of options `valueFormat`/`keyFormat` ("registry"; default "raw"), with
+    """The `typed.Formats` of options `valueFormat`/`keyFormat` (default "raw"): "registry" with
     the schemas of `schemaRegistryUrl` or, without it, of `_schemas` in the log dirs, of the
     subjects `valueSubjectStrategy`/`keySubjectStrategy` (topic, record, topic-record) or
-    `valueSubjects`/`keySubjects` (comma-separated) name (`subjects`); None: none."""
-    columns = []
+    `valueSubjects`/`keySubjects` (comma-separated) name (`subjects`); "json" with a type
+    inferred from the first records of each partition (`json_infer`); None: none."""
+    columns = {}
     for column in ("key", "value"):
         fmt = (o.get(column + "format") or "raw").lower()
-        if fmt not in ("raw", "registry"):
-            raise ValueError(f"tidelog: {column}Format must be raw or registry, not {fmt!r}")
-        if fmt == "registry":
-            columns.append(column)
+        if fmt not in ("raw", "registry", "json"):
+            raise ValueError(f"tidelog: {column}Format must be raw, registry or json, not {fmt!r}")
+        if fmt != "raw":
+            columns[column] = fmt
     if not columns:
         return None
-    from . import registry_schemas as rs
+    from .column_formats import topic_formats
+    from .registry_schemas import SchemaSource
     from .subjects import Naming
 
-    namings = {
-        c: Naming.of(o.get(c + "subjectstrategy"), (o.get(c + "subjects") or "").split(",")) or Naming()
-        for c in columns
-    }
-    source = rs.SchemaSource(log_dirs, o.get("schemaregistryurl"))
-    state = source.state(
-        [s for c, n in namings.items() for s in n.known(topic, c)],
-        [f"{topic}-" for n in namings.values() if n.lists_subjects],
-    )
-    return rs.formats(state, topic, columns, namings=namings)[0]
+    namings = {c: Naming.of(o.get(c + "subjectstrategy"), (o.get(c + "subjects") or "").split(",")) for c in columns}
+    source = SchemaSource(log_dirs, o.get("schemaregistryurl"), namings)
+    return topic_formats(lambda: source, log_dirs, topic, columns, {}, {})[0]
 
 
 def _int(v: Any) -> int:

@@ -34,7 +34,7 @@ from typing import Any
 from . import avro_arrow
 
 ERROR_COLUMN = "_error"
-FORMATS = ("raw", "registry")
+FORMATS = ("raw", "registry", "json")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,10 @@ class Field:
     type: Any  # pyarrow.DataType
     writers: dict[int, Writer] = field(default_factory=dict)  # the subject's versions' ids
     other_ids: frozenset[int] = frozenset()  # ids of other subjects' schemas
+    # "registry": Confluent's framing, the schemas' union; "json": plain JSON, an inferred type
+    # (`json_infer`), whose members the type lacks are reported (`take_new_types`)
+    kind: str = "registry"
+    known: bool = True  # json: False while nothing is known of the type (`type` is then string)
 
     @property
     def raw_column(self) -> str:
@@ -68,6 +72,27 @@ class Formats:
 
     def __bool__(self) -> bool:
         return bool(self.fields)
+
+    @property
+    def infers(self) -> bool:
+        """Whether a column's type is inferred from the values (`--value-format json`)."""
+        return any(f.kind == "json" for f in self.fields)
+
+    def with_new_types(self, new: dict[str, Any]) -> Formats:
+        """These formats with the members the workers reported (`take_new_types`: column -> the
+        type of what the column's type lacked) added to the inferred columns' types."""
+        from dataclasses import replace
+
+        from .json_arrow import extend
+
+        return Formats(
+            tuple(
+                replace(f, type=extend(f.type if f.known else None, new[f.column]), known=True)
+                if f.kind == "json" and new.get(f.column) is not None
+                else f
+                for f in self.fields
+            )
+        )
 
     def extra_columns(self) -> tuple[str, ...]:
         return tuple(f.raw_column for f in self.fields) + (ERROR_COLUMN,)
@@ -88,7 +113,8 @@ class Formats:
         cols = {name: batch.column(name) for name in batch.schema.names}
         errors: list[str | None] = [None] * batch.num_rows
         for f in self.fields:
-            typed, raw, errs = decode_column(batch.column(f.column), f)
+            decode = decode_json_column if f.kind == "json" else decode_column
+            typed, raw, errs = decode(batch.column(f.column), f)
             cols[f.column], cols[f.raw_column] = typed, raw
             for i, e in enumerate(errs):
                 if e is not None:
@@ -186,9 +212,6 @@ def _json(body: bytes, sid: int | None, type_) -> tuple[Any, str | None]:
 
 def decode_column(raw_column, f: Field):
     """(typed array, raw bytes of the rows that failed, per-row error or None)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     values: list[Any] = []
     errors: list[str | None] = []
     for raw in raw_column.to_pylist():
@@ -200,6 +223,58 @@ def decode_column(raw_column, f: Field):
                 error = str(e)
         values.append(value)
         errors.append(error)
+    return _arrays(raw_column, values, errors, f)
+
+
+# column -> the type of the members inferred columns lacked, since the last `take_new_types`
+# (per worker process: a task's batches are decoded in one process, one task at a time)
+_NEW_TYPES: dict[str, Any] = {}
+
+
+def take_new_types() -> dict[str, Any]:
+    """What the inferred (json) columns met that their types lack, since the last call."""
+    out = dict(_NEW_TYPES)
+    _NEW_TYPES.clear()
+    return out
+
+
+def decode_json_column(raw_column, f: Field):
+    """`decode_column` for plain JSON (`kind` json): values fitted to the inferred type; a row
+    with members the type lacks is flagged (`value_raw` kept) and the members' type is noted
+    for `take_new_types`."""
+    from .json_arrow import Outcome, new_members, widen
+
+    fit = _conformer(f.type) if f.known else None
+    values: list[Any] = []
+    errors: list[str | None] = []
+    for raw in raw_column.to_pylist():
+        value, error = None, None
+        if raw is not None:
+            try:
+                parsed = json.loads(raw)
+            except ValueError as e:
+                parsed, error = None, f"not JSON: {e}"
+            if parsed is not None:
+                outcome = Outcome(report_new=True)
+                if fit is None:
+                    value = json.dumps(parsed, ensure_ascii=False)
+                    outcome.new.append((None, parsed))
+                else:
+                    value = fit(parsed, outcome)
+                new, names = new_members(outcome.new) if outcome.new else (None, [])
+                if new is not None:
+                    _NEW_TYPES[f.column] = widen(_NEW_TYPES.get(f.column), new)
+                    outcome.errors.append(f"not in the column type yet: {', '.join(names)}")
+                error = "; ".join(outcome.errors) or None
+        values.append(value)
+        errors.append(error)
+    return _arrays(raw_column, values, errors, f)
+
+
+def _arrays(raw_column, values: list, errors: list[str | None], f: Field):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     try:
         typed = pa.array(values, f.type)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
