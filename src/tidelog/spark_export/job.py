@@ -107,15 +107,6 @@ class ExportOptions:
     key_subject_strategy: str | None = None
     key_subjects: list[str] = field(default_factory=list)
 
-    def subject_namings(self) -> dict:
-        """The subjects' naming the options ask for, by column (`subjects.Naming` or None)."""
-        from .subjects import Naming
-
-        return {
-            "value": Naming.of(self.value_subject_strategy, self.value_subjects),
-            "key": Naming.of(self.key_subject_strategy, self.key_subjects),
-        }
-
 
 @dataclass
 class _TopicPlan:
@@ -369,7 +360,7 @@ class ExportJob:
             return None
         if manifest.table_format != "parquet" or (state.compacted and "key" in columns):
             raise TableFormatError(
-                f"{topic}: typed columns (--key-format/--value-format registry) are for Parquet tables, "
+                f"{topic}: typed columns (--key-format/--value-format registry, json) are for Parquet tables, "
                 "typed keys for topics that are not compacted, for now"
             )
         from .column_formats import topic_formats
@@ -383,8 +374,12 @@ class ExportJob:
     def _schema_source(self) -> SchemaSource:
         if self._schemas is None:
             from .registry_schemas import SchemaSource
+            from .subjects import Naming
 
-            self._schemas = SchemaSource(self.o.log_dirs, self.o.schema_registry_url, self.o.subject_namings())
+            o = self.o
+            namings = {"value": Naming.of(o.value_subject_strategy, o.value_subjects)}
+            namings["key"] = Naming.of(o.key_subject_strategy, o.key_subjects)
+            self._schemas = SchemaSource(o.log_dirs, o.schema_registry_url, namings)
         return self._schemas
 
     def _parallelism(self) -> int:
