@@ -270,7 +270,7 @@ def test_schemas_over_the_rest_api():
         server.shutdown()
     formats, schemas = rs.formats(state, "orders", ["value"])
     (field,) = formats.fields
-    assert sorted(field.writers) == [1, 2] and len(schemas["value"]) == 2
+    assert sorted(field.writers) == [1, 2] and len(schemas["value"]["schemas"]) == 2
     assert [f.name for f in field.type] == [f["name"] for f in V2["fields"]]
     from tidelog.spark_export.typed import decode_one
 

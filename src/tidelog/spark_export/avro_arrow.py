@@ -11,10 +11,10 @@ has no time type to read them into). A record that contains itself (a linked lis
 string (JSON) where it recurses. The types are those Spark's Arrow conversion gives (microsecond
 timestamps, list items named `element`): the data source must yield exactly those.
 
-`merge(a, b)` is the type a column must have to hold the values of both: struct fields by name
-(those of `a` first, in order, then the new ones of `b`), the promotions Avro's schema resolution
-allows (int -> long -> float -> double, string <-> bytes as string); `SchemaConflict` for two
-types no column holds both of (a field whose type changed incompatibly).
+`merge(a, b)` (`arrow_types`, shared by every schema language) is the type a column must have
+to hold the values of both: struct fields by name, the promotions Avro's schema resolution allows
+(int -> long -> float -> double, string <-> bytes as string); `SchemaConflict` for two types no
+column holds both of (a field whose type changed incompatibly).
 
 `fixup(text, refs)` is what has to be done to fastavro's decoded value before `pyarrow.array`
 takes it (uuid objects and times to plain values, multi-type unions and recursion points to
@@ -30,9 +30,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from .arrow_types import SchemaConflict, list_of, merge, merge_all
 
-class SchemaConflict(ValueError):
-    """Two versions give a field types that no one column holds both of."""
+__all__ = ["SchemaConflict", "arrow_type", "fixup", "merge", "merge_all", "parse"]
 
 
 _PRIMITIVES: dict[str, Any] = {
@@ -109,14 +109,10 @@ def _arrow(s: Any, w: _Walk) -> pa.DataType:
     if t == "fixed":
         return pa.binary()
     if t == "array":
-        return _list(_arrow(s["items"], w))
+        return list_of(_arrow(s["items"], w))
     if t == "map":
         return pa.map_(pa.string(), _arrow(s["values"], w))
     return _arrow(t, w)  # {"type": "string"} and the like
-
-
-def _list(item: pa.DataType) -> pa.DataType:
-    return pa.list_(pa.field("element", item))  # Spark's name of the item field
 
 
 def _logical(s: dict) -> pa.DataType | None:
@@ -135,44 +131,6 @@ def _logical(s: dict) -> pa.DataType | None:
     if lt in ("time-millis", "time-micros"):
         return pa.int32() if lt == "time-millis" else pa.int64()
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# The union of versions
-
-_NUMERIC = [pa.int32(), pa.int64(), pa.float32(), pa.float64()]
-
-
-def merge(a: pa.DataType, b: pa.DataType, path: str = "") -> pa.DataType:
-    if a.equals(b):
-        return a
-    if pa.types.is_null(a):
-        return b
-    if pa.types.is_null(b):
-        return a
-    if pa.types.is_struct(a) and pa.types.is_struct(b):
-        fields = {f.name: f.type for f in a}
-        for f in b:
-            fields[f.name] = merge(fields[f.name], f.type, f"{path}.{f.name}") if f.name in fields else f.type
-        return pa.struct([pa.field(n, t) for n, t in fields.items()])
-    if pa.types.is_map(a) and pa.types.is_map(b):
-        return pa.map_(pa.string(), merge(a.item_type, b.item_type, path + "[]"))
-    if pa.types.is_list(a) and pa.types.is_list(b):
-        return _list(merge(a.value_type, b.value_type, path + "[]"))
-    if a in _NUMERIC and b in _NUMERIC:
-        wider = max(_NUMERIC.index(a), _NUMERIC.index(b))
-        # int -> float keeps 24 bits: Avro allows it, so does this, but long -> float doubles
-        return pa.float64() if {a, b} == {pa.int64(), pa.float32()} else _NUMERIC[wider]
-    if {a, b} == {pa.string(), pa.binary()}:
-        return pa.string()
-    raise SchemaConflict(f"field {path.lstrip('.') or '(the value)'}: {a} and {b} do not fit one column")
-
-
-def merge_all(types: list[pa.DataType]) -> pa.DataType:
-    out: pa.DataType = pa.null()
-    for t in types:
-        out = merge(out, t)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

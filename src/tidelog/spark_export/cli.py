@@ -5,7 +5,9 @@
                    [--compact-topics T ...] [--conf key=value ...] [--max-partition-bytes N]
                    [--rewrite-min-files N] [--table-format parquet|delta|iceberg]
                    [--iceberg-catalog-uri URL] [--follow [--poll-interval S] [--metrics-port N]]
-                   [--value-format raw|registry] [--key-format raw|registry] [--schema-registry-url URL]
+                   [--value-format raw|registry|json] [--key-format raw|registry|json] [--schema-registry-url URL]
+                   [--value-subject-strategy topic|record|topic-record] [--value-subject S ...]
+                   [--key-subject-strategy ...] [--key-subject S ...]
 
 pyspark is imported only when the command runs, so the broker never needs it.
 """
@@ -80,11 +82,31 @@ def _configure_formats(p: argparse.ArgumentParser) -> None:
     for column in ("value", "key"):
         p.add_argument(
             f"--{column}-format",
-            choices=("raw", "registry"),
+            choices=("raw", "registry", "json"),
             help=f"raw: the record's {column} as bytes (the default for a new table); registry: "
-            f"decoded with the schema registry's Avro schemas (Confluent's framing) into a typed "
-            f"column, {column}_raw and _error keeping what does not decode. A table keeps the "
-            "format of its first run",
+            f"decoded with the schema registry's Avro, JSON Schema or Protobuf schemas (Confluent's framing) "
+            f"into a typed column, {column}_raw and _error keeping what does not decode; json: plain "
+            f"JSON {column}s in a struct whose type is inferred from the data and only grows across "
+            "runs (a field whose value conflicts with the recorded type is null and the row flagged "
+            "in _error). A table keeps the format of its first run",
+        )
+    for column in ("value", "key"):
+        p.add_argument(
+            f"--{column}-subject-strategy",
+            choices=("topic", "record", "topic-record"),
+            help=f"with --{column}-format registry: the producers' subject.name.strategy: topic "
+            f"(<topic>-{column}, the default), record (the record's full name: name the subjects with "
+            f"--{column}-subject) or topic-record (<topic>-<record name>, found by prefix). The "
+            f"{column} column is the union of every version of every subject: several record "
+            "types give one struct with all their fields. A later run uses the table's",
+        )
+        p.add_argument(
+            f"--{column}-subject",
+            action="append",
+            default=[],
+            metavar="SUBJECT",
+            help=f"with --{column}-format registry: a subject of the {column}s' schemas (repeatable; "
+            "instead of those the strategy names)",
         )
     p.add_argument(
         "--schema-registry-url",
@@ -172,6 +194,7 @@ def cmd_export(args) -> int:
     from .progress import Progress
     from .registry_schemas import NoSchema
     from .session import SparkSettings, build_session
+    from .subjects import NoSubjects
 
     table_format = _table_format(args)
     if table_format is None:
@@ -204,13 +227,17 @@ def cmd_export(args) -> int:
             value_format=args.value_format,
             key_format=args.key_format,
             schema_registry_url=args.schema_registry_url,
+            value_subject_strategy=args.value_subject_strategy,
+            value_subjects=args.value_subject,
+            key_subject_strategy=args.key_subject_strategy,
+            key_subjects=args.key_subject,
         )
         try:
             if args.follow:
                 _follow(spark, options, args)
             else:
                 ExportJob(spark, options, Progress()).run()
-        except (TableFormatError, SchemaConflict, NoSchema) as e:
+        except (TableFormatError, SchemaConflict, NoSchema, NoSubjects) as e:
             print(f"tidelog export: {e}", file=sys.stderr)
             return 2
     finally:

@@ -10,15 +10,18 @@
           .option("includeActiveSegment", "false")    # default: closed segments only
           .option("maxPartitionBytes", 0)             # default 0: one Spark partition per segment
           .option("minPartitions", 2)                 # with maxPartitionBytes: pack into at least this many
-          .option("valueFormat", "raw")               # or registry: typed (Avro, Confluent framing)
+          .option("valueFormat", "raw")               # registry: typed (Avro, JSON Schema, Protobuf); json
           .option("keyFormat", "raw")                 # the same for keys
           .option("schemaRegistryUrl", URL)           # default: `_schemas` read from the log dirs
+          .option("valueSubjectStrategy", "topic")    # or record, topic-record (`subjects`); keySubjectStrategy
+          .option("valueSubjects", "a.B,a.C")         # the subjects, instead of the strategy's; keySubjects
           .load("/var/lib/tidelog"))                  # the broker's log.dirs, comma-separated
 
 Columns: topic, partition, offset, timestamp (UTC, millisecond precision), timestamp_type
 (0 CreateTime, 1 LogAppendTime), key, value, headers array<struct<key, value>>, producer_id,
 is_transactional; with `valueFormat`/`keyFormat` registry, `value`/`key` are typed (the union of
-the subject's Avro versions, `typed`) and `value_raw`/`key_raw` and `_error` follow. Filters on
+the subject's versions, `typed`), with json a struct inferred from the first records
+(`json_infer`), and `value_raw`/`key_raw` and `_error` follow. Filters on
 partition, offset and timestamp are pushed down and applied exactly (the time index skips whole
 segments and positions inside one). Records are decoded on executors into Arrow record batches.
 Filter pushdown needs `spark.sql.python.filterPushdown.enabled`, which `register` sets.

@@ -23,17 +23,24 @@ not from directory names); the driver adds the files to the table in one pyicebe
 (`iceberg_job`). Both delete the files of failed task attempts beside those the successful ones
 returned, so that a table never references them: Delta after its commit, which names only the
 returned files (`deltalog.remove_strays`), Iceberg before its snapshot (`IcebergTables.remove_strays`).
+
+A column whose type is inferred from JSON values (`json_infer`) may meet fields its type lacks
+after the files were begun: `write_inferring` extends the type with what the tasks reported and
+rewrites only the groups that reported; their first files are strays like a failed attempt's.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from . import segments as seg
+
+log = logging.getLogger("tidelog.spark_export")
 
 FILE_COLUMNS = (
     "topic",
@@ -132,6 +139,10 @@ def write_tasks(
 TASK_FAULT_ENV = "TIDELOG_EXPORT_TASK_FAULT"
 
 
+class _NewTypes(dict):
+    """A group's report: column -> the type of the members its inferred column's type lacked."""
+
+
 def _run_group(
     out: str,
     tag: str,
@@ -139,12 +150,20 @@ def _run_group(
     columns: tuple[str, ...],
     formats,
     items: Iterator[tuple[int, list[seg.SegmentTask]]],
-) -> Iterator[Any]:
+) -> Iterator[tuple[int, Any]]:
+    """(group, file description) per file written, then (group, `_NewTypes`) when its inferred
+    columns met members their types lack."""
+    from . import typed
+
     for n, tasks in items:
+        typed.take_new_types()  # a reused worker: nothing of an earlier task
         written = write_tasks(tasks, out, f"{tag}{n:05d}", columns, formats)
         _injected_fault(f"{tag}{n:05d}")
         for path, rows in written:
-            yield (path, rows) if describe is None else describe(path, rows)
+            yield n, ((path, rows) if describe is None else describe(path, rows))
+        new = typed.take_new_types()
+        if new:
+            yield n, _NewTypes(new)
 
 
 def _injected_fault(group: str) -> None:
@@ -174,20 +193,65 @@ def write_files(
     the task that wrote it returned it ((path, rows) without `describe`; it must be importable in
     the workers). Only the files of successful task attempts are returned, so only they are
     published or committed; the caller deletes the others (`write`, `deltalog.remove_strays`,
-    `iceberg.IcebergTables.remove_strays`)."""
+    `iceberg.IcebergTables.remove_strays`). With inferred columns (`formats.infers`) the
+    members their types lack stay flagged in the rows: `write_inferring` writes them."""
+    return [item for _n, item in _write(spark, groups, out, tag, describe, columns, formats)[0]]
+
+
+def _write(spark, groups, out, tag, describe, columns, formats) -> tuple[list[tuple[int, Any]], dict[int, dict]]:
+    """(group, file description) per file, and the groups' reports (`_NewTypes`) by group."""
     if not groups:
-        return []
+        return [], {}
     rdd = spark.sparkContext.parallelize(list(enumerate(groups)), len(groups))
-    return rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe, columns, formats)).collect()
+    results = rdd.mapPartitions(functools.partial(_run_group, str(out), tag, describe, columns, formats)).collect()
+    files = [(n, item) for n, item in results if not isinstance(item, _NewTypes)]
+    return files, {n: dict(item) for n, item in results if isinstance(item, _NewTypes)}
 
 
-def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", formats=None) -> int:
-    """`write_files` without descriptions, then the files no successful task attempt returned
-    (those a failed or duplicate attempt left under `out`) deleted: the row count."""
-    files = write_files(spark, groups, out, tag, formats=formats)
+def write_inferring(
+    spark,
+    groups: list[list[seg.SegmentTask]],
+    out: Path,
+    formats,
+    tag: str = "",
+    describe: Callable | None = None,
+    columns: tuple[str, ...] = FILE_COLUMNS,
+) -> tuple[list, Any]:
+    """`write_files` for formats with inferred columns (`json_infer`): the files and the formats
+    they were written with. When groups report members their columns' types lack, the types are
+    extended with every report and those groups alone are written again (tag `<tag>x`); their
+    first files are returned by no one (the caller deletes them as it does a failed attempt's)."""
+    from .json_arrow import widen
+
+    files, reports = _write(spark, groups, out, tag, describe, columns, formats)
+    if not reports:
+        return [item for _n, item in files], formats
+    new: dict[str, Any] = {}
+    for report in reports.values():
+        for column, t in report.items():
+            new[column] = widen(new.get(column), t)
+    wider = formats.with_new_types(new)
+    redo = sorted(reports)
+    log.info("inferred columns gained fields in %d of %d task groups: writing those again", len(redo), len(groups))
+    again, still = _write(spark, [groups[n] for n in redo], out, tag + "x", describe, columns, wider)
+    if still:
+        log.warning("%d task groups met fields outside the extended type: their rows stay flagged", len(still))
+    kept = [item for n, item in files if n not in reports]
+    return kept + [item for _n, item in again], wider
+
+
+def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", formats=None) -> tuple[int, Any]:
+    """`write_files` without descriptions (`write_inferring` for formats with inferred
+    columns), then the files no successful task attempt returned (those a failed or duplicate
+    attempt, or a first write of a rewritten group, left under `out`) deleted: the row count and
+    the formats the files were written with."""
+    if formats is not None and formats.infers:
+        files, formats = write_inferring(spark, groups, out, formats, tag)
+    else:
+        files = write_files(spark, groups, out, tag, formats=formats)
     keep = {Path(f) for f, _rows in files}
     if out.exists():
         for f in out.rglob("*.parquet"):
             if f not in keep:
                 f.unlink()
-    return sum(rows for _f, rows in files)
+    return sum(rows for _f, rows in files), formats

@@ -57,7 +57,6 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,11 +100,17 @@ class ExportOptions:
     crash_at: str | None = None
     table_format: str | None = None  # "parquet", "delta" or "iceberg"; None: the warehouse's (parquet when new)
     iceberg_catalog_uri: str | None = None  # a REST catalog; None: the warehouse's (embedded SQLite when new)
-    # "registry": typed columns decoded with the schema registry's Avro schemas (`typed`);
-    # "raw": the record's bytes; None: what the topic's table has (raw when new)
+    # "registry": typed columns decoded with the schema registry's schemas (`typed`); "json":
+    # plain JSON with an inferred type (`json_infer`); "raw": the record's bytes; None: what the
+    # topic's table has (raw when new)
     value_format: str | None = None
     key_format: str | None = None
     schema_registry_url: str | None = None  # None: read `_schemas` from the log dirs
+    # the subjects of a registry column (`subjects.Naming`): None and none named: the table's
+    value_subject_strategy: str | None = None  # topic, record, topic-record
+    value_subjects: list[str] = field(default_factory=list)
+    key_subject_strategy: str | None = None
+    key_subjects: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -202,12 +207,14 @@ class ExportJob:
         self._point("begun")
         if delta or iceberg:
             return self._run_tables(iceberg, manifest, plans, run_id, started)
-        staging = manifest.staging_dir(run_id)
+        staging, pending = manifest.staging_dir(run_id), manifest.pending
+        assert pending is not None
         for p in work:
             t0 = time.monotonic()
             old_latest = manifest.topics.get(p.topic, TopicState()).latest_location
             self._stage(p, staging, old_latest)
             p.summary.seconds = time.monotonic() - t0
+            pending.topics[p.topic].formats = p.state.formats  # those the files were written with
         self._point("staged")
         for p in work:
             self._publish(staging / p.topic / "main", table_location(self.o.warehouse, p.topic), run_id)
@@ -352,7 +359,7 @@ class ExportJob:
     def _formats(self, manifest: Manifest, topic: str, state: TopicState) -> Formats | None:
         """The topic's typed columns (`typed`), their schemas' union recorded in `state`; a table
         keeps the formats of its first run."""
-        had = {c: "registry" for c in state.formats}
+        had = {c: e.get("format", "registry") for c, e in state.formats.items()}
         asked = {c: f for c, f in (("key", self.o.key_format), ("value", self.o.value_format)) if f is not None}
         if topic in manifest.topics and any(had.get(c, "raw") != f for c, f in asked.items()):
             raise TableFormatError(
@@ -360,30 +367,50 @@ class ExportJob:
                 "a table keeps the --key-format/--value-format of its first run"
             )
         wanted = {**had, **asked}
-        columns = [c for c in ("key", "value") if wanted.get(c) == "registry"]
+        columns = {c: wanted[c] for c in ("key", "value") if wanted.get(c, "raw") != "raw"}
         if not columns:
             return None
         if state.compacted and "key" in columns:
             raise TableFormatError(
-                f"{topic}: typed keys (--key-format registry) are for topics that are not compacted, for now"
+                f"{topic}: typed keys (--key-format registry, json) are for topics that are not compacted, for now"
             )
-        return self._typed(topic, state, columns)
+        if manifest.table_format != "parquet" and "json" in columns.values():
+            raise TableFormatError(
+                f"{topic}: inferred JSON columns (--key-format/--value-format json) are for Parquet tables, for now"
+            )
+        starts = {n: s.next_offset for n, s in manifest.topic(topic).partitions.items()}
+        return self._typed(topic, state, columns, starts)
 
     def recorded_formats(self, topic: str, state: TopicState) -> Formats | None:
         """The `Formats` of the typed columns `state` records: those of a run a crash interrupted,
-        which the next run completes (`delta`, `iceberg_job`). Their union is extended in `state`
-        by the versions registered since, as a run's plan extends it (a column only gains fields)."""
-        columns = [c for c in ("key", "value") if c in state.formats]
-        return self._typed(topic, state, columns) if columns else None
+        which the next run completes (`delta`, `iceberg_job`: registry columns only, inferred JSON
+        ones being for Parquet tables). Their union is extended in `state` by the versions
+        registered since, as a run's plan extends it (a column only gains fields)."""
+        columns: dict[str, str] = {
+            c: state.formats[c].get("format", "registry") for c in ("key", "value") if c in state.formats
+        }
+        return self._typed(topic, state, columns, {}) if columns else None
 
-    def _typed(self, topic: str, state: TopicState, columns: Sequence[str]) -> Formats:
-        """`columns`' `Formats` from the registry's schemas, their union recorded in `state`."""
+    def _typed(self, topic: str, state: TopicState, columns: dict[str, str], starts: dict[int, int]) -> Formats:
+        """`columns`' `Formats` (column -> "registry" or "json"), their union recorded in `state`;
+        `starts`: where the run starts per partition (json columns sample from there)."""
+        from .column_formats import topic_formats
+
+        formats, state.formats = topic_formats(
+            self._schema_source, self.o.log_dirs, topic, columns, state.formats, starts
+        )
+        return formats
+
+    def _schema_source(self) -> SchemaSource:
         if self._schemas is None:
             from .registry_schemas import SchemaSource
+            from .subjects import Naming
 
-            self._schemas = SchemaSource(self.o.log_dirs, self.o.schema_registry_url)
-        formats, state.formats = self._schemas.topic_formats(topic, columns, state.formats)
-        return formats
+            o = self.o
+            namings = {"value": Naming.of(o.value_subject_strategy, o.value_subjects)}
+            namings["key"] = Naming.of(o.key_subject_strategy, o.key_subjects)
+            self._schemas = SchemaSource(o.log_dirs, o.schema_registry_url, namings)
+        return self._schemas
 
     def _parallelism(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism)
@@ -399,7 +426,11 @@ class ExportJob:
             self.o.log_dirs, p.topic, p.offsets, p.scan_from, self.o.max_partition_bytes, self._parallelism()
         )
         with self.progress.topic(self.spark, p.topic, len(groups)):
-            p.summary.rows = direct.write(self.spark, groups, main, formats=p.formats)
+            p.summary.rows, written = direct.write(self.spark, groups, main, formats=p.formats)
+        if written is not p.formats:  # an inferred column gained fields during the run (`json_infer`)
+            from .json_infer import entries
+
+            p.formats, p.state.formats = written, entries(p.state.formats, written)
         if p.state.compacted:
             # No file when every record of the range was aborted (or a control record).
             columns = typed_columns(TABLE_COLUMNS, p.state.formats)

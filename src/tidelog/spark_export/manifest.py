@@ -7,8 +7,11 @@ fsync of the directory): a crash leaves the old or the new manifest, never a tor
      "table_format": "parquet" | "delta" | "iceberg", # chosen by the first run, kept
      "serial": int,                                   # runs begun so far (Delta's txnVersion)
      "topics": {"<topic>": {"compacted": bool, "latest_location": str | null,
-                            "formats": {"value" | "key": {"format": "registry",  # typed columns,
-                                                         "schemas": [str]}},  # union of (Avro)
+                            "formats": {"value" | "key": {"format": "registry",  # typed columns:
+                                                         "arrow": {...},  # the union (arrow_types)
+                                                         "schemas": [str],  # Avro versions seen
+                                                         "type": str,  # Spark DDL of the union
+                                                         "strategy": str, "subjects": [str]}},
                             "partitions": {"<n>": {"next_offset": int,      # all below: exported
                                                    "segments": [str],       # segment files consumed
                                                    "gaps": [[from, to]]}}}},  # lost to retention
@@ -63,8 +66,8 @@ class TopicState:
     partitions: dict[int, PartitionState] = field(default_factory=dict)
     compacted: bool = False
     latest_location: str | None = None
-    # typed columns (`typed`): column -> {"format": "registry", "schemas": [Avro schema texts]};
-    # no entry: the column holds the record's bytes
+    # typed columns (`typed`): column -> {"format": "registry", "arrow": <union>, "type": <Spark DDL>,
+    # ...} (`registry_schemas`); no entry: the column holds the record's bytes
     formats: dict[str, dict] = field(default_factory=dict)
 
     def to_json(self) -> dict:

@@ -25,23 +25,27 @@ from . import segments as seg
 
 
 def reader_formats(o: dict, log_dirs: list[str], topic: str):
-    """The `typed.Formats` of options `valueFormat`/`keyFormat` ("registry"; default "raw"), with
-    the schemas of `schemaRegistryUrl` or, without it, of `_schemas` in the log dirs; None: none."""
-    columns = []
+    """The `typed.Formats` of options `valueFormat`/`keyFormat` (default "raw"): "registry" with
+    the schemas of `schemaRegistryUrl` or, without it, of `_schemas` in the log dirs, of the
+    subjects `valueSubjectStrategy`/`keySubjectStrategy` (topic, record, topic-record) or
+    `valueSubjects`/`keySubjects` (comma-separated) name (`subjects`); "json" with a type
+    inferred from the first records of each partition (`json_infer`); None: none."""
+    columns = {}
     for column in ("key", "value"):
         fmt = (o.get(column + "format") or "raw").lower()
-        if fmt not in ("raw", "registry"):
-            raise ValueError(f"tidelog: {column}Format must be raw or registry, not {fmt!r}")
-        if fmt == "registry":
-            columns.append(column)
+        if fmt not in ("raw", "registry", "json"):
+            raise ValueError(f"tidelog: {column}Format must be raw, registry or json, not {fmt!r}")
+        if fmt != "raw":
+            columns[column] = fmt
     if not columns:
         return None
-    from . import registry_schemas as rs
+    from .column_formats import topic_formats
+    from .registry_schemas import SchemaSource
+    from .subjects import Naming
 
-    url = o.get("schemaregistryurl")
-    subjects = [f"{topic}-{c}" for c in columns]
-    state = rs.state_from_url(url, subjects) if url else rs.state_from_log(log_dirs)
-    return rs.formats(state, topic, columns)[0]
+    namings = {c: Naming.of(o.get(c + "subjectstrategy"), (o.get(c + "subjects") or "").split(",")) for c in columns}
+    source = SchemaSource(log_dirs, o.get("schemaregistryurl"), namings)
+    return topic_formats(lambda: source, log_dirs, topic, columns, {}, {})[0]
 
 
 def _int(v: Any) -> int:

@@ -9,35 +9,45 @@ They come from the broker's schema registry, in one of two ways:
   like the rest of the export;
 - `state_from_url(url)`: the registry's REST API (Confluent's, so any compatible registry).
 
-`formats(state, topic, ...)` then gives the `typed.Formats` of a run: per decoded column, the
-subject of Confluent's default TopicNameStrategy (`<topic>-value`, `<topic>-key`), the ids of its
+`formats(state, topic, ...)` then gives the `typed.Formats` of a run: per decoded column, its
+subjects (`subjects.Naming`: Confluent's default TopicNameStrategy's `<topic>-value`,
+`<topic>-key`, or those of the record name strategies), the ids of their
 versions (soft-deleted ones included: records written with them may still be in the log), and
-the column type: the union (`avro_arrow.merge`) of the Avro schemas earlier runs recorded in the
-manifest (`TopicState.formats`) and every version registered now, so that the column only ever
-gains fields and the tables' files of every run read under it.
+the column type: the union (`arrow_types.merge`) of the type earlier runs recorded in the
+manifest (`TopicState.formats`) and of every version registered now, whatever its schema type
+(Avro: `avro_arrow`, JSON Schema: `json_arrow`, Protobuf: `proto_arrow`), so that the column
+only ever gains fields and the tables' files of every run read under it. The manifest's entry
+of a column: `{"format": "registry", "arrow": <the union, arrow_types.to_json>, "schemas":
+[<the Avro versions' texts>], "type": <Spark DDL>}`, with `"strategy"` and `"subjects"` when the
+naming is not TopicNameStrategy's (entries of older runs hold only the Avro texts: their union is
+recomputed from them).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tidelog.log import schema_records as R
 from tidelog.log.schema_state import RegistryState
 
-from . import avro_arrow
+from . import arrow_types, avro_arrow
 from . import segments as seg
+from .subjects import Naming
 from .typed import Field, Formats, Writer
 
 SCHEMAS_TOPIC = "_schemas"
+log = logging.getLogger("tidelog.spark_export")
 
 
 class NoSchema(ValueError):
-    """No Avro schema is registered under the subject a typed column needs."""
+    """No schema is registered under the subject a typed column needs."""
 
 
 def state_from_log(log_dirs: Sequence[str | Path], topic: str = SCHEMAS_TOPIC) -> RegistryState:
@@ -56,11 +66,14 @@ def _get(url: str, timeout: float = 30.0):
         return json.loads(resp.read())
 
 
-def state_from_url(url: str, subjects: Sequence[str]) -> RegistryState:
-    """The versions of `subjects` (and the subjects they reference), through the REST API."""
+def state_from_url(url: str, subjects: Sequence[str], prefixes: Sequence[str] = ()) -> RegistryState:
+    """The versions of `subjects` and of the subjects starting with one of `prefixes` (and of the
+    subjects they reference), through the REST API."""
     state = RegistryState()
     base = url.rstrip("/")
     todo, seen = list(subjects), set()
+    if prefixes:
+        todo += [s for s in _get(f"{base}/subjects?deleted=true") if s.startswith(tuple(prefixes))]
     while todo:
         subject = todo.pop()
         if subject in seen:
@@ -83,62 +96,127 @@ def state_from_url(url: str, subjects: Sequence[str]) -> RegistryState:
     return state
 
 
-def _refs(state: RegistryState, value: R.SchemaValue, depth: int = 0) -> tuple[str, ...]:
-    """Texts of the schemas `value` references, those they reference first."""
-    out: list[str] = []
+def _refs(state: RegistryState, value: R.SchemaValue, depth: int = 0) -> tuple[tuple[str, str], ...]:
+    """(name, text) of the schemas `value` references, those they reference first."""
+    out: list[tuple[str, str]] = []
     for ref in value.references:
         target = state.subjects.get(ref.subject, {}).get(ref.version)
         if target is not None and depth < 16:
             out += [t for t in _refs(state, target, depth + 1) if t not in out]
-            if target.schema not in out:
-                out.append(target.schema)
+            if (ref.name, target.schema) not in out:
+                out.append((ref.name, target.schema))
     return tuple(out)
 
 
+def _writer(state: RegistryState, v: R.SchemaValue, named: tuple[str, ...] = ()) -> Writer:
+    """The `Writer` of version `v`; a Protobuf one holds the messages of `named` (record names)
+    or its file's root messages (`proto_arrow.column_messages`), none when it does not build
+    (its records then say why in `_error`)."""
+    refs = _refs(state, v)
+    if v.schema_type != "PROTOBUF":
+        return Writer(v.schema_type, v.schema, refs)
+    from . import proto_arrow
+
+    try:
+        messages = proto_arrow.column_messages(v.schema, refs, named)
+    except ValueError as e:
+        log.warning("schema id %d (subject %s) is not used for the column type: %s", v.id, v.subject, e)
+        messages = frozenset()
+    return Writer(v.schema_type, v.schema, refs, messages)
+
+
+def version_type(writer: Writer):
+    """The Arrow type of one registered version (`writer`)."""
+    if writer.schema_type == "AVRO":
+        return avro_arrow.arrow_type(writer.text, tuple(text for _name, text in writer.refs))
+    if writer.schema_type == "JSON":
+        from . import json_arrow
+
+        return json_arrow.arrow_type(writer.text, writer.refs)
+    if writer.schema_type == "PROTOBUF":
+        from . import proto_arrow
+
+        return proto_arrow.arrow_type(writer)
+    raise NoSchema(f"schema type {writer.schema_type} is not decoded")
+
+
+def recorded_type(entry: dict, refs_of: dict[str, tuple[str, ...]] | None = None):
+    """The union an earlier run recorded for a column (`entry`: its manifest entry; an older
+    run's holds only Avro texts, `refs_of` the texts each one's references)."""
+    if "arrow" in entry:
+        return arrow_types.from_json(entry["arrow"])
+    refs_of = refs_of or {}
+    return arrow_types.merge_all([avro_arrow.arrow_type(t, refs_of.get(t, ())) for t in entry.get("schemas", [])])
+
+
 def field_format(
-    state: RegistryState, topic: str, column: str, recorded: Sequence[str] = ()
-) -> tuple[Field, list[str]]:
-    """The `Field` of `column` and the schemas its type is the union of (to record in the manifest:
-    `recorded`, those of earlier runs, first)."""
-    subject = f"{topic}-{column}"
-    versions = state.versions(subject, deleted=True)
-    writers = {v.id: Writer(v.schema_type, v.schema, _refs(state, v)) for v in versions}
-    schemas = list(recorded)
-    refs_of: dict[str, tuple[str, ...]] = {}
-    for v in versions:
-        if v.schema_type == "AVRO" and v.schema not in schemas:
-            schemas.append(v.schema)
-        refs_of[v.schema] = writers[v.id].refs
-    if not schemas:
-        raise NoSchema(f"no Avro schema is registered under subject {subject!r} (needed for the typed {column})")
-    types = [avro_arrow.arrow_type(s, refs_of.get(s, ())) for s in schemas]
-    column_type = avro_arrow.merge_all(types)
+    state: RegistryState, topic: str, column: str, recorded: dict | None = None, naming: Naming | None = None
+) -> tuple[Field, dict]:
+    """The `Field` of `column` and its manifest entry: the union of `recorded` (the entry of
+    earlier runs, whose fields come first) and of the versions of the subjects `naming` chooses
+    (None: the naming `recorded` holds, TopicNameStrategy's by default)."""
+    import pyarrow as pa
+
+    recorded = recorded or {}
+    naming = naming or Naming.recorded(recorded)
+    subjects = naming.choose(topic, column, state.subject_names(deleted=True))
+    writers: dict[int, Writer] = {}
+    schemas = list(recorded.get("schemas", []))
+    for subject in subjects:
+        for v in state.versions(subject, deleted=True):
+            w = _writer(state, v, Naming.record_names(topic, subject))
+            if v.id in writers:  # one schema under two record subjects: the messages of both
+                w = replace(w, messages=writers[v.id].messages | w.messages)
+            writers[v.id] = w
+            if v.schema_type == "AVRO" and v.schema not in schemas:
+                schemas.append(v.schema)
+    refs_of = {w.text: tuple(text for _name, text in w.refs) for w in writers.values()}
+    column_type = recorded_type(recorded, refs_of)
+    if not writers and pa.types.is_null(column_type):
+        named = ", ".join(map(repr, subjects)) or f"{topic}-<record name> (TopicRecordNameStrategy)"
+        raise NoSchema(f"no schema is registered under subject {named} (needed for the typed {column})")
+    for w in writers.values():
+        if w.schema_type != "PROTOBUF" or w.messages:  # else it does not build
+            column_type = arrow_types.merge(column_type, version_type(w))
     other = frozenset(state.ids) - frozenset(writers)
-    return Field(column, subject, column_type, writers, other), schemas
+    entry = {"format": "registry", "arrow": arrow_types.to_json(column_type), "schemas": schemas, **naming.to_entry()}
+    return Field(column, ", ".join(subjects), column_type, writers, other), entry
 
 
 def formats(
-    state: RegistryState, topic: str, columns: Sequence[str], recorded: dict[str, list[str]] | None = None
-) -> tuple[Formats, dict[str, list[str]]]:
-    """`Formats` decoding `columns` ("key", "value") of `topic`, and the schemas to record."""
-    fields, schemas = [], {}
+    state: RegistryState,
+    topic: str,
+    columns: Sequence[str],
+    recorded: dict[str, dict] | None = None,
+    namings: Mapping[str, Naming | None] | None = None,
+) -> tuple[Formats, dict[str, dict]]:
+    """`Formats` decoding `columns` ("key", "value") of `topic`, and their manifest entries
+    (`recorded`: those of earlier runs, by column; `namings`: the subjects' naming by column,
+    None or absent for the recorded one)."""
+    fields, entries = [], {}
     for column in columns:
-        f, texts = field_format(state, topic, column, (recorded or {}).get(column, ()))
+        f, entry = field_format(state, topic, column, (recorded or {}).get(column), (namings or {}).get(column))
         fields.append(f)
-        schemas[column] = texts
-    return Formats(tuple(fields)), schemas
+        entries[column] = entry
+    return Formats(tuple(fields)), entries
 
 
 class SchemaSource:
-    """Where a run's schemas come from: `_schemas` in the log dirs (read once) or the REST API."""
+    """Where a run's schemas come from: `_schemas` in the log dirs (read once) or the REST API;
+    `namings`: the subjects' naming the run's options ask for, by column (else the table's)."""
 
-    def __init__(self, log_dirs: Sequence[str | Path], url: str | None = None) -> None:
+    def __init__(
+        self, log_dirs: Sequence[str | Path], url: str | None = None, namings: dict[str, Naming | None] | None = None
+    ) -> None:
         self.log_dirs, self.url = list(log_dirs), url
+        self.namings = dict(namings or {})
         self._state: RegistryState | None = None
 
-    def state(self, subjects: Sequence[str]) -> RegistryState:
+    def state(self, subjects: Sequence[str], prefixes: Sequence[str] = ()) -> RegistryState:
+        """The registry's state: with the REST API, of `subjects` and of those starting with one
+        of `prefixes` (the log holds them all)."""
         if self.url:
-            return state_from_url(self.url, subjects)
+            return state_from_url(self.url, subjects, prefixes)
         if self._state is None:
             self._state = state_from_log(self.log_dirs)
         return self._state
@@ -150,10 +228,15 @@ class SchemaSource:
         (`recorded`: its current ones): per column the schemas of the union and its Spark type."""
         from .tables import spark_type
 
-        state = self.state([f"{topic}-{c}" for c in columns])
-        out, schemas = formats(state, topic, columns, {c: recorded.get(c, {}).get("schemas", []) for c in columns})
-        entries = {
-            f.column: {"format": "registry", "schemas": schemas[f.column], "type": spark_type(f.type)}
-            for f in out.fields
-        }
+        namings = {c: self.namings.get(c) or Naming.recorded(recorded.get(c, {})) for c in columns}
+        subjects = [s for c, n in namings.items() for s in n.known(topic, c)]
+        out, entries = formats(
+            self.state(subjects, [f"{topic}-" for n in namings.values() if n.lists_subjects]),
+            topic,
+            columns,
+            recorded,
+            namings,
+        )
+        for f in out.fields:
+            entries[f.column]["type"] = spark_type(f.type)
         return out, entries
