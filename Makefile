@@ -80,7 +80,7 @@ FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/core/test_group_con
 	tests/server/test_socket_buffers.py tests/security/test_authorizer.py tests/security/test_sasl_mechanisms.py \
 	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py \
 	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/cluster/test_security_seed.py tests/sim \
-	tests/cli/test_process_overrides.py tests/registry
+	tests/cli/test_process_overrides.py tests/registry tests/bench
 test-fast: $(STAMP) check
 	TIDELOG_SIM_SEEDS=$${TIDELOG_SIM_SEEDS:-20} $(PY) -m pytest -q -m "not interop" $(FAST_TESTS) $(PYTEST_ARGS)
 
@@ -100,16 +100,19 @@ simulate: $(STAMP)
 	$(PY) tests/sim/run.py --seeds $(if $(findstring :,$(SEEDS)),$(SEEDS),0:$(SEEDS)) --jobs $$(nproc) --progress 100
 
 # tidelog vs Apache Kafka 4.3.1 vs tansu 0.6.0 side by side (bench/README.md); table and chart in bench/results/;
-# then acks=all throughput of RF 3 vs RF 1 on a three-broker cluster (bench/cluster_replication.py), then its
-# recovery times after a leader's SIGKILL, SIGSTOP, SIGTERM and an etcd kill (bench/cluster_failover.py), then the
-# Spark export: decoders, pyarrow's write, the Parquet, Delta and Iceberg exports and the tidelog scan in rows/s at 1M
-# and 4M records (bench/spark_export.py), and how far `tidelog export --follow` trails producers writing
-# 50k records/s with segment.ms=10000 (bench/export_follow.py).
+# then OpenMessaging-Benchmark-style workloads against Kafka 4.3.1, single node and 3 nodes RF 3 (bench/workloads.py:
+# publish and end-to-end latency percentiles, broker CPU per record); then acks=all throughput of RF 3 vs RF 1
+# on a three-broker cluster (bench/cluster_replication.py), then its recovery times after a leader's SIGKILL,
+# SIGSTOP, SIGTERM and an etcd kill (bench/cluster_failover.py), then the Spark export: decoders, pyarrow's write,
+# the Parquet, Delta and Iceberg exports and the tidelog scan in rows/s at 1M and 4M records (bench/spark_export.py),
+# and how far `tidelog export --follow` trails producers writing 50k records/s with segment.ms=10000
+# (bench/export_follow.py).
 # BENCH_ARGS=--quick for a few-minute run.
 bench: $(STAMP) kafka-jars
 	$(PY) -m pip install -q 'matplotlib>=3.7'
 	$(PY) bench/compare.py $(BENCH_ARGS)
 	$(MAKE) etcd
+	$(PY) bench/workloads.py $(BENCH_ARGS)
 	$(PY) bench/cluster_replication.py
 	$(PY) bench/cluster_failover.py
 	$(PY) bench/spark_export.py --records 1000000

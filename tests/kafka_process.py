@@ -68,10 +68,13 @@ class KafkaProcess:
         port: int | None = None,
         overrides: dict[str, str] | None = None,
         heap: str = "512m",
+        controller_port: int | None = None,
+        cluster_id: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="kafka-ref-"))
         self.port = port or free_port()
-        self.controller_port = free_port()
+        self.controller_port = controller_port or free_port()
+        self.cluster_id = cluster_id  # the nodes of one cluster are formatted with the same id
         self.overrides = dict(overrides or {})
         self.heap = heap
         self.client_config: dict[str, str] = {}  # what a client needs to talk to it (SASL settings)
@@ -119,13 +122,15 @@ class KafkaProcess:
             *args,
         ]
 
-    def start(self, timeout: float = 90.0) -> KafkaProcess:
+    def start(self, timeout: float = 90.0, wait: bool = True) -> KafkaProcess:
+        """Format (once) and start; with `wait`, until it listens and lists itself in Metadata (a
+        node of a cluster becomes ready only with a quorum of its voters: start them all first)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "log4j2.properties").write_text(LOG4J2)
         config = self.data_dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         if not (self.data_dir / "logs" / "meta.properties").exists():
-            cluster_id = _kafka_uuid()
+            cluster_id = self.cluster_id or _kafka_uuid()
             fmt = subprocess.run(
                 self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
                 capture_output=True,
@@ -138,6 +143,12 @@ class KafkaProcess:
                 )
         out = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT)
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -150,10 +161,9 @@ class KafkaProcess:
         else:
             self.stop()
             raise RuntimeError(f"kafka did not listen within {timeout}s:\n{self.log()}")
-        self._wait_ready(deadline)
-        return self
+        self._wait_metadata(deadline)
 
-    def _wait_ready(self, deadline: float) -> None:
+    def _wait_metadata(self, deadline: float) -> None:
         """The port opens before the broker has registered with its controller: wait for a
         Metadata answer that lists this broker."""
         from confluent_kafka.admin import AdminClient
@@ -188,6 +198,92 @@ class KafkaProcess:
             return self.log_path.read_text(errors="replace")[-6000:]
         except OSError:
             return ""
+
+
+def kraft_cluster_overrides(node_id: int, controller_ports: list[int]) -> dict[str, str]:
+    """What node `node_id` (1..n) of an n-node KRaft cluster on loopback sets over `properties()`:
+    every node is broker and controller (combined mode), the quorum is static
+    (`controller.quorum.voters`, `id@127.0.0.1:port` of all n), so `kafka-storage format` needs
+    only the cluster id the nodes share (a dynamic quorum, `controller.quorum.bootstrap.servers`,
+    would need `--initial-controllers` at format time too). Topics default to replication factor
+    min(3, n) with `min.insync.replicas` one fewer (at least 1), the internal topics too."""
+    n = len(controller_ports)
+    rf = min(3, n)
+    isr = str(max(1, rf - 1))
+    return {
+        "node.id": str(node_id),
+        "controller.quorum.voters": ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(controller_ports, 1)),
+        "default.replication.factor": str(rf),
+        "min.insync.replicas": isr,
+        "offsets.topic.replication.factor": str(rf),
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": isr,
+        "share.coordinator.state.topic.replication.factor": str(rf),
+        "share.coordinator.state.topic.min.isr": isr,
+    }
+
+
+class KafkaCluster:
+    """n Apache Kafka nodes (KRaft, combined roles, one static quorum of all n) on loopback, each
+    with its own ports and data directory under `base`, formatted with one cluster id."""
+
+    def __init__(self, base: Path, n: int = 3, heap: str = "512m", overrides: dict[str, str] | None = None) -> None:
+        self.base = Path(base)
+        controller_ports = [free_port() for _ in range(n)]
+        cluster_id = _kafka_uuid()
+        self.nodes = [
+            KafkaProcess(
+                self.base / f"kafka-{i}",
+                overrides={**kraft_cluster_overrides(i, controller_ports), **(overrides or {})},
+                heap=heap,
+                controller_port=controller_ports[i - 1],
+                cluster_id=cluster_id,
+            )
+            for i in range(1, n + 1)
+        ]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(k.bootstrap for k in self.nodes)
+
+    def pids(self) -> list[int]:
+        return [k.proc.pid for k in self.nodes if k.proc is not None]
+
+    def start(self, timeout: float = 120.0) -> KafkaCluster:
+        """Starts every node, then waits until each listens and Metadata lists all of them."""
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        for k in self.nodes:
+            k.start(wait=False)
+        for k in self.nodes:
+            k.wait_ready(max(1.0, deadline - time.monotonic()))
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        while time.monotonic() < deadline:
+            try:
+                if len(admin.list_topics(timeout=2).brokers) == len(self.nodes):
+                    return self
+            except Exception:  # noqa: BLE001 - not every node registered yet: ask again
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("kafka cluster: not every node in Metadata:\n" + "\n".join(k.log() for k in self.nodes))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM to every node at once (one by one, the last ones would wait for a quorum that is
+        gone), then SIGKILL to any still running after `timeout`."""
+        running = [k.proc for k in self.nodes if k.proc is not None and k.proc.poll() is None]
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in running:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
 
 
 def _kafka_uuid() -> str:
