@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from dataclasses import dataclass, field
 
+from ..log.proto_tokens import TokenCursor, tokenize
 from .errors import invalid_schema
 
 
@@ -37,9 +37,6 @@ class ParsedProto:
     oneofs: dict[str, dict[int, str]] = field(default_factory=dict)  # message -> field number -> its oneof
 
 
-_TOKEN = re.compile(
-    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z0-9_.+-]+|[{}\[\]<>()=;,:])', re.S
-)
 _VARINT = {"int32", "int64", "uint32", "uint64", "bool"}
 _GROUPS = [_VARINT, {"string", "bytes"}, {"sint32", "sint64"}, {"fixed32", "sfixed32"}, {"fixed64", "sfixed64"}]
 _SCALARS = set().union(*_GROUPS) | {"float", "double"}
@@ -51,7 +48,7 @@ def parse(text: str, references: list[tuple[str, str]] | None = None) -> ParsedP
     if stripped and not any(c in stripped for c in " ;{") and _looks_base64(stripped):
         return _from_descriptor(stripped)
     try:
-        tokens = [m.group(1) for m in _TOKEN.finditer(text) if m.group(1)]
+        tokens = tokenize(text)
         out = ParsedProto("proto2", "")
         _Parser(tokens, out).file()
     except (IndexError, ValueError) as e:
@@ -117,28 +114,10 @@ _SCALAR_BY_NUMBER = {
 }  # fmt: skip
 
 
-class _Parser:
+class _Parser(TokenCursor):
     def __init__(self, tokens: list[str], out: ParsedProto) -> None:
-        self.t, self.i, self.out = tokens, 0, out
-
-    def next(self) -> str:
-        tok = self.t[self.i]
-        self.i += 1
-        return tok
-
-    def expect(self, tok: str) -> None:
-        got = self.next()
-        if got != tok:
-            raise ValueError(f"expected {tok!r}, found {got!r}")
-
-    def skip_statement(self) -> None:
-        depth = 0
-        while True:
-            tok = self.next()
-            depth += tok == "{"
-            depth -= tok == "}"
-            if (tok == ";" and depth == 0) or (tok == "}" and depth == 0):
-                return
+        super().__init__(tokens)
+        self.out = out
 
     def file(self) -> None:
         while self.i < len(self.t):

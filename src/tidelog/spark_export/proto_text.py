@@ -15,12 +15,10 @@ does not read.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_TOKEN = re.compile(
-    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z0-9_.+-]+|[{}\[\]<>()=;,:])', re.S
-)
+from tidelog.log.proto_tokens import TokenCursor, tokenize
+
 # FieldDescriptorProto.Type numbers of the scalar types
 SCALARS = {
     "double": 1, "float": 2, "int64": 3, "uint64": 4, "int32": 5, "fixed64": 6, "fixed32": 7, "bool": 8,
@@ -34,7 +32,7 @@ def parse(text: str, name: str) -> Any:
     from google.protobuf import descriptor_pb2
 
     fdp = descriptor_pb2.FileDescriptorProto(name=name, syntax="proto2")
-    tokens = [m.group(1) for m in _TOKEN.finditer(text) if m.group(1)]
+    tokens = tokenize(text)
     try:
         _Parser(tokens, fdp).file()
     except IndexError:
@@ -56,32 +54,10 @@ def _entry_name(field_name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in parts) + "Entry"
 
 
-class _Parser:
+class _Parser(TokenCursor):
     def __init__(self, tokens: list[str], fdp: Any) -> None:
-        self.t, self.i, self.fdp = tokens, 0, fdp
-
-    def next(self) -> str:
-        tok = self.t[self.i]
-        self.i += 1
-        return tok
-
-    def peek(self) -> str:
-        return self.t[self.i]
-
-    def expect(self, tok: str) -> None:
-        got = self.next()
-        if got != tok:
-            raise ValueError(f"expected {tok!r}, found {got!r}")
-
-    def skip_statement(self) -> None:
-        """Past the `;` ending this statement, or past its `{...}` block."""
-        depth = 0
-        while True:
-            tok = self.next()
-            depth += tok == "{"
-            depth -= tok == "}"
-            if depth == 0 and tok in (";", "}"):
-                return
+        super().__init__(tokens)
+        self.fdp = fdp
 
     def file(self) -> None:
         while self.i < len(self.t):
