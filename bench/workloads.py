@@ -73,6 +73,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 from latency_hist import LatencyHistogram  # noqa: E402
+from processes_scaling import cpu_seconds  # noqa: E402
 
 STAMP = struct.Struct(">Q")  # the send time (us since the epoch) at the start of every value
 
@@ -338,18 +339,6 @@ def wait_for(cond, timeout: float, what: str, poll: float = 0.1) -> None:
 
 
 # ---- the brokers under test ---------------------------------------------------------------------
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of the processes (all their threads), from /proc/<pid>/stat."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / tick
-
-
 def admin_client(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
