@@ -298,7 +298,7 @@ class DeltaExport:
 
     def complete(self, manifest) -> None:
         """Complete a run a crash interrupted: its offsets are those between the committed and
-        the pending state (its typed columns: those the state records, `job.recorded_formats`);
+        the pending state (its typed columns: those the state records, `typed_plan.TypedPlan.recorded`);
         the tables that hold its commit already are skipped."""
         from .progress import TopicSummary
 
@@ -313,7 +313,7 @@ class DeltaExport:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                formats = self.job.recorded_formats(topic, state)
+                formats = self.job.typed.recorded(topic, state)
                 self.deliver(topic, state, offsets, scan_from, (p.run_id, p.serial), summary, formats)
             done[topic] = summary.to_json()
         manifest.commit({"recovered": True, "topics": done})

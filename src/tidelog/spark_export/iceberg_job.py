@@ -90,7 +90,7 @@ class IcebergRun:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                formats = self.job.recorded_formats(topic, state)
+                formats = self.job.typed.recorded(topic, state)
                 self.deliver_topic(topic, state, offsets, scan_from, p.run_id, p.serial, summary, True, formats)
             done[topic] = summary.to_json()
         self._attach({topic: state.compacted for topic, state in p.topics.items()})
