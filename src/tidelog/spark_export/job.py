@@ -36,11 +36,12 @@ snapshot adds them to `tidelog.<topic>` and ONE copy-on-write snapshot rewrites 
 partitions of `tidelog.<topic>_latest`; then `commit`. Completed by the next run after a crash,
 like Delta (each table's snapshot summary carries the run id), files never committed deleted.
 
-Typed columns (`--value-format registry`, `typed`) work in every format: the plan records the
-union of the subject's versions in the topic's state (`typed_plan.TypedPlan.plan`); Delta and
-Iceberg widen a table's schema in the commit of the run that needs it (`delta`, `iceberg_job`),
-and completing a crashed run decodes with the union its pending state records
-(`TypedPlan.recorded`).
+Typed columns (`--value-format registry` or `json`, `typed`) work in every format: the plan
+records the union of the subject's versions, or the inferred type, in the topic's state
+(`typed_plan.TypedPlan.plan`); an inferred type the write extended is recorded in the pending
+run before a Delta or Iceberg table commits the files (`record_written`); Delta and Iceberg
+widen a table's schema in the commit of the run that needs it (`delta`, `iceberg_job`), and
+completing a crashed run decodes with the types its pending state records (`TypedPlan.recorded`).
 
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
 `TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
@@ -148,6 +149,7 @@ class ExportJob:
         self.progress = progress or Progress()
         self.crash_at = options.crash_at or os.environ.get("TIDELOG_EXPORT_CRASH_AT")
         self.typed = TypedPlan(options)  # the typed columns, made again by each run
+        self.manifest: Manifest | None = None  # the run's, once it has loaded it
 
     # -- crash injection ----------------------------------------------------------------------
 
@@ -175,7 +177,7 @@ class ExportJob:
         log.info(
             "export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba" else "pure-Python"
         )
-        manifest = Manifest.load(self.o.warehouse)
+        manifest = self.manifest = Manifest.load(self.o.warehouse)
         manifest.table_format = manifest.resolve_format(self.o.table_format)
         delta = manifest.table_format == "delta"
         iceberg = self._iceberg() if manifest.table_format == "iceberg" else None
@@ -275,6 +277,18 @@ class ExportJob:
             ensure_table(self.spark, topic, self.o.warehouse, replace=bool(state.formats), columns=columns)
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location, typed_columns(LATEST_COLUMNS, state.formats))
+
+    def record_written(self, topic: str, state: TopicState, written: Formats) -> None:
+        """The typed columns `topic`'s files were written with (`written`: an inferred column may
+        have gained fields, `direct.write_typed_files`) recorded in `state` and saved in the
+        manifest's pending run. Delta and Iceberg call it before their table commits the files:
+        the run then commits the same type to the manifest, and completing it after a crash
+        decodes with it (`TypedPlan.recorded`)."""
+        from .json_infer import entries
+
+        assert self.manifest is not None
+        state.formats = entries(state.formats, written)
+        self.manifest.record_formats(topic, state.formats)
 
     def _iceberg(self):
         from .iceberg_job import IcebergRun

@@ -44,26 +44,27 @@ class TypedPlan:
             raise TableFormatError(
                 f"{topic}: typed keys (--key-format registry, json) are for topics that are not compacted, for now"
             )
-        if manifest.table_format != "parquet" and "json" in columns.values():
-            raise TableFormatError(
-                f"{topic}: inferred JSON columns (--key-format/--value-format json) are for Parquet tables, for now"
-            )
         starts = {n: s.next_offset for n, s in manifest.topic(topic).partitions.items()}
         return self._formats(topic, state, columns, starts)
 
     def recorded(self, topic: str, state: TopicState) -> Formats | None:
         """The `Formats` of the typed columns `state` records: those of a run a crash interrupted,
-        which the next run completes (`delta`, `iceberg_job`: registry columns only, inferred JSON
-        ones being for Parquet tables). Their union is extended in `state` by the versions
-        registered since, as a run's plan extends it (a column only gains fields)."""
+        which the next run completes (`delta`, `iceberg_job`). A registry column's union is
+        extended in `state` by the versions registered since, as a run's plan extends it (a
+        column only gains fields); an inferred JSON column's type is the recorded one as it is
+        (no sample: the run recorded the type its files were written with before any table
+        committed them, and writing again with it meets the same members)."""
         columns: dict[str, str] = {
             c: state.formats[c].get("format", "registry") for c in ("key", "value") if c in state.formats
         }
-        return self._formats(topic, state, columns, {}) if columns else None
+        return self._formats(topic, state, columns, None) if columns else None
 
-    def _formats(self, topic: str, state: TopicState, columns: dict[str, str], starts: dict[int, int]) -> Formats:
+    def _formats(
+        self, topic: str, state: TopicState, columns: dict[str, str], starts: dict[int, int] | None
+    ) -> Formats:
         """`columns`' `Formats` (column -> "registry" or "json"), their union recorded in `state`;
-        `starts`: where the run starts per partition (json columns sample from there)."""
+        `starts`: where the run starts per partition (json columns sample from there; None: they
+        keep their recorded type)."""
         from .column_formats import topic_formats
 
         formats, state.formats = topic_formats(
