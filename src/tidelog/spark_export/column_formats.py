@@ -22,12 +22,12 @@ def topic_formats(
     topic: str,
     columns: dict[str, str],
     recorded: dict[str, dict],
-    starts: dict[int, int],
+    starts: dict[int, int] | None,
 ) -> tuple[Formats, dict[str, dict]]:
     """The `Formats` of `columns` (column -> "registry" or "json") and the manifest's new entries
     of the topic (`recorded`: its current ones). `schemas` gives the registry's schemas (asked
     only when a column needs them); `starts`: where the run starts per partition (json columns
-    sample from there)."""
+    sample from there), None for the recorded json types as they are (completing a crashed run)."""
     fields, entries = {}, dict(recorded)
     registry = [c for c in ORDER if columns.get(c) == "registry"]
     if registry:

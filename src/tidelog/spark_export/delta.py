@@ -30,8 +30,10 @@ after a crash at any point (`job.DELTA_CRASH_POINTS`: `begun`, `written` (files 
 committed), `appended`, `merged`), and no record is appended twice. Files of a failed Spark task
 attempt (beside its retry's in the directories the run wrote) are deleted after the commit.
 
-Typed columns (`--value-format registry`, `typed`): the files hold the run's union of the
-subject's versions; the append table is created with it, and a run whose union gained fields
+Typed columns (`--value-format registry` or `json`, `typed`): the files hold the run's union of
+the subject's versions, or the inferred type (`json_infer`: extended with the fields the tasks
+met past the sample, `direct.write_typed_files`, and recorded in the manifest's pending run
+before the commit); the append table is created with it, and a run whose columns gained fields
 commits the widened schema in its append commit (`deltalog.commit`), `_latest`'s MERGE in its
 own (Delta's autoMerge); a tombstone there is a null value with no `value_raw`. A union that would
 change a field other than by adding fields is refused before the run begins (`check_schema`).
@@ -233,7 +235,7 @@ class DeltaExport:
         run_id, serial = run
         ensure_delta_tables(self.spark, topic, self.warehouse, state, formats=formats)
         main = table_location(self.warehouse, topic)
-        summary.rows = self._append(topic, main, offsets, scan_from, run, formats)
+        summary.rows = self._append(topic, state, offsets, scan_from, run, formats)
         self.job._point("appended")
         if state.compacted:
             latest = table_location(self.warehouse, topic + "_latest")
@@ -244,13 +246,15 @@ class DeltaExport:
             self.job._point("merged")
             summary.latest_rows = self.tables.rows(latest)
 
-    def _append(
-        self, topic: str, main: Path, offsets: dict, scan_from: dict, run: tuple[str, int], formats=None
-    ) -> int:
-        """The append commit, written and committed unless the table holds it: its row count."""
+    def _append(self, topic: str, state, offsets: dict, scan_from: dict, run: tuple[str, int], formats=None) -> int:
+        """The append commit, written and committed unless the table holds it: its row count.
+        Inferred JSON columns (`json_infer`) that gained fields while the files were written are
+        recorded in `state` and the manifest's pending run first (`job.record_written`), and the
+        commit widens the table's schema to them."""
         from . import direct
 
         run_id, serial = run
+        main = table_location(self.warehouse, topic)
         if deltalog.committed(main, serial):
             deltalog.remove_uncommitted(main, run_id)  # strays the crash left before their cleanup
             return deltalog.run_rows(main, run_id)
@@ -261,7 +265,12 @@ class DeltaExport:
             o.log_dirs, topic, offsets, scan_from, o.max_partition_bytes, self.job._parallelism()
         )
         with self.job.progress.topic(self.spark, topic, len(groups)):
-            files = direct.write_files(self.spark, groups, main, f"{run_id}-", deltalog.describe, formats=formats)
+            files, written = direct.write_typed_files(
+                self.spark, groups, main, f"{run_id}-", deltalog.describe, formats=formats
+            )
+        if written is not formats:
+            self.job.record_written(topic, state, written)
+            formats = written
         self.job._point("written")
         deltalog.commit(main, files, run_id, serial, deltalog.table_schema(formats) if formats else None)
         deltalog.remove_strays(files, run_id)
@@ -298,7 +307,7 @@ class DeltaExport:
 
     def complete(self, manifest) -> None:
         """Complete a run a crash interrupted: its offsets are those between the committed and
-        the pending state (its typed columns: those the state records, `job.recorded_formats`);
+        the pending state (its typed columns: those the state records, `typed_plan.TypedPlan.recorded`);
         the tables that hold its commit already are skipped."""
         from .progress import TopicSummary
 
@@ -313,7 +322,7 @@ class DeltaExport:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                formats = self.job.recorded_formats(topic, state)
+                formats = self.job.typed.recorded(topic, state)
                 self.deliver(topic, state, offsets, scan_from, (p.run_id, p.serial), summary, formats)
             done[topic] = summary.to_json()
         manifest.commit({"recovered": True, "topics": done})

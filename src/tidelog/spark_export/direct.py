@@ -27,6 +27,8 @@ returned files (`deltalog.remove_strays`), Iceberg before its snapshot (`Iceberg
 A column whose type is inferred from JSON values (`json_infer`) may meet fields its type lacks
 after the files were begun: `write_inferring` extends the type with what the tasks reported and
 rewrites only the groups that reported; their first files are strays like a failed attempt's.
+Every table format writes through it (`write_typed_files`), Delta and Iceberg then committing
+the files with the extended type.
 """
 
 from __future__ import annotations
@@ -240,15 +242,29 @@ def write_inferring(
     return kept + [item for _n, item in again], wider
 
 
+def write_typed_files(
+    spark,
+    groups: list[list[seg.SegmentTask]],
+    out: Path,
+    tag: str = "",
+    describe: Callable | None = None,
+    columns: tuple[str, ...] = FILE_COLUMNS,
+    formats=None,
+) -> tuple[list, Any]:
+    """`write_inferring` when `formats` has inferred columns, else `write_files`: the files
+    returned and the formats they were written with (`formats` itself unless a column gained
+    fields). The caller deletes the files no one returned, as after `write_files`."""
+    if formats is not None and formats.infers:
+        return write_inferring(spark, groups, out, formats, tag, describe, columns)
+    return write_files(spark, groups, out, tag, describe, columns, formats), formats
+
+
 def write(spark, groups: list[list[seg.SegmentTask]], out: Path, tag: str = "", formats=None) -> tuple[int, Any]:
     """`write_files` without descriptions (`write_inferring` for formats with inferred
     columns), then the files no successful task attempt returned (those a failed or duplicate
     attempt, or a first write of a rewritten group, left under `out`) deleted: the row count and
     the formats the files were written with."""
-    if formats is not None and formats.infers:
-        files, formats = write_inferring(spark, groups, out, formats, tag)
-    else:
-        files = write_files(spark, groups, out, tag, formats=formats)
+    files, formats = write_typed_files(spark, groups, out, tag, formats=formats)
     keep = {Path(f) for f, _rows in files}
     if out.exists():
         for f in out.rglob("*.parquet"):

@@ -16,8 +16,10 @@ After `manifest.begin` (see `job`), per topic:
    replaces the old files of those partitions with them (copy-on-write; crash points
    `latest-written`, `merged`).
 
-Typed columns (`typed`): the files hold the run's union of the subject's versions, and both
-snapshots widen their table's schema to it in their own commit (`IcebergTables.widen`); `_latest`
+Typed columns (`typed`): the files hold the run's union of the subject's versions, or the
+inferred JSON type (`json_infer`, extended with the fields the tasks met past the sample and
+recorded in the manifest's pending run before the append), and both snapshots widen their
+table's schema to it in their own commit (`IcebergTables.widen`); `_latest`
 keeps a key whose newest value did not decode. `check_schema` refuses, before the run begins, a
 union the tables' schemas cannot take.
 
@@ -90,7 +92,7 @@ class IcebergRun:
             summary = TopicSummary(topic)
             if offsets:
                 scan_from = {n: lo for n, (lo, _hi) in offsets.items()}
-                formats = self.job.recorded_formats(topic, state)
+                formats = self.job.typed.recorded(topic, state)
                 self.deliver_topic(topic, state, offsets, scan_from, p.run_id, p.serial, summary, True, formats)
             done[topic] = summary.to_json()
         self._attach({topic: state.compacted for topic, state in p.topics.items()})
@@ -139,20 +141,25 @@ class IcebergRun:
         `TopicState`); each skipped when its table holds the run's snapshot, so running it again
         with the same run completes it (`recovering`: first delete what an earlier try of the run
         left uncommitted). `formats`: the typed columns (`typed.Formats`): the files have their
-        types, and each snapshot widens its table's schema to them in its own commit."""
+        types, and each snapshot widens its table's schema to them in its own commit; inferred
+        JSON columns that gained fields while the files were written are recorded in `state` and
+        the manifest's pending run before the append (`job.record_written`)."""
         t = self.tables
         props = t.properties(run_id, serial, offsets)
-        main_schema = direct.files_schema(MAIN_COLUMNS, formats) if formats else None
-        main = t.ensure(topic, file_schema=main_schema)
+        main = t.ensure(topic, file_schema=direct.files_schema(MAIN_COLUMNS, formats) if formats else None)
         snap = t.snapshot_of(main, run_id)
         if snap is None:
             if recovering:
                 t.remove_uncommitted(main, run_id)
-            files = self._write_main(topic, offsets, scan_from, main, run_id, formats)
+            files, written = self._write_main(topic, offsets, scan_from, main, run_id, formats)
             t.remove_strays([f for f, _rows in files], run_id)
+            if written is not formats:  # an inferred column gained fields (`json_infer`)
+                self.job.record_written(topic, state, written)
+                formats = written
             self.job._point("written")
             summary.rows = sum(rows for _f, rows in files)
             if files:
+                main_schema = direct.files_schema(MAIN_COLUMNS, formats) if formats else None
                 t.commit_append(main, [f for f, _rows in files], props, main_schema)
                 main = t.load(topic)
                 snap = t.snapshot_of(main, run_id)
@@ -173,12 +180,14 @@ class IcebergRun:
         self.job._point("merged")
         summary.latest_rows = t.total_records(latest)
 
-    def _write_main(self, topic, offsets, scan_from, main, run_id: str, formats=None) -> list[tuple[str, int]]:
+    def _write_main(self, topic, offsets, scan_from, main, run_id: str, formats=None) -> tuple[list, object]:
+        """The run's data files of `tidelog.<topic>` ((path, rows) each) and the typed columns
+        they were written with (`direct.write_typed_files`)."""
         groups = direct.task_groups(
             self.o.log_dirs, topic, offsets, scan_from, self.o.max_partition_bytes, self.job._parallelism()
         )
         with self.job.progress.topic(self.spark, topic, len(groups)):
-            return direct.write_files(
+            return direct.write_typed_files(
                 self.spark,
                 groups,
                 IcebergTables.data_dir(main),

@@ -36,10 +36,12 @@ snapshot adds them to `tidelog.<topic>` and ONE copy-on-write snapshot rewrites 
 partitions of `tidelog.<topic>_latest`; then `commit`. Completed by the next run after a crash,
 like Delta (each table's snapshot summary carries the run id), files never committed deleted.
 
-Typed columns (`--value-format registry`, `typed`) work in every format: the plan records the
-union of the subject's versions in the topic's state (`_formats`); Delta and Iceberg widen a
-table's schema in the commit of the run that needs it (`delta`, `iceberg_job`), and completing a
-crashed run decodes with the union its pending state records (`recorded_formats`).
+Typed columns (`--value-format registry` or `json`, `typed`) work in every format: the plan
+records the union of the subject's versions, or the inferred type, in the topic's state
+(`typed_plan.TypedPlan.plan`); an inferred type the write extended is recorded in the pending
+run before a Delta or Iceberg table commits the files (`record_written`); Delta and Iceberg
+widen a table's schema in the commit of the run that needs it (`delta`, `iceberg_job`), and
+completing a crashed run decodes with the types its pending state records (`TypedPlan.recorded`).
 
 Crash points can be injected for tests: `ExportOptions.crash_at` or the environment variable
 `TIDELOG_EXPORT_CRASH_AT=<point>[:hard]` (`hard` exits the process at once, like a kill -9);
@@ -59,20 +61,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import direct
 from . import segments as seg
 from .compaction import newest_per_key
 from .delta import DeltaExport
-from .manifest import MANIFEST_DIR, Manifest, PartitionState, TableFormatError, TopicState
+from .manifest import MANIFEST_DIR, Manifest, PartitionState, TopicState
 from .progress import Progress, TopicSummary
 from .session import ensure_table, point_latest
 from .tables import LATEST_COLUMNS, TABLE_COLUMNS, ensure_database, table_location, typed_columns
 from .typed import Formats
-
-if TYPE_CHECKING:
-    from .registry_schemas import SchemaSource
+from .typed_plan import TypedPlan
 
 log = logging.getLogger("tidelog.spark_export")
 
@@ -149,7 +148,8 @@ class ExportJob:
         self.o.log_dirs = [Path(d).resolve() for d in options.log_dirs]
         self.progress = progress or Progress()
         self.crash_at = options.crash_at or os.environ.get("TIDELOG_EXPORT_CRASH_AT")
-        self._schemas: SchemaSource | None = None  # the registry's, read once per run when a topic needs it
+        self.typed = TypedPlan(options)  # the typed columns, made again by each run
+        self.manifest: Manifest | None = None  # the run's, once it has loaded it
 
     # -- crash injection ----------------------------------------------------------------------
 
@@ -171,13 +171,13 @@ class ExportJob:
 
     def _run(self) -> list[TopicSummary]:
         started = time.monotonic()
-        self._schemas = None
+        self.typed = TypedPlan(self.o)
         from .fastdecode import DECODER
 
         log.info(
             "export run: records decoded by the %s decoder", "compiled (numba)" if DECODER == "numba" else "pure-Python"
         )
-        manifest = Manifest.load(self.o.warehouse)
+        manifest = self.manifest = Manifest.load(self.o.warehouse)
         manifest.table_format = manifest.resolve_format(self.o.table_format)
         delta = manifest.table_format == "delta"
         iceberg = self._iceberg() if manifest.table_format == "iceberg" else None
@@ -278,6 +278,18 @@ class ExportJob:
             if state.latest_location:
                 point_latest(self.spark, topic, state.latest_location, typed_columns(LATEST_COLUMNS, state.formats))
 
+    def record_written(self, topic: str, state: TopicState, written: Formats) -> None:
+        """The typed columns `topic`'s files were written with (`written`: an inferred column may
+        have gained fields, `direct.write_typed_files`) recorded in `state` and saved in the
+        manifest's pending run. Delta and Iceberg call it before their table commits the files:
+        the run then commits the same type to the manifest, and completing it after a crash
+        decodes with it (`TypedPlan.recorded`)."""
+        from .json_infer import entries
+
+        assert self.manifest is not None
+        state.formats = entries(state.formats, written)
+        self.manifest.record_formats(topic, state.formats)
+
     def _iceberg(self):
         from .iceberg_job import IcebergRun
 
@@ -353,64 +365,8 @@ class ExportJob:
             ps.segments += consumed
             summary.segments += len(consumed)
             ps.next_offset = max(ps.next_offset, end)
-        formats = self._formats(manifest, topic, state)
+        formats = self.typed.plan(manifest, topic, state)
         return _TopicPlan(topic, state, offsets, scan_from, summary, formats)
-
-    def _formats(self, manifest: Manifest, topic: str, state: TopicState) -> Formats | None:
-        """The topic's typed columns (`typed`), their schemas' union recorded in `state`; a table
-        keeps the formats of its first run."""
-        had = {c: e.get("format", "registry") for c, e in state.formats.items()}
-        asked = {c: f for c, f in (("key", self.o.key_format), ("value", self.o.value_format)) if f is not None}
-        if topic in manifest.topics and any(had.get(c, "raw") != f for c, f in asked.items()):
-            raise TableFormatError(
-                f"tidelog.{topic} has {'typed columns ' + ', '.join(sorted(had)) if had else 'raw key and value'}; "
-                "a table keeps the --key-format/--value-format of its first run"
-            )
-        wanted = {**had, **asked}
-        columns = {c: wanted[c] for c in ("key", "value") if wanted.get(c, "raw") != "raw"}
-        if not columns:
-            return None
-        if state.compacted and "key" in columns:
-            raise TableFormatError(
-                f"{topic}: typed keys (--key-format registry, json) are for topics that are not compacted, for now"
-            )
-        if manifest.table_format != "parquet" and "json" in columns.values():
-            raise TableFormatError(
-                f"{topic}: inferred JSON columns (--key-format/--value-format json) are for Parquet tables, for now"
-            )
-        starts = {n: s.next_offset for n, s in manifest.topic(topic).partitions.items()}
-        return self._typed(topic, state, columns, starts)
-
-    def recorded_formats(self, topic: str, state: TopicState) -> Formats | None:
-        """The `Formats` of the typed columns `state` records: those of a run a crash interrupted,
-        which the next run completes (`delta`, `iceberg_job`: registry columns only, inferred JSON
-        ones being for Parquet tables). Their union is extended in `state` by the versions
-        registered since, as a run's plan extends it (a column only gains fields)."""
-        columns: dict[str, str] = {
-            c: state.formats[c].get("format", "registry") for c in ("key", "value") if c in state.formats
-        }
-        return self._typed(topic, state, columns, {}) if columns else None
-
-    def _typed(self, topic: str, state: TopicState, columns: dict[str, str], starts: dict[int, int]) -> Formats:
-        """`columns`' `Formats` (column -> "registry" or "json"), their union recorded in `state`;
-        `starts`: where the run starts per partition (json columns sample from there)."""
-        from .column_formats import topic_formats
-
-        formats, state.formats = topic_formats(
-            self._schema_source, self.o.log_dirs, topic, columns, state.formats, starts
-        )
-        return formats
-
-    def _schema_source(self) -> SchemaSource:
-        if self._schemas is None:
-            from .registry_schemas import SchemaSource
-            from .subjects import Naming
-
-            o = self.o
-            namings = {"value": Naming.of(o.value_subject_strategy, o.value_subjects)}
-            namings["key"] = Naming.of(o.key_subject_strategy, o.key_subjects)
-            self._schemas = SchemaSource(o.log_dirs, o.schema_registry_url, namings)
-        return self._schemas
 
     def _parallelism(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism)

@@ -88,12 +88,13 @@ def _infer(raw: bytes | None) -> Any:
 
 
 def field_format(
-    log_dirs: Sequence[str | Path], topic: str, column: str, recorded: dict | None, starts: dict[int, int]
+    log_dirs: Sequence[str | Path], topic: str, column: str, recorded: dict | None, starts: dict[int, int] | None
 ) -> tuple[Field, dict]:
-    """The `Field` of an inferred column (the recorded type extended with the sample's) and its
-    manifest entry."""
+    """The `Field` of an inferred column (the recorded type extended with that of a sample from
+    `starts`; with `starts` None, the recorded type alone) and its manifest entry."""
     recorded_type = arrow_types.from_json(recorded["arrow"]) if recorded and "arrow" in recorded else None
-    t = json_arrow.extend(recorded_type, sample(log_dirs, topic, column, starts))
+    found = sample(log_dirs, topic, column, starts) if starts is not None else None
+    t = json_arrow.extend(recorded_type, found)
     f = Field(column, "", t, kind="json") if t is not None else _unknown(column)
     return f, entry(f)
 

@@ -213,6 +213,15 @@ class Manifest:
         self.pending = PendingRun(run_id, "staged", copy.deepcopy(topics), serial=self.serial)
         self.save()
 
+    def record_formats(self, topic: str, formats: dict[str, dict]) -> None:
+        """Record (and save) `formats`, the typed columns' entries the pending run's files of
+        `topic` were written with, in its pending state: inferred JSON columns may have gained
+        fields while the files were written (`direct.write_inferring`). A table commit of the
+        files comes after it, so completing the run after a crash decodes with these."""
+        assert self.pending is not None
+        self.pending.topics[topic].formats = copy.deepcopy(formats)
+        self.save()
+
     def mark_published(self, replaced: list[str]) -> None:
         assert self.pending is not None
         self.pending.phase = "published"
