@@ -293,6 +293,9 @@ class Producer:
         code = -1
         while loop.time() < deadline and (attempts == 0 or attempts <= self.retries):
             attempts += 1
+            # the node this attempt goes to (`produce` resolves the leader before its first await);
+            # an answer is judged as that node's, not as whichever the leader is when it arrives
+            node = self.c.leaders.get((self.topic, p), -1)
             try:
                 code, base = await self.c.produce(
                     self.topic, p, batch, self.acks, self.request_timeout_ms, txn_id, self.produce_version
@@ -314,7 +317,7 @@ class Producer:
                 # as real clients (KIP-360): the batch fails, the producer takes a new id. From a
                 # deposed leader still acting as one (a zombie) this is Kafka's behaviour too; from
                 # the partition's rightful leader it means its producer state is wrong
-                complaint = self.judge(self.topic, p, self.c.leaders.get((self.topic, p), -1))
+                complaint = self.judge(self.topic, p, node)
                 self.h.oosn += 1
                 if complaint:
                     self.h.client_errors.append(
