@@ -58,7 +58,7 @@ class ClassicMembers:
 
     # ---- JoinGroup -----------------------------------------------------------------------------
     async def join(self, group: ConsumerGroup, req: ClassicJoin) -> JoinGroupResponse:
-        """A classic member's JoinGroup (`rebalance_ms` already defaulted for v0)."""
+        """A classic member's JoinGroup."""
         gid = group.group_id
         try:
             records, response = self._join(group, req)
@@ -125,7 +125,7 @@ class ClassicMembers:
             member,
             instance_id=instance_id if instance_id is not None else member.instance_id,
             rack_id=subscription.rack_id if subscription.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=req.rebalance_ms if req.rebalance_ms != -1 else member.rebalance_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_ms,
             subscribed_topic_names=tuple(sorted(set(subscription.topics))),
             subscribed_topic_regex=None,  # classic members subscribe by name
             client_id=req.client_id,

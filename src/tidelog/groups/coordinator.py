@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
@@ -298,8 +297,6 @@ class GroupCoordinator:
                 # the consumer group serves the classic member (online migration, `consumer_classic`)
                 if not self.membership.min_session_ms <= req.session_ms <= self.membership.max_session_ms:
                     return join_error(E.invalid_session_timeout, member_id)
-                if req.rebalance_ms < 0:  # JoinGroup v0: the session timeout
-                    req = replace(req, rebalance_ms=req.session_ms)
                 return await self.consumer.classic.join(consumer, req)
             try:  # an empty consumer group becomes a classic group, as in Kafka
                 await self.consumer.drop(consumer)

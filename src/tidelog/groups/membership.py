@@ -36,8 +36,8 @@ log = logging.getLogger("tidelog.groups")
 @dataclass(frozen=True, slots=True)
 class ClassicJoin:
     """One JoinGroup, as the handler reads it from any version (the coordinator, the classic
-    membership and a consumer group's classic members take it whole). `rebalance_ms` is -1 for
-    v0, which has none (the session timeout serves); `require_known_member_id` is v4+ (KIP-394),
+    membership and a consumer group's classic members take it whole). `rebalance_ms` is the session
+    timeout for v0, which has none; `require_known_member_id` is v4+ (KIP-394),
     `skip_assignment` v9+ (KIP-814), `reason` v8+ (KIP-800)."""
 
     group_id: str
@@ -324,7 +324,6 @@ class Membership:
             return join_error(E.invalid_group_id, member_id)
         if not self.min_session_ms <= req.session_ms <= self.max_session_ms:
             return join_error(E.invalid_session_timeout, member_id)
-        rebalance_ms = req.rebalance_ms if req.rebalance_ms >= 0 else req.session_ms  # v0 has none
         group = self.groups.get(req.group_id)
         if group is None:
             if member_id:
@@ -340,7 +339,7 @@ class Membership:
             req.instance_id,
             req.client_id,
             req.client_host,
-            rebalance_ms,
+            req.rebalance_ms,
             req.session_ms,
             req.protocol_type,
             list(req.protocols),

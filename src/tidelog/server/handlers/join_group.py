@@ -35,7 +35,8 @@ async def handle(deps: Deps, ctx: RequestContext, request: JoinGroupRequest) -> 
     version = ctx.api_version
     peer = ctx.connection.peer
     session = millis(request.session_timeout)
-    rebalance = millis(getattr(request, "rebalance_timeout", -1)) if version >= 1 else -1
+    # v0 has no rebalance timeout: the session timeout serves, as in Kafka
+    rebalance = millis(getattr(request, "rebalance_timeout", -1)) if version >= 1 else session
     result = await coordinator.join(
         ClassicJoin(
             group_id=request.group_id,
