@@ -75,7 +75,7 @@ test: $(STAMP) kcat java etcd kafka-jars check
 # The fast tier, before every commit: no JVM, no Spark, no process started (brokers, etcd,
 # clusters; tests marked interop are left to `make test`); the scripted cluster simulations and 20
 # random seeds included. Under 3 minutes.
-FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/core/test_group_configs.py tests/core/test_broker_key_types.py tests/share tests/server/test_handlers_unit.py tests/server/handlers \
+FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/core/test_group_configs.py tests/core/test_broker_key_types.py tests/core/test_group_commit.py tests/share tests/server/test_handlers_unit.py tests/server/handlers \
 	tests/groups tests/server/test_router_schemas.py \
 	tests/server/test_socket_buffers.py tests/security/test_authorizer.py tests/security/test_sasl_mechanisms.py \
 	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py \

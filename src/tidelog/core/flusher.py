@@ -4,6 +4,11 @@ A Produce with acks=1/-1 on a partition whose flush settings (`flush.messages`, 
 require a flush awaits `flush(log)`; every request that arrives while an fsync is running joins the
 next one, so N concurrent producers cost about two fsyncs, not N. fsync runs in a worker thread so
 the event loop keeps serving other connections.
+
+A flush that fails hands its exception to every request waiting on it. When the flushing task
+itself is cancelled or closed (broker shutdown, or a coroutine torn down), it stops at once: the
+requests waiting on this fsync and on the next are cancelled too (none may hear "durable" from a
+flush that was not confirmed), and the next `flush` of that log starts a new task.
 """
 
 from __future__ import annotations
@@ -39,9 +44,15 @@ class GroupCommit:
                 log, fut = self._pending.pop(key)
                 try:
                     await loop.run_in_executor(None, log.flush)
-                except BaseException as e:  # noqa: BLE001 - handed to every waiter
+                except Exception as e:  # noqa: BLE001 - handed to every waiter
                     if not fut.done():
                         fut.set_exception(e)
+                except BaseException:  # cancelled or closed: stop, leaving no waiter behind
+                    fut.cancel()
+                    nxt = self._pending.pop(key, None)
+                    if nxt is not None:
+                        nxt[1].cancel()
+                    raise
                 else:
                     if not fut.done():
                         fut.set_result(None)
