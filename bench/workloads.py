@@ -599,6 +599,10 @@ def run_workload(system: System, w: Workload, opts: argparse.Namespace, logdir: 
         "broker_cpu_s": cpu,
         "cpu_us_per_record": cpu / acked * 1e6 if acked else None,
         "client_cpu_s": sum(f["cpu_s"] for f in pfinal + cfinal if f),
+        # each client process's whole life (warm-up and drain included): on a small machine the
+        # clients share the cores with the broker, and these show who had them
+        "producer_cpu_s": sum(f["cpu_s"] for f in pfinal if f),
+        "consumer_cpu_s": sum(f["cpu_s"] for f in cfinal if f),
         "load_at_window": load,
         "hist_pub": pub.to_json(),
         "hist_e2e": e2e.to_json(),
@@ -870,7 +874,8 @@ def progress(r: dict) -> str:
         f"{r['e2e_p999_ms']} ms ({r['e2e_samples']} samples), consume {_rate(r['consume_msgs_s'])} msg/s, broker CPU "
         f"{_num(r['cpu_us_per_record'])} us/record, backlog {r['backlog_at_stop']}, read twice "
         f"{r['consumed_extra']}, rebalances {r['rebalances']}, errors {r['errors']}, purged {r['purged']}, "
-        f"load {r['load_at_window']:.1f}; acks/s {r['acks_per_second']}; consumed/s {r['consumed_per_second']}"
+        f"load {r['load_at_window']:.1f}, client CPU s producers/consumers {r.get('producer_cpu_s', 0):.1f}/"
+        f"{r.get('consumer_cpu_s', 0):.1f}; acks/s {r['acks_per_second']}; consumed/s {r['consumed_per_second']}"
     )
 
 
