@@ -101,14 +101,26 @@ Where tidelog differs from Kafka 4.3.1, and why:
 from __future__ import annotations
 
 import bisect
-import enum
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from operator import attrgetter
-from typing import NamedTuple
 
-from tidelog.wire.errors import ErrorCode, code
+from .partition_types import (
+    INVALID_RECORD_STATE,
+    INVALID_REQUEST,
+    AckBatch,
+    AckType,
+    AcquiredRange,
+    InFlightRange,
+    RecordState,
+    StateBatch,
+    StateDelta,
+)
+from .runs import ACKNOWLEDGED as _ACKNOWLEDGED
+from .runs import ACQUIRED as _ACQUIRED
+from .runs import ARCHIVED as _ARCHIVED
+from .runs import AVAILABLE as _AVAILABLE
+from .runs import Run as _Run
+from .runs import RunWindow, terminal
 
 __all__ = [
     "INVALID_RECORD_STATE",
@@ -123,108 +135,7 @@ __all__ = [
     "StateDelta",
 ]
 
-INVALID_RECORD_STATE = code(ErrorCode.invalid_record_state)
-INVALID_REQUEST = code(ErrorCode.invalid_request)
-
-
-class RecordState(enum.IntEnum):
-    """A record's state; the values are Kafka's ids (`RecordState.id`, and the persisted delivery
-    states 0, 2 and 4)."""
-
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVED = 4
-
-
-class AckType(enum.IntEnum):
-    """Acknowledgement types of ShareFetch / ShareAcknowledge (`AcknowledgeType` ids; 0 is a gap)."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4  # KIP-1222 (ShareFetch / ShareAcknowledge v2): extend the acquisition lock
-
-
-@dataclass(frozen=True, slots=True)
-class AcquiredRange:
-    """Offsets acquired by one `acquire` call (ShareFetch's AcquiredRecords)."""
-
-    first_offset: int
-    last_offset: int
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """Persisted state of a run of offsets (the share coordinator's StateBatch)."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int  # 0 available, 2 acknowledged, 4 archived
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class AckBatch:
-    """An acknowledgement batch: one type for the whole range, or one type per offset."""
-
-    first_offset: int
-    last_offset: int
-    ack_types: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StateDelta:
-    """What to write after some calls (a ShareUpdate): SPSO, the delivery complete count, and the
-    state batches of the offsets changed since the last `take_changes`."""
-
-    start_offset: int
-    delivery_complete_count: int
-    state_batches: tuple[StateBatch, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class InFlightRange:
-    """A run of in-flight offsets in one state, for describe and tests."""
-
-    first_offset: int
-    last_offset: int
-    state: RecordState
-    delivery_count: int
-    member_id: str  # "" unless ACQUIRED
-    deadline_ms: int  # -1 unless ACQUIRED
-    fetched: bool  # False: a gap of restored state, never fetched since (acquired as new records)
-
-
-class _Run(NamedTuple):
-    first: int
-    last: int
-    state: RecordState
-    dc: int  # delivery count
-    owner: str  # "" unless ACQUIRED
-    deadline: int  # -1 unless ACQUIRED
-    # the in-flight batch (Kafka's InFlightBatch) this run belongs to: acquisition works on whole
-    # batches. (-1, -1): a gap of restored state, never fetched.
-    bfirst: int
-    blast: int
-
-
-_first_of: Callable[[_Run], int] = attrgetter("first")
-_AVAILABLE = RecordState.AVAILABLE
-_ACQUIRED = RecordState.ACQUIRED
-_ACKNOWLEDGED = RecordState.ACKNOWLEDGED
-_ARCHIVED = RecordState.ARCHIVED
 _PERSISTED_STATES = {0: _AVAILABLE, 1: _AVAILABLE, 2: _ACKNOWLEDGED, 4: _ARCHIVED}
-
-
-def _mergeable(a: _Run, b: _Run) -> bool:
-    return a.last + 1 == b.first and a[2:] == b[2:]
-
-
-def _terminal(state: RecordState) -> bool:
-    return state is _ACKNOWLEDGED or state is _ARCHIVED
 
 
 class SharePartition:
@@ -253,14 +164,8 @@ class SharePartition:
         self.renew_enabled = renew_enabled
         self._start = start_offset
         self._end = start_offset
-        self._runs: list[_Run] = []
-        self._n_available = 0  # offsets, gaps of restored state included
-        self._n_acquired = 0
-        self._n_terminal = 0
-        self._owners: dict[str, int] = {}  # member -> offsets it holds
-        self._avail_hint = start_offset  # no in-flight offset below it is AVAILABLE
+        self._w = RunWindow(start_offset)  # the runs of the window, their counts, the undo log
         self._deadlines: list[tuple[int, int, int]] = []  # heap of (deadline, first, last) of acquisitions
-        self._undo: list[tuple[int, int, list[_Run]]] | None = None
         self._dirty: list[tuple[int, int]] = []
         runs: list[_Run] = []
         prev = start_offset - 1
@@ -283,10 +188,10 @@ class SharePartition:
             runs.append(_Run(first, last, state, b.delivery_count, "", -1, b.first_offset, b.last_offset))
             prev = last
         if runs:
-            self._replace(0, 0, runs)
+            self._w.replace(0, 0, runs)
             self._end = prev + 1
         self._advance()
-        self._written: tuple[int, int] = (self._start, self._n_terminal)
+        self._written: tuple[int, int] = (self._start, self._w.n_terminal)
 
     # ---- reading -----------------------------------------------------------------------------------
     @property
@@ -301,12 +206,12 @@ class SharePartition:
 
     def fetch_offset(self) -> int:
         """Where the next log read starts: the first AVAILABLE in-flight offset, else end_offset."""
-        if self._n_available == 0:
+        if self._w.n_available == 0:
             return self._end
-        runs = self._runs
-        for k in range(self._index_at_or_after(self._avail_hint), len(runs)):
+        runs = self._w.runs
+        for k in range(self._w.index_at_or_after(self._w.avail_hint), len(runs)):
             if runs[k].state is _AVAILABLE:
-                self._avail_hint = runs[k].first
+                self._w.avail_hint = runs[k].first
                 return runs[k].first
         raise AssertionError("available offsets counted but none found")  # pragma: no cover
 
@@ -321,32 +226,32 @@ class SharePartition:
 
     def acquired_by(self, member_id: str) -> int:
         """How many offsets the member holds."""
-        return self._owners.get(member_id, 0)
+        return self._w.owners.get(member_id, 0)
 
     def members(self) -> list[str]:
         """The members holding offsets."""
-        return list(self._owners)
+        return list(self._w.owners)
 
     def state_counts(self) -> dict[RecordState, int]:
         """In-flight offsets per state (gaps of restored state count as AVAILABLE)."""
         return {
-            _AVAILABLE: self._n_available,
-            _ACQUIRED: self._n_acquired,
-            _ACKNOWLEDGED: sum(r.last - r.first + 1 for r in self._runs if r.state is _ACKNOWLEDGED),
-            _ARCHIVED: sum(r.last - r.first + 1 for r in self._runs if r.state is _ARCHIVED),
+            _AVAILABLE: self._w.n_available,
+            _ACQUIRED: self._w.n_acquired,
+            _ACKNOWLEDGED: sum(r.last - r.first + 1 for r in self._w.runs if r.state is _ACKNOWLEDGED),
+            _ARCHIVED: sum(r.last - r.first + 1 for r in self._w.runs if r.state is _ARCHIVED),
         }
 
     def delivery_complete_count(self) -> int:
         """KIP-1226: offsets >= SPSO whose delivery is complete (acknowledged or archived)."""
-        return self._n_terminal
+        return self._w.n_terminal
 
     def next_deadline(self) -> int | None:
         """The earliest lock deadline of an ACQUIRED offset (ms), or None."""
         heap = self._deadlines
         while heap:
             d, first, last = heap[0]
-            runs = self._runs
-            for k in range(self._index_at_or_after(first), len(runs)):
+            runs = self._w.runs
+            for k in range(self._w.index_at_or_after(first), len(runs)):
                 r = runs[k]
                 if r.first > last:
                     break
@@ -357,13 +262,13 @@ class SharePartition:
 
     def ranges(self) -> list[InFlightRange]:
         """The in-flight window, run by run (holes: offsets absent from the log, skipped)."""
-        return [InFlightRange(r.first, r.last, r.state, r.dc, r.owner, r.deadline, r.bfirst >= 0) for r in self._runs]
+        return [InFlightRange(r.first, r.last, r.state, r.dc, r.owner, r.deadline, r.bfirst >= 0) for r in self._w.runs]
 
     def state_of(self, offset: int) -> InFlightRange | None:
         """The run holding `offset`, or None (done, absent from the log, or never fetched)."""
-        k = self._index_at_or_after(offset)
-        if k < len(self._runs) and self._runs[k].first <= offset:
-            r = self._runs[k]
+        k = self._w.index_at_or_after(offset)
+        if k < len(self._w.runs) and self._w.runs[k].first <= offset:
+            r = self._w.runs[k]
             return InFlightRange(r.first, r.last, r.state, r.dc, r.owner, r.deadline, r.bfirst >= 0)
         return None
 
@@ -372,7 +277,7 @@ class SharePartition:
         AVAILABLE with its delivery count, gaps never fetched left out, contiguous runs of the same
         written state and count merged."""
         out: list[StateBatch] = []
-        for r in self._runs:
+        for r in self._w.runs:
             self._emit(out, r, r.first, r.last)
         return out
 
@@ -394,18 +299,18 @@ class SharePartition:
                     merged[-1][1] = max(merged[-1][1], z)
                 else:
                     merged.append([a, z])
-            runs = self._runs
+            runs = self._w.runs
             for a, z in merged:
-                for k in range(self._index_at_or_after(a), len(runs)):
+                for k in range(self._w.index_at_or_after(a), len(runs)):
                     r = runs[k]
                     if r.first > z:
                         break
                     self._emit(out, r, max(r.first, a), min(r.last, z))
-        now = (self._start, self._n_terminal)
+        now = (self._start, self._w.n_terminal)
         if not out and now == self._written:
             return None
         self._written = now
-        return StateDelta(self._start, self._n_terminal, tuple(out))
+        return StateDelta(self._start, self._w.n_terminal, tuple(out))
 
     # ---- acquiring ---------------------------------------------------------------------------------
     def acquire(
@@ -464,8 +369,8 @@ class SharePartition:
 
         # the in-flight batches (first, last, first offset still in flight) meeting the fetched range
         items: list[tuple[int, int, int]] = []
-        runs = self._runs
-        k = self._index_at_or_after(lo)
+        runs = self._w.runs
+        k = self._w.index_at_or_after(lo)
         while k < len(runs) and runs[k].first <= last_to_acquire:
             r = runs[k]
             if r.bfirst >= 0 and not (items and items[-1][0] == r.bfirst and items[-1][1] == r.blast):
@@ -532,8 +437,8 @@ class SharePartition:
         return result
 
     def _has_unfetched(self, first: int, last: int) -> bool:
-        runs = self._runs
-        for k in range(self._index_at_or_after(first), len(runs)):
+        runs = self._w.runs
+        for k in range(self._w.index_at_or_after(first), len(runs)):
             r = runs[k]
             if r.first > last:
                 return False
@@ -592,7 +497,7 @@ class SharePartition:
                         chunk_first = base
             new.append(_Run(chunk_first, acquire_last, _ACQUIRED, 1, member_id, deadline, chunk_first, acquire_last))
             count = acquire_last - first + 1
-        self._overwrite(first, acquire_last, new)
+        self._w.overwrite(first, acquire_last, new)
         self._end = max(self._end, acquire_last + 1)
         for r in new:
             if r.state is _ACQUIRED:
@@ -620,8 +525,8 @@ class SharePartition:
         limit = self.delivery_limit
         throttle_at = max(2, -(-limit // 2))
         pieces: list[tuple[int, int, int]] = []  # the AVAILABLE runs of the batch in [lo, hi]
-        runs = self._runs
-        for k in range(self._index_at_or_after(lo), len(runs)):
+        runs = self._w.runs
+        for k in range(self._w.index_at_or_after(lo), len(runs)):
             r = runs[k]
             if r.first > hi:
                 break
@@ -712,7 +617,7 @@ class SharePartition:
         first. RENEW extends the lock to now_ms + lock_ms."""
         codes: list[int] = []
         if atomic:
-            self._undo = []
+            self._w.undo = []
         dirty_mark = len(self._dirty)
         prev_last = -1
         try:
@@ -723,11 +628,11 @@ class SharePartition:
                 if err and atomic:
                     break
         finally:
-            undo, self._undo = self._undo, None
+            undo, self._w.undo = self._w.undo, None
         if atomic and any(codes):
             assert undo is not None
             for pos, n, old in reversed(undo):
-                self._restore(pos, n, old)
+                self._w.restore(pos, n, old)
             del self._dirty[dirty_mark:]
             err = next(c for c in codes if c)
             return [err] * len(batches)
@@ -749,13 +654,13 @@ class SharePartition:
         if AckType.RENEW in types and not self.renew_enabled:
             return INVALID_RECORD_STATE
         lo = max(first, self._start)
-        runs = self._runs
+        runs = self._w.runs
         if not runs or runs[0].first > lo:
             return INVALID_RECORD_STATE  # nothing in flight at or before its first offset
-        k = self._index_at_or_after(last)
+        k = self._w.index_at_or_after(last)
         if k == len(runs) or runs[k].first > last:
             return INVALID_REQUEST  # its last offset is not in flight
-        for k in range(self._index_at_or_after(lo), len(runs)):
+        for k in range(self._w.index_at_or_after(lo), len(runs)):
             r = runs[k]
             if r.first > last:
                 break
@@ -808,7 +713,7 @@ class SharePartition:
         """The member left or its share session ended: release the offsets it holds (AVAILABLE, or
         ARCHIVED at the delivery limit). Returns how many."""
         del now_ms  # no time rule applies: Kafka releases at once
-        if not self._owners.get(member_id):
+        if not self._w.owners.get(member_id):
             return 0
         n = self._release(self._start, self._end - 1, lambda r: r.owner == member_id)
         self._advance()
@@ -834,15 +739,15 @@ class SharePartition:
         SharePartition."""
         if offset <= self._start:
             return
-        runs = self._runs
-        k = self._index_at_or_after(offset)
+        runs = self._w.runs
+        k = self._w.index_at_or_after(offset)
         if k < len(runs) and runs[k].first < offset:
-            self._replace(0, k + 1, [runs[k]._replace(first=offset)])
+            self._w.replace(0, k + 1, [runs[k]._replace(first=offset)])
         else:
-            self._replace(0, k, [])
+            self._w.replace(0, k, [])
         self._start = offset
         self._end = max(self._end, offset)
-        self._avail_hint = max(self._avail_hint, offset)
+        self._w.avail_hint = max(self._w.avail_hint, offset)
         self._advance()
 
     def _archive_available(self, first: int, last: int) -> None:
@@ -856,108 +761,21 @@ class SharePartition:
         self._transform(first, last, archive, dirty=True)
 
     # ---- the runs ----------------------------------------------------------------------------------
-    def _index_at_or_after(self, offset: int) -> int:
-        """The index of the run holding `offset`, else of the first run after it."""
-        runs = self._runs
-        k = bisect.bisect_right(runs, offset, key=_first_of) - 1
-        if k >= 0 and runs[k].last >= offset:
-            return k
-        return k + 1
-
-    def _count(self, r: _Run, sign: int) -> None:
-        n = (r.last - r.first + 1) * sign
-        if r.state is _AVAILABLE:
-            self._n_available += n
-            if sign > 0 and r.first < self._avail_hint:
-                self._avail_hint = r.first
-        elif r.state is _ACQUIRED:
-            self._n_acquired += n
-            left = self._owners.get(r.owner, 0) + n
-            if left:
-                self._owners[r.owner] = left
-            else:
-                del self._owners[r.owner]
-        else:
-            self._n_terminal += n
-
-    def _replace(self, i: int, j: int, new: list[_Run]) -> None:
-        """Replace runs[i:j] by `new` (which fits between runs[i - 1] and runs[j]), merging equal
-        neighbours; keeps the counts, and the undo log of an atomic acknowledgement."""
-        runs = self._runs
-        for r in runs[i:j]:
-            self._count(r, -1)
-        for r in new:
-            self._count(r, +1)
-        lo = i - 1 if i > 0 else i
-        hi = j + 1 if j < len(runs) else j
-        merged: list[_Run] = []
-        for r in (*runs[lo:i], *new, *runs[j:hi]):
-            if merged and _mergeable(merged[-1], r):
-                merged[-1] = merged[-1]._replace(last=r.last)
-            else:
-                merged.append(r)
-        if self._undo is not None:
-            self._undo.append((lo, len(merged), runs[lo:hi]))
-        runs[lo:hi] = merged
-
-    def _restore(self, pos: int, n: int, old: list[_Run]) -> None:
-        runs = self._runs
-        for r in runs[pos : pos + n]:
-            self._count(r, -1)
-        for r in old:
-            self._count(r, +1)
-        runs[pos : pos + n] = old
-
     def _transform(self, first: int, last: int, fn: Callable[[_Run], _Run], *, dirty: bool = False) -> None:
-        """Apply `fn` to the in-flight offsets of [first, last], run by run (holes stay holes)."""
-        runs = self._runs
-        i = self._index_at_or_after(first)
-        j = bisect.bisect_right(runs, last, key=_first_of)
-        if i >= j:
-            return
-        new: list[_Run] = []
-        changed = False
-        for r in runs[i:j]:
-            head = tail = None
-            if r.first < first:
-                head, r = r._replace(last=first - 1), r._replace(first=first)
-            if r.last > last:
-                r, tail = r._replace(last=last), r._replace(first=last + 1)
-            nr = fn(r)
-            changed = changed or nr != r
-            if head is not None:
-                new.append(head)
-            new.append(nr)
-            if tail is not None:
-                new.append(tail)
-        if not changed:
-            return
-        self._replace(i, j, new)
-        if dirty:
+        """Apply `fn` to the in-flight offsets of [first, last] (holes stay holes); `dirty`: a change
+        to write (take_changes)."""
+        if self._w.transform(first, last, fn) and dirty:
             self._mark_dirty(first, last)
-
-    def _overwrite(self, first: int, last: int, new: list[_Run]) -> None:
-        """Make `new` the runs of [first, last], keeping what lies outside."""
-        runs = self._runs
-        i = self._index_at_or_after(first)
-        j = bisect.bisect_right(runs, last, key=_first_of)
-        out: list[_Run] = []
-        if i < j and runs[i].first < first:
-            out.append(runs[i]._replace(last=first - 1))
-        out.extend(new)
-        if i < j and runs[j - 1].last > last:
-            out.append(runs[j - 1]._replace(first=last + 1))
-        self._replace(i, j, out)
 
     def _advance(self) -> None:
         """SPSO moves past the ACKNOWLEDGED / ARCHIVED offsets at the start of the window (and the
         holes after them); their state is dropped."""
-        runs = self._runs
+        runs = self._w.runs
         k = 0
-        while k < len(runs) and _terminal(runs[k].state):
+        while k < len(runs) and terminal(runs[k].state):
             k += 1
         if k:
-            self._replace(0, k, [])
+            self._w.replace(0, k, [])
         if runs:
             self._start = max(self._start, runs[0].first)
         else:
@@ -968,8 +786,8 @@ class SharePartition:
     def _push_deadline(self, deadline: int, first: int, last: int) -> None:
         heap = self._deadlines
         heapq.heappush(heap, (deadline, first, last))
-        if len(heap) > 2 * len(self._runs) + 64:
-            self._deadlines = [(r.deadline, r.first, r.last) for r in self._runs if r.state is _ACQUIRED]
+        if len(heap) > 2 * len(self._w.runs) + 64:
+            self._deadlines = [(r.deadline, r.first, r.last) for r in self._w.runs if r.state is _ACQUIRED]
             heapq.heapify(self._deadlines)
 
     def _mark_dirty(self, first: int, last: int) -> None:
