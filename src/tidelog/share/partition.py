@@ -103,6 +103,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from .partition_types import (
     INVALID_RECORD_STATE,
@@ -136,6 +137,22 @@ __all__ = [
 ]
 
 _PERSISTED_STATES = {0: _AVAILABLE, 1: _AVAILABLE, 2: _ACKNOWLEDGED, 4: _ARCHIVED}
+
+
+@dataclass(slots=True)
+class _Fetch:
+    """One `acquire` call: what it may acquire, and what it has so far."""
+
+    member_id: str
+    batches: Sequence[tuple[int, int]]  # the log batches read: (first, last offset), ascending
+    base: int  # the first log batch's first offset
+    last: int  # the last offset it may acquire
+    max_acquire: int  # records it may acquire (soft unless record_limit)
+    batch_size: int
+    record_limit: bool
+    deadline: int  # the acquisition lock's, ms
+    acquired: int = 0
+    result: list[AcquiredRange] = field(default_factory=list)
 
 
 class SharePartition:
@@ -349,92 +366,78 @@ class SharePartition:
             raise ValueError(f"batch size {batch_size} <= 0")
         if fetch_offset is None:
             fetch_offset = self.fetch_offset()
-        last_in_log = batches[-1][1]
-        if last_in_log < self._start:
+        f = self._limits(member_id, batches, max_records, fetch_offset, batch_size, record_limit, now_ms + self.lock_ms)
+        if f is None:
             return []
-        # Kafka's lastOffsetAndMaxRecordsToAcquire: the in-flight limit
-        max_acquire = min(max_records, self.max_in_flight - self.in_flight())
-        last_to_acquire = last_in_log
-        if max_acquire <= 0:
-            if fetch_offset >= self._end:
-                return []
-            max_acquire = min(max_records, self._end - fetch_offset)
-            last_to_acquire = min(last_in_log, self._end - 1)
-        base = batches[0][0]
-        if fetch_offset < base:  # the log no longer has what lay between: compacted away
-            self._archive_available(fetch_offset, base - 1)
-        lo = max(base, self._start)
-        deadline = now_ms + self.lock_ms
-        result: list[AcquiredRange] = []
-
-        # the in-flight batches (first, last, first offset still in flight) meeting the fetched range
-        items: list[tuple[int, int, int]] = []
-        runs = self._w.runs
-        k = self._w.index_at_or_after(lo)
-        while k < len(runs) and runs[k].first <= last_to_acquire:
-            r = runs[k]
-            if r.bfirst >= 0 and not (items and items[-1][0] == r.bfirst and items[-1][1] == r.blast):
-                items.append((r.bfirst, r.blast, r.first))
-            k += 1
-        acquired = 0
-        if not items:
-            acquired += self._acquire_new(
-                member_id, batches, lo, last_to_acquire, max_acquire, batch_size, record_limit, deadline, result
-            )
-        else:
-            gap_start = lo
-            throttled = False
-            for bfirst, blast, cover_first in items:
-                if acquired >= max_acquire:
-                    break
-                if gap_start < cover_first and self._has_unfetched(gap_start, cover_first - 1):
-                    acquired += self._acquire_new(
-                        member_id,
-                        batches,
-                        gap_start,
-                        cover_first - 1,
-                        max_acquire - acquired,
-                        batch_size,
-                        record_limit,
-                        deadline,
-                        result,
-                    )
-                    if acquired >= max_acquire:
-                        break
-                gap_start = max(gap_start, blast + 1)
-                n, stop = self._acquire_cached(
-                    member_id,
-                    bfirst,
-                    blast,
-                    base,
-                    last_to_acquire,
-                    max_acquire,
-                    acquired,
-                    record_limit,
-                    deadline,
-                    result,
-                )
-                acquired += n
-                if stop:
-                    throttled = True
-                    break
-            last_cached = items[-1][1]
-            if not throttled and acquired < max_acquire and last_cached < last_to_acquire:
-                acquired += self._acquire_new(
-                    member_id,
-                    batches,
-                    last_cached + 1,
-                    last_to_acquire,
-                    max_acquire - acquired,
-                    batch_size,
-                    record_limit,
-                    deadline,
-                    result,
-                )
+        if fetch_offset < f.base:  # the log no longer has what lay between: compacted away
+            self._archive_available(fetch_offset, f.base - 1)
+        self._acquire_range(f, max(f.base, self._start))
+        result = f.result
         if aborted and result:
             result = self._drop_aborted(aborted, result)
         self._advance()
         return result
+
+    def _limits(
+        self,
+        member_id: str,
+        batches: Sequence[tuple[int, int]],
+        max_records: int,
+        fetch_offset: int,
+        batch_size: int,
+        record_limit: bool,
+        deadline: int,
+    ) -> _Fetch | None:
+        """Kafka's lastOffsetAndMaxRecordsToAcquire: how many records this fetch may acquire, up to
+        which offset (the in-flight limit); None when nothing."""
+        last_in_log = batches[-1][1]
+        if last_in_log < self._start:
+            return None
+        max_acquire = min(max_records, self.max_in_flight - self.in_flight())
+        last_to_acquire = last_in_log
+        if max_acquire <= 0:  # the window is full: re-deliveries below end_offset only
+            if fetch_offset >= self._end:
+                return None
+            max_acquire = min(max_records, self._end - fetch_offset)
+            last_to_acquire = min(last_in_log, self._end - 1)
+        return _Fetch(
+            member_id, batches, batches[0][0], last_to_acquire, max_acquire, batch_size, record_limit, deadline
+        )
+
+    def _acquire_range(self, f: _Fetch, lo: int) -> None:
+        """Acquire from [lo, f.last] in offset order: the in-flight batches meeting it (whole, the
+        limit checked between them), and the offsets never fetched before, between and after them
+        as new in-flight batches; stop at the limit, or after a throttled batch."""
+        items = self._inflight_batches(lo, f.last)
+        if not items:
+            self._acquire_new(f, lo, f.last)
+            return
+        gap_start = lo
+        for bfirst, blast, cover_first in items:
+            if f.acquired >= f.max_acquire:
+                return
+            if gap_start < cover_first and self._has_unfetched(gap_start, cover_first - 1):
+                self._acquire_new(f, gap_start, cover_first - 1)
+                if f.acquired >= f.max_acquire:
+                    return
+            gap_start = max(gap_start, blast + 1)
+            if self._acquire_cached(f, bfirst, blast):
+                return  # throttled: nothing more in this fetch
+        last_cached = items[-1][1]
+        if f.acquired < f.max_acquire and last_cached < f.last:
+            self._acquire_new(f, last_cached + 1, f.last)
+
+    def _inflight_batches(self, lo: int, last: int) -> list[tuple[int, int, int]]:
+        """The in-flight batches meeting [lo, last]: (first, last, first offset still in flight)."""
+        items: list[tuple[int, int, int]] = []
+        runs = self._w.runs
+        k = self._w.index_at_or_after(lo)
+        while k < len(runs) and runs[k].first <= last:
+            r = runs[k]
+            if r.bfirst >= 0 and not (items and items[-1][0] == r.bfirst and items[-1][1] == r.blast):
+                items.append((r.bfirst, r.blast, r.first))
+            k += 1
+        return items
 
     def _has_unfetched(self, first: int, last: int) -> bool:
         runs = self._w.runs
@@ -446,24 +449,16 @@ class SharePartition:
                 return True
         return False
 
-    def _acquire_new(
-        self,
-        member_id: str,
-        batches: Sequence[tuple[int, int]],
-        first: int,
-        last: int,
-        max_records: int,
-        batch_size: int,
-        record_limit: bool,
-        deadline: int,
-        result: list[AcquiredRange],
-    ) -> int:
-        """Kafka's acquireNewBatchRecords: offsets never fetched in [first, last] (plus, past
-        max_records, the rest of the log batch that holds the last one) become new in-flight
-        batches, acquired with delivery count 1. (Kafka's move of `first` up to its end offset when
-        its cache is empty is `lo` here: with no runs, start_offset == end_offset.)"""
+    def _acquire_new(self, f: _Fetch, first: int, last: int) -> None:
+        """Kafka's acquireNewBatchRecords: offsets never fetched in [first, last] (plus, past the
+        records this fetch may still take, the rest of the log batch that holds the last one)
+        become new in-flight batches, acquired with delivery count 1. (Kafka's move of `first` up
+        to its end offset when its cache is empty is `lo` here: with no runs, start_offset ==
+        end_offset.)"""
         if first > last:
-            return 0
+            return
+        member_id, batches, batch_size, deadline = f.member_id, f.batches, f.batch_size, f.deadline
+        max_records = f.max_acquire - f.acquired
         acquire_last = last
         if max_records < acquire_last - first + 1:
             target = first + max_records - 1
@@ -475,7 +470,7 @@ class SharePartition:
             # end it cannot go; and before an in-flight batch it must not)
             acquire_last = min(acquire_last, last)
         new: list[_Run] = []
-        if record_limit:
+        if f.record_limit:
             if acquire_last - first + 1 > max_records:
                 cut = first + max_records - 1
                 new.append(_Run(first, cut, _ACQUIRED, 1, member_id, deadline, first, acquire_last))
@@ -501,27 +496,16 @@ class SharePartition:
         self._end = max(self._end, acquire_last + 1)
         for r in new:
             if r.state is _ACQUIRED:
-                result.append(AcquiredRange(r.first, r.last, 1))
+                f.result.append(AcquiredRange(r.first, r.last, 1))
                 self._push_deadline(deadline, r.first, r.last)
-        return count
+        f.acquired += count
 
-    def _acquire_cached(
-        self,
-        member_id: str,
-        bfirst: int,
-        blast: int,
-        req_first: int,
-        req_last: int,
-        max_acquire: int,
-        acquired: int,
-        record_limit: bool,
-        deadline: int,
-        result: list[AcquiredRange],
-    ) -> tuple[int, bool]:
-        """Kafka's acquisition of one in-flight batch [bfirst, blast] for a fetch of
-        [req_first, req_last]: its AVAILABLE offsets in that range, with the delivery-limit
-        throttling. Returns (offsets acquired, stop the whole fetch)."""
-        lo, hi = max(bfirst, req_first, self._start), min(blast, req_last)
+    def _acquire_cached(self, f: _Fetch, bfirst: int, blast: int) -> bool:
+        """Kafka's acquisition of one in-flight batch [bfirst, blast] for the fetch `f`: its
+        AVAILABLE offsets in the fetched range, with the delivery-limit throttling. True: the batch
+        was throttled, nothing more may be acquired in this fetch."""
+        member_id, deadline, acquired = f.member_id, f.deadline, f.acquired
+        lo, hi = max(bfirst, f.base, self._start), min(blast, f.last)
         limit = self.delivery_limit
         throttle_at = max(2, -(-limit // 2))
         pieces: list[tuple[int, int, int]] = []  # the AVAILABLE runs of the batch in [lo, hi]
@@ -533,11 +517,11 @@ class SharePartition:
             if r.state is _AVAILABLE and r.bfirst == bfirst and r.blast == blast:
                 pieces.append((max(r.first, lo), min(r.last, hi), r.dc))
         if not pieces:
-            return 0, False
+            return False
         throttle = max(c for _, _, c in pieces) >= throttle_at
         if throttle and acquired > 0:
-            return 0, True  # delivered alone, in a later fetch
-        rl_left = max_acquire - acquired if record_limit else None
+            return True  # delivered alone, in a later fetch
+        rl_left = f.max_acquire - acquired if f.record_limit else None
         size = blast - bfirst + 1
         cap: int | None = None  # the throttled group's size, once met
         cap_set = False
@@ -574,9 +558,10 @@ class SharePartition:
             else:
                 out.append([first, last, count + 1])
         for first, last, count in out:
-            result.append(AcquiredRange(first, last, count))
+            f.result.append(AcquiredRange(first, last, count))
             self._push_deadline(deadline, first, last)
-        return n, throttle
+        f.acquired += n
+        return throttle
 
     def _drop_aborted(self, aborted: Sequence[tuple[int, int]], result: list[AcquiredRange]) -> list[AcquiredRange]:
         """Kafka's read_committed filter: ACQUIRED offsets in batches of aborted transactions are
