@@ -29,7 +29,6 @@ class Deps:
 
     admin: TopicAdmin
     config: BrokerConfig
-    node_id: int
 
 
 SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT = 1, 5
@@ -43,67 +42,32 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Ans
     # A name given more than once is created from none of its entries and answered once, after the
     # others, INVALID_REQUEST (Kafka's ControllerApis.createTopics); its partitions do not count.
     counts = Counter(t.name for t in request.topics)
-    duplicates = [name for name, n in counts.items() if n > 1]
     too_many = (
         sum(max(_requested(t, deps.config["num.partitions"]), 0) for t in request.topics if counts[t.name] == 1)
         > MAX_NEW_PARTITIONS_PER_REQUEST
     )
+    if too_many:  # Kafka fails every entry of the request, repeated names included
+        topics = [_entry(t.name, *TOO_MANY_PER_REQUEST) for t in request.topics]
+        return {"throttle_time": 0, "topics": topics}
     for t in request.topics:
-        name = t.name
-        entry: CreatableTopicResult = {
-            "name": name,
-            "topic_id": None,
-            "error_code": 0,
-            "error_message": None,
-            "num_partitions": -1,
-            "replication_factor": -1,
-            "configs": [],
-        }
-        if too_many:  # Kafka fails every entry of the request, repeated names included
-            entry.update({"error_code": TOO_MANY_PER_REQUEST[0], "error_message": TOO_MANY_PER_REQUEST[1]})
-            results.append(entry)
+        if counts[t.name] > 1:
             continue
-        if counts[name] > 1:
-            continue
+        entry = _entry(t.name)
+        results.append(entry)
         partitions: int = t.num_partitions
         rf: int = t.replication_factor
         if t.assignments:
-            if partitions != -1 or rf != -1:
-                entry.update(
-                    {
-                        "error_code": E.invalid_request.value,
-                        "error_message": "Both numPartitions or replicationFactor and replicasAssignments were set.",
-                    }
-                )
-                results.append(entry)
-                continue
-            live = set(admin.live_brokers())
-            bad = [
-                a
-                for a in t.assignments
-                if not a.broker_ids
-                or len(set(a.broker_ids)) != len(a.broker_ids)
-                or not set(a.broker_ids) <= live
-                or len(a.broker_ids) != len(t.assignments[0].broker_ids)
-            ]
-            if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
-                entry.update(
-                    {
-                        "error_code": E.invalid_replica_assignment.value,
-                        "error_message": f"Replica assignments must name only broker {deps.node_id}, "
-                        "one per partition 0..n-1.",
-                    }
-                )
-                results.append(entry)
+            error = _assignment_error(t, set(admin.live_brokers()))
+            if error is not None:
+                entry.update({"error_code": error[0], "error_message": error[1]})
                 continue
             partitions = len(t.assignments)
         if partitions == -1:
             partitions = deps.config["num.partitions"]
         configs = {c.name: c.value for c in t.configs}
-        code, msg = admin.check_create(name, partitions, rf, configs)
+        code, msg = admin.check_create(t.name, partitions, rf, configs)
         if code:
             entry.update({"error_code": code, "error_message": msg})
-            results.append(entry)
             continue
         if not validate_only:
             replicas: list[tuple[int, ...]] | None = (
@@ -111,44 +75,71 @@ def handle(deps: Deps, ctx: RequestContext, request: CreateTopicsRequest) -> Ans
                 if t.assignments
                 else None
             )
-            pending.append(_create(entry, admin.create_topic(name, partitions, rf, configs, replicas)))
-        effective = admin.new_topic_configs(configs)
+            pending.append(_create(entry, admin.create_topic(t.name, partitions, rf, configs, replicas)))
         overrides = {k for k, v in configs.items() if v is not None}
-        rf = len(t.assignments[0].broker_ids) if t.assignments else admin.replication_factor(rf)
         entry.update(
             {
                 "num_partitions": partitions,
-                "replication_factor": rf,
-                "configs": [
-                    {
-                        "name": k,
-                        "value": v,
-                        "read_only": False,
-                        "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
-                        "is_sensitive": False,
-                    }
-                    for k, v in sorted(effective.items())
-                ],
+                "replication_factor": len(t.assignments[0].broker_ids)
+                if t.assignments
+                else admin.replication_factor(rf),
+                "configs": _described(admin.new_topic_configs(configs), overrides),
             }
         )
-        results.append(entry)
-    if not too_many:
-        results.extend(
-            {
-                "name": name,
-                "topic_id": None,
-                "error_code": E.invalid_request.value,
-                "error_message": "Duplicate topic name.",
-                "num_partitions": -1,
-                "replication_factor": -1,
-                "configs": [],
-            }
-            for name in duplicates
-        )
+    results.extend(
+        _entry(name, E.invalid_request.value, "Duplicate topic name.") for name, n in counts.items() if n > 1
+    )
     response: CreateTopicsResponse = {"throttle_time": 0, "topics": results}
     if pending:
         return answered_after(response, *pending)
     return response
+
+
+def _entry(name: str, code: int = 0, message: str | None = None) -> CreatableTopicResult:
+    """A topic's result: an error with nothing else, or a success filled in by the caller."""
+    return {
+        "name": name,
+        "topic_id": None,
+        "error_code": code,
+        "error_message": message,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": [],
+    }
+
+
+def _assignment_error(t: Any, live: set[int]) -> tuple[int, str] | None:
+    """Why a topic's replica assignments cannot be used, as Kafka's controller answers, or None:
+    they come with a partition count or replication factor, name a broker twice or one not
+    alive, differ in length, or do not number the partitions 0..n-1."""
+    if t.num_partitions != -1 or t.replication_factor != -1:
+        return E.invalid_request.value, "Both numPartitions or replicationFactor and replicasAssignments were set."
+    width = len(t.assignments[0].broker_ids)
+    bad = any(
+        not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids) or not set(a.broker_ids) <= live
+        for a in t.assignments
+    ) or any(len(a.broker_ids) != width for a in t.assignments)
+    if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
+        return (
+            E.invalid_replica_assignment.value,
+            f"Replica assignments must name live brokers ({sorted(live)}), each once and as many for every "
+            "partition, one per partition 0..n-1.",
+        )
+    return None
+
+
+def _described(effective: dict[str, Any], overrides: set[str]) -> list[Any]:
+    """CreateTopics v5+'s configs of a new topic: every effective value, its source."""
+    return [
+        {
+            "name": k,
+            "value": v,
+            "read_only": False,
+            "config_source": SOURCE_DYNAMIC_TOPIC if k in overrides else SOURCE_DEFAULT,
+            "is_sensitive": False,
+        }
+        for k, v in sorted(effective.items())
+    ]
 
 
 async def _create(entry: CreatableTopicResult, created: Awaitable[Created]) -> None:
