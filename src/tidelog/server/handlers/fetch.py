@@ -81,19 +81,11 @@ def read_all(
             plog = partitions.get(name, p.partition) if name is not None else None
             if plog is None:
                 code: int = E.unknown_topic_id.value if version >= 13 else E.unknown_topic_or_partition.value
-                tags = None
+                hint = None
                 if name is not None and cluster.replicated(name, p.partition):
                     code = E.not_leader_or_follower.value  # another broker holds it
                     hint = current_leader(name, p.partition)
-                    tags = {leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None
-                parts.append(
-                    codec.FetchResponsePartition(
-                        partition_index=p.partition,
-                        error_code=code,
-                        aborted_transactions=[] if version >= 13 else None,
-                        tagged_fields=tags,
-                    )
-                )
+                parts.append(_refused(p.partition, code, version, hint))
                 errors = True
                 continue
             assert name is not None  # a log was found under it
@@ -104,14 +96,7 @@ def read_all(
                     if code in (E.not_leader_or_follower.value, E.fenced_leader_epoch.value)
                     else None
                 )
-                parts.append(
-                    codec.FetchResponsePartition(
-                        partition_index=p.partition,
-                        error_code=code,
-                        aborted_transactions=[] if version >= 13 else None,
-                        tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None,
-                    )
-                )
+                parts.append(_refused(p.partition, code, version, hint))
                 errors = True
                 continue
             # a replica's fetch (Kafka's replica_id): only of a replicated partition, read to the log end
@@ -172,6 +157,16 @@ def read_all(
         total,
         errors,
         keys,
+    )
+
+
+def _refused(partition: int, code: int, version: int, hint: bytes | None) -> codec.FetchResponsePartition:
+    """A partition answered with an error and no records (with where its leader is, v12+)."""
+    return codec.FetchResponsePartition(
+        partition_index=partition,
+        error_code=code,
+        aborted_transactions=[] if version >= 13 else None,
+        tagged_fields={leader_hint.FETCH_CURRENT_LEADER_TAG: hint} if hint else None,
     )
 
 
