@@ -201,79 +201,13 @@ def clean(log: PartitionLog, now: int, force: bool = False) -> CleanStats:
     if not force and (total == 0 or dirty / total < cfg.min_cleanable_dirty_ratio):
         stats.skipped = True
         return stats
-    # key -> offset of its latest committed (or non-transactional) record; aborted data never counts
-    latest: dict[bytes, int] = {}
-    tracker = _TxnTracker()
-    for seg in segs:
-        for raw, h in _records(seg):
-            if h[H_ATTRIBUTES] & CONTROL_FLAG_MASK:
-                tracker.marker(h)
-                continue
-            if tracker.data(h) in aborted:
-                continue
-            for r in decode_records(raw):
-                if r.key is not None:
-                    latest[r.key] = r.offset
+    rewrite = _Rewrite(aborted, _latest_offsets(segs, aborted), now, cfg.delete_retention_ms, stats)
     horizon = now - cfg.delete_retention_ms
-    tracker = _TxnTracker()
-    with_data: set[TxnKey] = set()  # transactions with records still in the cleaned log
     for seg in segs:
-        drop_tombstones = seg.largest_timestamp() < horizon
-        parts: list[bytes] = []
-        removed = changed = 0
-        for raw, h in _records(seg):
-            attrs = h[H_ATTRIBUTES]
-            if attrs & CONTROL_FLAG_MASK:
-                key = tracker.marker(h)
-                if key is not None and key in with_data:
-                    parts.append(raw)  # its transaction still has records: the marker stays
-                elif not attrs & DELETE_HORIZON_FLAG_MASK:
-                    # its transaction's data is gone: keep it delete.retention.ms from now
-                    parts.append(_with_delete_horizon(raw, now + cfg.delete_retention_ms))
-                    changed += 1
-                elif now < h[H_FIRST_TIMESTAMP]:
-                    parts.append(raw)  # within its delete horizon
-                else:
-                    stats.markers_removed += 1
-                    changed += 1
-                continue
-            txn = tracker.data(h)
-            recs = decode_records(raw)
-            if txn is not None and txn in aborted:
-                keep = []  # records of an aborted transaction are never kept
-            else:
-                keep = [
-                    r
-                    for r in recs
-                    if r.key is None or (latest.get(r.key) == r.offset and not (r.value is None and drop_tombstones))
-                ]
-            if keep and txn is not None:
-                with_data.add(txn)
-            removed += len(recs) - len(keep)
-            if len(keep) == len(recs):
-                parts.append(raw)
-            elif keep:
-                lat = attrs & TIMESTAMP_TYPE_MASK
-                parts.append(
-                    build_batch(
-                        keep,
-                        base_offset=h[H_BASE_OFFSET],
-                        codec=attrs & COMPRESSION_CODEC_MASK,
-                        timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
-                        producer_id=h[H_PRODUCER_ID],
-                        producer_epoch=h[H_PRODUCER_EPOCH],
-                        base_sequence=h[H_BASE_SEQUENCE],
-                        transactional=bool(attrs & TRANSACTIONAL_FLAG_MASK),
-                        partition_leader_epoch=h[H_LEADER_EPOCH],
-                        max_timestamp=h[H_MAX_TS] if lat else None,
-                        last_offset_delta=h[H_LAST_OFFSET_DELTA],
-                    )
-                )
-        if not removed and not changed:
+        data = rewrite.segment(seg, drop_tombstones=seg.largest_timestamp() < horizon)
+        if data is None:
             continue
-        data = b"".join(parts)
         stats.segments_rewritten += 1
-        stats.records_removed += removed
         stats.bytes_before += seg.size
         stats.bytes_after += len(data)
         log._replace_segment(seg, _swap(log, seg, data, now), now)
@@ -290,6 +224,112 @@ def clean(log: PartitionLog, now: int, force: bool = False) -> CleanStats:
             stats.bytes_after,
         )
     return stats
+
+
+def _latest_offsets(segs: list[LogSegment], aborted: set[TxnKey]) -> dict[bytes, int]:
+    """The first pass: key -> offset of its latest committed (or non-transactional) record in
+    `segs`; aborted data never counts."""
+    latest: dict[bytes, int] = {}
+    tracker = _TxnTracker()
+    for seg in segs:
+        for raw, h in _records(seg):
+            if h[H_ATTRIBUTES] & CONTROL_FLAG_MASK:
+                tracker.marker(h)
+                continue
+            if tracker.data(h) in aborted:
+                continue
+            for r in decode_records(raw):
+                if r.key is not None:
+                    latest[r.key] = r.offset
+    return latest
+
+
+class _Rewrite:
+    """The second pass, segment by segment in offset order (the transactions seen so far carry
+    over from one segment to the next): what each segment keeps (module docstring's rules)."""
+
+    def __init__(
+        self, aborted: set[TxnKey], latest: dict[bytes, int], now: int, retention_ms: int, stats: CleanStats
+    ) -> None:
+        self.aborted = aborted
+        self.latest = latest
+        self.now = now
+        self.retention_ms = retention_ms
+        self.stats = stats
+        self.tracker = _TxnTracker()
+        self.with_data: set[TxnKey] = set()  # transactions with records still in the cleaned log
+
+    def segment(self, seg: LogSegment, drop_tombstones: bool) -> bytes | None:
+        """The segment's new bytes, or None when it keeps everything as it is; counts the records
+        and markers removed into the stats."""
+        parts: list[bytes] = []
+        removed = changed = 0
+        for raw, h in _records(seg):
+            if h[H_ATTRIBUTES] & CONTROL_FLAG_MASK:
+                marker = self._marker(raw, h)
+                if marker is not raw:
+                    changed += 1
+                if marker is not None:
+                    parts.append(marker)
+                continue
+            batch, n = self._data(raw, h, drop_tombstones)
+            removed += n
+            if batch is not None:
+                parts.append(batch)
+        self.stats.records_removed += removed
+        if not removed and not changed:
+            return None
+        return b"".join(parts)
+
+    def _marker(self, raw: bytes, h: tuple[Any, ...]) -> bytes | None:
+        """A transaction marker as it stays (`raw` itself when unchanged), or None: removed."""
+        key = self.tracker.marker(h)
+        if key is not None and key in self.with_data:
+            return raw  # its transaction still has records: the marker stays
+        if not h[H_ATTRIBUTES] & DELETE_HORIZON_FLAG_MASK:
+            # its transaction's data is gone: keep it delete.retention.ms from now
+            return _with_delete_horizon(raw, self.now + self.retention_ms)
+        if self.now < h[H_FIRST_TIMESTAMP]:
+            return raw  # within its delete horizon
+        self.stats.markers_removed += 1
+        return None
+
+    def _data(self, raw: bytes, h: tuple[Any, ...], drop_tombstones: bool) -> tuple[bytes | None, int]:
+        """A data batch as it stays (`raw` when whole, rebuilt with its offsets when it lost records,
+        None when it lost all) and how many records it lost."""
+        txn = self.tracker.data(h)
+        recs = decode_records(raw)
+        if txn is not None and txn in self.aborted:
+            keep = []  # records of an aborted transaction are never kept
+        else:
+            latest = self.latest
+            keep = [
+                r
+                for r in recs
+                if r.key is None or (latest.get(r.key) == r.offset and not (r.value is None and drop_tombstones))
+            ]
+        if keep and txn is not None:
+            self.with_data.add(txn)
+        if len(keep) == len(recs):
+            return raw, 0
+        if not keep:
+            return None, len(recs)
+        attrs = h[H_ATTRIBUTES]
+        lat = attrs & TIMESTAMP_TYPE_MASK
+        batch = build_batch(
+            keep,
+            base_offset=h[H_BASE_OFFSET],
+            codec=attrs & COMPRESSION_CODEC_MASK,
+            timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
+            producer_id=h[H_PRODUCER_ID],
+            producer_epoch=h[H_PRODUCER_EPOCH],
+            base_sequence=h[H_BASE_SEQUENCE],
+            transactional=bool(attrs & TRANSACTIONAL_FLAG_MASK),
+            partition_leader_epoch=h[H_LEADER_EPOCH],
+            max_timestamp=h[H_MAX_TS] if lat else None,
+            last_offset_delta=h[H_LAST_OFFSET_DELTA],
+        )
+        return batch, len(recs) - len(keep)
 
 
 def _with_delete_horizon(raw: bytes, horizon_ms: int) -> bytes:
