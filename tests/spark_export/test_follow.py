@@ -20,13 +20,18 @@ from tidelog.spark_export.job import ExportOptions
 from tidelog.spark_export.manifest import Manifest
 from tidelog.spark_export.progress import Progress
 
+# Spark runs take seconds alone and minutes on a 2-core machine shared with other jobs (a CI run
+# beside the simulation timed out at 120 s waiting for the runs after a roll, a test that passes
+# in 10 s alone): generous bounds, and the follower's state in the message when one is exceeded.
+RUN_TIMEOUT = 300.0
 
-def wait_for(cond, what: str, timeout: float = 120.0, proc: subprocess.Popen | None = None):
+
+def wait_for(cond, what: str, timeout: float = RUN_TIMEOUT, proc: subprocess.Popen | None = None, state=lambda: None):
     deadline = time.monotonic() + timeout
     while not (got := cond()):
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"{what}: the process exited with {proc.returncode}")
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what} ({state()})"
         time.sleep(0.1)
     return got
 
@@ -89,7 +94,11 @@ def test_follower_exports_each_closed_segment_and_reports_lag(catalog, tmp_path)
         w.fill(10)
         closed = w.roll()
         want = len(w.model.committed(closed))
-        wait_for(lambda: metrics.rows.get("orders") == want, "the runs after the roll")  # counted once a run ended
+        wait_for(
+            lambda: metrics.rows.get("orders") == want,  # counted once a run ended
+            "the runs after the roll",
+            state=lambda: f"{metrics.runs} runs, rows {metrics.rows}, want {want}, thread alive {thread.is_alive()}",
+        )
         assert_exactly(spark, "tidelog.orders", w.model.committed(closed))
         wait_for(lambda: metrics.lags["orders"].records == active_records(w), "lag after run 2")
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
