@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tidelog.share.partition import (
+from tidelog.share.partition import SharePartition
+from tidelog.share.partition_types import (
     INVALID_RECORD_STATE,
     INVALID_REQUEST,
     AckBatch,
     AckType,
     AcquiredRange,
     RecordState,
-    SharePartition,
     StateBatch,
 )
 

@@ -49,7 +49,8 @@ from kio.schema.errors import ErrorCode as E
 from ..log import records as LR
 from ..log.errors import LogError, OffsetOutOfRangeError
 from . import state_records as SS
-from .partition import AckBatch, AcquiredRange, SharePartition, StateBatch
+from .partition import SharePartition
+from .partition_types import AckBatch, AcquiredRange, StateBatch
 from .sessions import ShareSessions
 from .state_store import ShareKey
 

@@ -123,18 +123,7 @@ from .runs import AVAILABLE as _AVAILABLE
 from .runs import Run as _Run
 from .runs import RunWindow, terminal
 
-__all__ = [
-    "INVALID_RECORD_STATE",
-    "INVALID_REQUEST",
-    "AckBatch",
-    "AckType",
-    "AcquiredRange",
-    "InFlightRange",
-    "RecordState",
-    "SharePartition",
-    "StateBatch",
-    "StateDelta",
-]
+__all__ = ["SharePartition"]  # its values: partition_types
 
 _PERSISTED_STATES = {0: _AVAILABLE, 1: _AVAILABLE, 2: _ACKNOWLEDGED, 4: _ARCHIVED}
 

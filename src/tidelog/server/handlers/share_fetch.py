@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode as E
 
-from ...share.partition import AckBatch
+from ...share.partition_types import AckBatch
 from ...share.sessions import ShareSessionError
 from ...wire.apis import ApiKey
 from ..router import control_route
