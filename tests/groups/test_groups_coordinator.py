@@ -216,3 +216,13 @@ async def test_txn_offsets_visible_only_after_commit_marker(tmp_path):
     _, again = make(tmp_path, backend)  # the replay applies the markers the same way
     assert {tp: v.offset for tp, v in again.store.committed("g").items()} == {("t", 0): 5, ("t", 1): 3}
     again.stop()
+
+
+async def test_a_heartbeat_to_a_loading_coordinator_is_answered_none(tmp_path):
+    """As Kafka: a classic member's Heartbeat while the coordinator loads the group is answered
+    NONE blindly (aiokafka's heartbeat task dies on COORDINATOR_LOAD_IN_PROGRESS); JoinGroup is
+    still told to wait."""
+    broker = Broker(load_config(None, [f"log.dirs={tmp_path}", "offsets.topic.num.partitions=3"]))
+    coord = GroupCoordinator(broker.config, broker.admin, MemoryGroupLog())  # not started: loading
+    assert coord.status("g") == 14  # COORDINATOR_LOAD_IN_PROGRESS
+    assert coord.heartbeat("g", "m-1", None, 1) == NONE

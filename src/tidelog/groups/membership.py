@@ -553,8 +553,11 @@ class Membership:
 
     # ---- Heartbeat / LeaveGroup --------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
+        """A classic member's heartbeat. To a coordinator still loading the group it is answered
+        NONE without looking, as Kafka does (aiokafka's heartbeat task treats
+        COORDINATOR_LOAD_IN_PROGRESS as fatal); the next one after the load is checked."""
         if code := self.coord.status(group_id):
-            return code
+            return NONE if code == E.coordinator_load_in_progress.value else code
         group = self.groups.get(group_id)
         err = self._check_member(group, member_id, instance_id, generation)
         if err:
