@@ -226,3 +226,4 @@ async def test_a_heartbeat_to_a_loading_coordinator_is_answered_none(tmp_path):
     coord = GroupCoordinator(broker.config, broker.admin, MemoryGroupLog())  # not started: loading
     assert coord.status("g") == 14  # COORDINATOR_LOAD_IN_PROGRESS
     assert coord.heartbeat("g", "m-1", None, 1) == NONE
+    assert (await join(coord, "g"))["error_code"] == 14

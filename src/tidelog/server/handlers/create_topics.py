@@ -115,10 +115,13 @@ def _assignment_error(t: Any, live: set[int]) -> tuple[int, str] | None:
     if t.num_partitions != -1 or t.replication_factor != -1:
         return E.invalid_request.value, "Both numPartitions or replicationFactor and replicasAssignments were set."
     width = len(t.assignments[0].broker_ids)
-    bad = any(
-        not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids) or not set(a.broker_ids) <= live
-        for a in t.assignments
-    ) or any(len(a.broker_ids) != width for a in t.assignments)
+    bad = (
+        any(
+            len(a.broker_ids) != width or len(set(a.broker_ids)) != width or not set(a.broker_ids) <= live
+            for a in t.assignments
+        )
+        or not width
+    )
     if bad or sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
         return (
             E.invalid_replica_assignment.value,
