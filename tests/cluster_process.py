@@ -119,6 +119,21 @@ class Cluster:
         os.kill(proc.pid, signal.SIGCONT)
         self.paused.discard(node_id)
 
+    def heal(self) -> list[int]:
+        """Resume paused brokers and start stopped ones, then wait until all are registered: what a
+        module-scoped cluster needs after a test that failed half-way through a fault, so the
+        tests after it start whole. Returns the brokers it had to bring back."""
+        back = sorted(self.paused)
+        for i in back:
+            self.resume(i)
+        for i, b in self.brokers.items():
+            if not b.running:
+                b.start()
+                back.append(i)
+        if back:
+            self.wait_ready()
+        return back
+
     def logs(self, *needles: str) -> str:
         """The tail of every broker's log; with `needles`, its last 60 lines holding any of them."""
         if not needles:

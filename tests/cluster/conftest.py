@@ -32,3 +32,13 @@ def cluster(tmp_path_factory, request):
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture(autouse=True)
+def _heal_cluster_after(request):
+    """After each test that used the module's `cluster`: bring back any broker it left stopped or
+    paused. A test that fails between stopping a broker and starting it again would otherwise leave
+    every later test of the module a cluster of two, and their failures would hide the first one."""
+    yield
+    if "cluster" in request.fixturenames:
+        request.getfixturevalue("cluster").heal()
