@@ -43,6 +43,7 @@ from . import cleaner as _cleaner
 from . import legacy
 from .clock import wall_clock_ms
 from .config import LogConfig
+from .deleter import deletion_name, fsync_dir
 from .epochs import LeaderEpochCache
 from .errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
 from .records import (
@@ -648,8 +649,10 @@ class PartitionLog(ReplicaLogMixin):
                 seg.release()
             self._graveyard.clear()
 
-    def delete(self) -> None:
-        """Close and remove the partition directory."""
+    def delete(self) -> Path | None:
+        """Close the log and rename its directory out of the way (`deleter.deletion_name`, the
+        log dir fsynced): the renamed directory, for the caller to remove (`DirDeleter`), or None
+        when it could not be renamed (then it is removed here)."""
         with self._lock:
             self._closed = True
             for seg in self._segments:
@@ -657,7 +660,17 @@ class PartitionLog(ReplicaLogMixin):
             for _, seg in self._graveyard:
                 seg.release()
             self._graveyard.clear()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        target = self.dir.with_name(deletion_name(self.dir.name))
+        try:
+            os.rename(self.dir, target)
+            fsync_dir(self.dir.parent)
+        except OSError as e:
+            logger.warning(
+                "%s-%d: cannot rename %s for deletion (%s): removing it now", self.topic, self.partition, self.dir, e
+            )
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return None
+        return target
 
     def __repr__(self) -> str:
         return (

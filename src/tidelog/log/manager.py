@@ -4,6 +4,7 @@ make restarts cheap and crash-safe.
 Layout of each log dir::
 
     <topic>-<partition>/                   one PartitionLog each
+    <topic>-<partition>.<hex>-delete/      a deleted partition's, being removed (`deleter`)
     .kafka_cleanshutdown                   present only between a clean close and the next start
     recovery-point-offset-checkpoint       offsets below which each partition was fsynced
     log-start-offset-checkpoint            log start offsets moved by DeleteRecords / retention
@@ -33,6 +34,7 @@ from typing import Any
 from .atomic import replace_file
 from .clock import wall_clock_ms
 from .config import LogConfig
+from .deleter import DirDeleter, is_being_deleted
 from .log import PartitionLog
 
 logger = logging.getLogger("tidelog.log")
@@ -108,6 +110,7 @@ class LogManager:
         self._topic_config = topic_config
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._listener = on_append
+        self.deleter = DirDeleter()
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._load_dir(d)
@@ -123,6 +126,9 @@ class LogManager:
         starts = read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
         hws = read_checkpoint(d / REPLICATION_CHECKPOINT)
         for name in sorted(os.listdir(d)):
+            if is_being_deleted(name) and (d / name).is_dir():
+                self.deleter.schedule(d / name)  # deleted before a crash or a stop: finished now
+                continue
             m = _PARTITION_DIR.match(name)
             if not m or not (d / name).is_dir():
                 continue
@@ -178,10 +184,14 @@ class LogManager:
         return log
 
     def delete(self, topic: str, partition: int, checkpoint: bool = True) -> bool:
+        """Forget the partition; its directory is renamed now and removed in the background
+        (`deleter`), so the caller never waits for its files to go."""
         log = self._logs.pop((topic, partition), None)
         if log is None:
             return False
-        log.delete()
+        renamed = log.delete()
+        if renamed is not None:
+            self.deleter.schedule(renamed)
         if checkpoint:
             self.checkpoint()
         return True
@@ -238,7 +248,9 @@ class LogManager:
             write_checkpoint(d / REPLICATION_CHECKPOINT, hws)
 
     def close(self) -> None:
-        """Clean shutdown: flush and close every log, checkpoint, write the marker."""
+        """Clean shutdown: flush and close every log, checkpoint, write the marker. Directories
+        still being deleted are left for the next start."""
+        self.deleter.stop()
         for log in self.logs():
             log.close()
         self.checkpoint()
