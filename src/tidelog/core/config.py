@@ -170,9 +170,12 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "max.request.partition.size.limit": (_int(1), "2000"),
     "message.max.bytes": (_int(0), "1048588"),
     "socket.request.max.bytes": (_int(1), str(100 * 1024 * 1024)),
-    # SO_RCVBUF of client connections (-1: the OS's autotuning). Kafka's default is 100 KiB; 4 MiB
-    # measured +15% produce msgs/s over autotuning (bench/README.md).
-    "socket.receive.buffer.bytes": (_int(-1), str(4 * 1024 * 1024)),
+    # SO_RCVBUF of client connections (-1: the OS's autotuning); Kafka's default, 100 KiB. A small
+    # buffer is the producers' backpressure: librdkafka keeps building requests (of a record or two
+    # a batch at many partitions) while its socket takes them, and batches only grow once it does
+    # not; with 4 MiB, three brokers at 500 partitions took 5x fewer acks=all records/s at 5x the
+    # CPU per record (bench/README.md, "Socket receive buffers").
+    "socket.receive.buffer.bytes": (_int(-1), "102400"),
     "max.connections": (_int(1), "2147483647"),
     "queued.max.requests": (_int(1), "500"),
     "num.io.threads": (_int(1), "8"),
