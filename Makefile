@@ -78,7 +78,7 @@ test: $(STAMP) kcat java etcd kafka-jars check
 FAST_TESTS = tests/arch tests/wire tests/log tests/txn tests/core/test_group_configs.py tests/core/test_broker_key_types.py tests/core/test_group_commit.py tests/share tests/server/test_handlers_unit.py tests/server/handlers \
 	tests/groups tests/server/test_router_schemas.py \
 	tests/server/test_socket_buffers.py tests/security/test_authorizer.py tests/security/test_sasl_mechanisms.py \
-	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py \
+	tests/security/test_settings.py tests/fuzz/test_decoders.py tests/cluster/test_model_unit.py tests/cluster/test_replica_unit.py \
 	tests/cluster/test_controller_unit.py tests/cluster/test_history_checker.py tests/cluster/test_security_seed.py tests/sim \
 	tests/cli/test_process_overrides.py tests/registry tests/bench
 test-fast: $(STAMP) check

@@ -59,3 +59,62 @@ def test_a_pending_expansion_counts_for_the_hw_only_once_the_isr_has_min_isr_mem
     p.follower_leo[2] = 5
     rm.maybe_advance_hw(p)
     assert p.plog.high_watermark == 5
+
+
+def _two_leading(tmp_path):
+    """Broker 1 leads a-0 and b-0 at epoch 3 with ISR [1, 2], five records each, HW 0."""
+    rm, a = leading(tmp_path / "a", (1, 2), 5)
+    _rm, b = leading(tmp_path / "b", (1, 2), 5)
+    b.topic = "b"
+    a.follower_leo[2] = b.follower_leo[2] = 0
+    return rm, a, b
+
+
+def test_one_request_waits_for_all_its_appends_and_answers_each(tmp_path):
+    import asyncio
+
+    from tidelog.cluster.partition import Lease
+
+    async def run():
+        rm, a, b = _two_leading(tmp_path)
+        a.follower_leo[2] = 5  # a is replicated already: its wait is answered as it parks
+        task = asyncio.ensure_future(rm.wait_all_replicated([(Lease(a, 3), 4), (Lease(b, 3), 4)], 5.0))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        # a's answer alone must not end the request while b's append waits
+        assert not task.done() and a.plog.high_watermark == 5 and b.plog.high_watermark == 0
+        rm.on_follower_fetch(b, 2, 3)  # HW 3: not past offset 4
+        await asyncio.sleep(0)
+        assert not task.done()
+        rm.on_follower_fetch(b, 2, 5)
+        assert await task == [0, 0] and not a.waiting and not b.waiting
+
+    asyncio.run(run())
+
+
+def test_a_request_times_out_and_fails_on_a_role_change_per_append(tmp_path):
+    import asyncio
+
+    from tidelog.cluster.partition import UNKNOWN_OUTCOME, Lease
+
+    async def run():
+        rm, a, b = _two_leading(tmp_path)
+        # b's wait outlives the request timeout; a is answered 0
+        task = asyncio.ensure_future(rm.wait_all_replicated([(Lease(a, 3), 4), (Lease(b, 3), 4)], 0.05))
+        await asyncio.sleep(0)
+        rm.on_follower_fetch(a, 2, 5)
+        assert await task == [0, 7] and not b.waiting  # REQUEST_TIMED_OUT
+        # a leadership change fails what waits (UNKNOWN_OUTCOME), a lease of another epoch at once
+        task = asyncio.ensure_future(rm.wait_all_replicated([(Lease(b, 3), 4), (Lease(b, 2), 4)], 5.0))
+        await asyncio.sleep(0)
+        b.fail_waiting()
+        assert await task == [UNKNOWN_OUTCOME, UNKNOWN_OUTCOME]
+        # a cancelled request leaves nothing parked
+        task = asyncio.ensure_future(rm.wait_all_replicated([(Lease(b, 3), 4)], 5.0))
+        await asyncio.sleep(0)
+        assert len(b.waiting) == 1
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert not b.waiting
+
+    asyncio.run(run())

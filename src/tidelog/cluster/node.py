@@ -361,6 +361,9 @@ class ClusterNode:
     async def wait_replicated(self, lease: Lease, last_offset: int, timeout_s: float) -> int:
         return await self.replicas.wait_replicated(lease, last_offset, timeout_s)
 
+    async def wait_all_replicated(self, waits: list[tuple[Lease, int]], timeout_s: float) -> list[int]:
+        return await self.replicas.wait_all_replicated(waits, timeout_s)
+
     def follower_fetched(self, leader: Leader, follower: int, fetch_offset: int) -> None:
         if isinstance(leader, Partition):  # always: leader_check hands out the partition itself
             self.replicas.on_follower_fetch(leader, follower, fetch_offset)

@@ -42,13 +42,41 @@ NOT_LEADER = E.not_leader_or_follower.value  # refused before the append
 UNKNOWN_OUTCOME = E.request_timed_out.value  # appended; the leadership moved before it was replicated
 
 
+class WaitGroup:
+    """The appends of one request waiting together (Kafka's `DelayedProduce`): one code per
+    append, one future resolved once every parked append is answered. One future and one timer
+    per request, where a task, a future and a timer per partition cost more than the append
+    itself for requests of many small batches."""
+
+    __slots__ = ("codes", "future", "remaining")
+
+    def __init__(self, n: int) -> None:
+        self.codes = [0] * n
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.remaining = 0
+
+
 @dataclass(slots=True)
 class Waiting:
-    """An appended write waiting for the high watermark to pass `offset`, under `epoch`."""
+    """An appended write waiting for the high watermark to pass `offset`, under `epoch`: append
+    `index` of `group`."""
 
     epoch: int
     offset: int
-    future: asyncio.Future[int]
+    group: WaitGroup
+    index: int
+    answered: bool = False
+
+    def answer(self, code: int) -> None:
+        """Set this append's code (once); the group's future resolves with its last one."""
+        if self.answered:
+            return
+        self.answered = True
+        g = self.group
+        g.codes[self.index] = code
+        g.remaining -= 1
+        if g.remaining == 0 and not g.future.done():
+            g.future.set_result(None)
 
 
 @dataclass
@@ -99,8 +127,7 @@ class Partition:
 
     def fail_waiting(self, code: int = UNKNOWN_OUTCOME) -> None:
         for w in self.waiting:
-            if not w.future.done():
-                w.future.set_result(code)
+            w.answer(code)
         self.waiting.clear()
 
     def counted(self, node_id: int) -> list[int]:
@@ -122,12 +149,12 @@ class Partition:
         code = 0 if enough_replicas else E.not_enough_replicas_after_append.value
         keep = []
         for w in self.waiting:
-            if w.future.done():
+            if w.answered:
                 continue
             if not self.leads_at(w.epoch):
-                w.future.set_result(UNKNOWN_OUTCOME)
+                w.answer(UNKNOWN_OUTCOME)
             elif w.offset < hw:
-                w.future.set_result(code)
+                w.answer(code)
             else:
                 keep.append(w)
         self.waiting = keep

@@ -22,8 +22,9 @@ On the leader (Kafka's ISR protocol):
   installed only while still leading at that epoch and only if no newer state came meanwhile;
   an answer that never came is read back (`store.put_if`), and until a newer state is seen the
   proposal keeps counting (KIP-497);
-- acks=all writes wait (`wait_replicated`) until the high watermark passes them under the epoch
-  they were appended at (partition.py); NOT_ENOUGH_REPLICAS before the append when the ISR is
+- acks=all writes wait (`wait_replicated`; a Produce request's together, with one future and
+  one timer: `wait_all_replicated`) until the high watermark passes them under the epoch they
+  were appended at (partition.py); NOT_ENOUGH_REPLICAS before the append when the ISR is
   below `min.insync.replicas`, NOT_ENOUGH_REPLICAS_AFTER_APPEND when it falls below while they
   wait, REQUEST_TIMED_OUT at every leadership change (the outcome is unknown: partition.py) and
   at their timeout.
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode as E
 
 from .model import PartitionState, intact, make_state
-from .partition import FOLLOWER, LEADER, NOT_LEADER, OFFLINE, UNKNOWN_OUTCOME, Lease, Partition, Waiting
+from .partition import FOLLOWER, LEADER, NOT_LEADER, OFFLINE, UNKNOWN_OUTCOME, Lease, Partition, WaitGroup, Waiting
 from .store import COMMITTED, NOT_WRITTEN, UNKNOWN, Compare, Store, StoreUnavailable, put_if, read_back
 
 if TYPE_CHECKING:
@@ -244,14 +245,56 @@ class ReplicaManager:
     async def wait_replicated(self, lease: Lease, last_offset: int, timeout_s: float) -> int:
         """0 once the high watermark passes `last_offset` while this broker still leads at the
         lease's epoch; else the error code to answer (see the module docstring)."""
-        p = lease.partition
-        if not p.leads_at(lease.epoch):
-            return UNKNOWN_OUTCOME
-        if len(p.isr) < self.min_isr(p.topic):
-            return E.not_enough_replicas_after_append.value
-        if p.plog.high_watermark > last_offset:
-            return 0
-        return await self._wait_past(p, lease.epoch, last_offset, timeout_s)
+        return (await self.wait_all_replicated([(lease, last_offset)], timeout_s))[0]
+
+    async def wait_all_replicated(self, waits: list[tuple[Lease, int]], timeout_s: float) -> list[int]:
+        """`wait_replicated` for every append of one request at once (one future, one timer):
+        the code of each, in order; those still waiting after `timeout_s` REQUEST_TIMED_OUT."""
+        group = WaitGroup(len(waits))
+        codes = group.codes
+        parked: list[tuple[Partition, Waiting]] = []
+        for i, (lease, last_offset) in enumerate(waits):
+            p = lease.partition
+            if not p.leads_at(lease.epoch):
+                codes[i] = UNKNOWN_OUTCOME
+            elif len(p.isr) < self.min_isr(p.topic):
+                codes[i] = E.not_enough_replicas_after_append.value
+            elif p.plog.high_watermark <= last_offset:
+                parked.append((p, self._park(p, group, i, lease.epoch, last_offset)))
+        if parked:
+            await self._wait_group(group, parked, timeout_s)
+        return codes
+
+    @staticmethod
+    def _park(p: Partition, group: WaitGroup, index: int, epoch: int, offset: int) -> Waiting:
+        w = Waiting(epoch, offset, group, index)
+        group.remaining += 1
+        p.waiting.append(w)
+        return w
+
+    async def _wait_group(
+        self, group: WaitGroup, parked: list[tuple[Partition, Waiting]], timeout_s: float | None
+    ) -> None:
+        """Until every parked wait of `group` is answered, or `timeout_s` (then REQUEST_TIMED_OUT
+        for those left); a cancelled wait leaves no entry behind. Every wait is parked before any
+        high watermark is looked at, so the group cannot resolve while some are still to park."""
+        seen: set[int] = set()
+        for p, _w in parked:
+            if id(p) not in seen:
+                seen.add(id(p))
+                self.maybe_advance_hw(p)  # may answer some at once
+        try:
+            if group.remaining:
+                async with asyncio.timeout(timeout_s):
+                    await group.future  # cancelled with this task: `answer` then sets no result
+        except TimeoutError:
+            pass
+        finally:
+            for p, w in parked:
+                if not w.answered:  # timed out, or the waiter was cancelled
+                    w.answer(E.request_timed_out.value)
+                    if w in p.waiting:
+                        p.waiting.remove(w)
 
     async def wait_committed(self, topic: str, partition: int, epoch: int, end: int) -> bool:
         """True once the high watermark reaches `end` while this broker leads the partition at
@@ -267,18 +310,9 @@ class ReplicaManager:
         """Park until the high watermark passes `offset` while `p` is led at `epoch`: the code
         the wait is answered with (0; NOT_ENOUGH_REPLICAS_AFTER_APPEND or UNKNOWN_OUTCOME on an
         ISR or role change, see `Partition.complete`), REQUEST_TIMED_OUT after `timeout_s`."""
-        w = Waiting(epoch, offset, asyncio.get_running_loop().create_future())
-        p.waiting.append(w)
-        self.maybe_advance_hw(p)
-        try:
-            return await asyncio.wait_for(asyncio.shield(w.future), timeout_s)
-        except TimeoutError:
-            return E.request_timed_out.value
-        finally:
-            if not w.future.done():
-                w.future.cancel()
-            if w in p.waiting:
-                p.waiting.remove(w)
+        group = WaitGroup(1)
+        await self._wait_group(group, [(p, self._park(p, group, 0, epoch, offset))], timeout_s)
+        return group.codes[0]
 
     # ---- the leader's bookkeeping ------------------------------------------------------------
     def on_follower_fetch(self, p: Partition, follower: int, fetch_offset: int) -> None:

@@ -230,7 +230,7 @@ async def _replicated_then(
     cluster = deps.cluster
     if to_flush:
         await asyncio.gather(*(deps.partitions.group_commit.flush(plog) for plog in to_flush))
-    codes = await asyncio.gather(*(cluster.wait_replicated(lease, last, timeout_ms / 1000) for lease, last, _ in waits))
+    codes = await cluster.wait_all_replicated([(lease, last) for lease, last, _ in waits], timeout_ms / 1000)
     for (_r, _last, answer), code in zip(waits, codes):
         if code:
             answer.error_code = code
