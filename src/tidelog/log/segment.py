@@ -24,9 +24,11 @@ the first torn or corrupt batch and both indexes are rebuilt.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import random
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +53,8 @@ from .records import (
 )
 from .txnindex import TransactionIndex
 from .validation import ValidatedAppend
+
+TAIL_BATCHES = 64  # most appended batches a `LogSegment` keeps in memory for tail reads
 
 logger = logging.getLogger("tidelog.log")
 
@@ -118,6 +122,13 @@ class LogSegment:
         self._rolling_ts: int | None = None
         self._rolling_ts_loaded = False
         self._bytes_since_index = 0
+        # the last `TAIL_BATCHES` batches appended by this process to the active segment, up to
+        # the log end (last and base offsets, positions, sizes; 32 bytes a batch): tail reads
+        # (followers, caught-up consumers) are served from them without reading headers back
+        self._tail_last = array("q")
+        self._tail_base = array("q")
+        self._tail_pos = array("q")
+        self._tail_size = array("q")
         jitter = config.segment_jitter_ms
         self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
 
@@ -260,6 +271,7 @@ class LogSegment:
         return self._scan(validate=True)
 
     def _scan(self, validate: bool) -> int:
+        self._forget_tail()
         oi, ti = self.offset_index, self.time_index
         oi.reset()
         ti.reset()
@@ -337,7 +349,14 @@ class LogSegment:
         since = self._bytes_since_index
         max_ts, off_max = self._max_ts, self._offset_of_max_ts
         assert max_ts is not None  # the active segment's indexes are loaded before appends
+        t_last, t_base, t_pos, t_size = self._tail_last, self._tail_base, self._tail_pos, self._tail_size
+        if len(t_last) + len(info.batches) > TAIL_BATCHES:  # the older half goes (not one per append)
+            self._forget_tail(max(len(t_last) + len(info.batches) - TAIL_BATCHES, TAIL_BATCHES // 2))
         for b in info.batches:
+            t_last.append(b.last_offset)
+            t_base.append(b.base_offset)
+            t_pos.append(pos0 + b.position)
+            t_size.append(b.size)
             if b.max_timestamp > max_ts:
                 max_ts, off_max = b.max_timestamp, b.last_offset
             if since > interval and not oi.is_full:
@@ -356,6 +375,7 @@ class LogSegment:
         """Cut the log at the first batch whose last offset is >= `offset` (replica truncation),
         rebuild both indexes from what is left, drop .txnindex entries from there on. The segment
         becomes the active one. Bytes removed."""
+        self._forget_tail()
         found = self.find_batch(offset)
         cut = found[0] if found is not None else self.log.size
         removed = self.log.size - cut
@@ -370,6 +390,7 @@ class LogSegment:
 
     def on_roll(self) -> None:
         """Becomes inactive: final time index entry, trim, fsync everything."""
+        self._forget_tail()
         self.ensure_indexes()
         if self._max_ts is not None and self._max_ts >= 0:
             self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts, final=True)
@@ -401,10 +422,45 @@ class LogSegment:
                 return None
         return None
 
+    def _forget_tail(self, n: int | None = None) -> None:
+        """Drop the oldest `n` remembered batches (all of them by default)."""
+        for a in (self._tail_last, self._tail_base, self._tail_pos, self._tail_size):
+            del a[:n]
+
+    def _read_tail(self, i: int, max_bytes: int, max_offset: int, min_one: bool) -> tuple[int, int, int, int]:
+        """`read`'s (start, length, first base offset, last offset) from the appended batches,
+        the remembered batch `i` first."""
+        lasts, sizes = self._tail_last, self._tail_size
+        start, base0 = self._tail_pos[i], self._tail_base[i]
+        length, last = 0, -1
+        for j in range(i, len(lasts)):
+            if lasts[j] >= max_offset:
+                break
+            size = sizes[j]
+            if length + size > max_bytes and not (length == 0 and min_one):
+                break
+            length += size
+            last = lasts[j]
+            if length >= max_bytes:
+                break
+        return start, length, base0, last
+
     def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool, load: bool = True) -> FileSlice | None:
         """Whole batches from the one containing `offset`, ending before the first batch with an
         offset >= max_offset, within max_bytes (or the first batch alone if min_one).
-        None when no batch of this segment reaches `offset`."""
+        None when no batch of this segment reaches `offset`. An offset among the batches this
+        process appended last is found in memory (`_tail_*`), else through the offset index and
+        the headers after its entry."""
+        lasts = self._tail_last
+        if lasts and offset >= self._tail_base[0]:
+            i = bisect.bisect_left(lasts, offset)
+            if i == len(lasts):
+                return None  # past the last batch: the tail reaches the log end
+            start, length, base0, last = self._read_tail(i, max_bytes, max_offset, min_one)
+            sl = FileSlice(self.log.path, self.log.fd, start, length, base0, last)
+            if load:
+                sl.tobytes()
+            return sl
         found = self.find_batch(offset)
         if found is None:
             return None
