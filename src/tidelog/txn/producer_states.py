@@ -32,7 +32,7 @@ from ..log.log import AppendInfo, PartitionLog
 from ..log.records import CONTROL_ABORT, CONTROL_COMMIT
 from ..wire.errors import INVALID_PRODUCER_EPOCH, INVALID_TOPIC_EXCEPTION, TRANSACTION_COORDINATOR_FENCED
 from .producers import DuplicateBatch, PartitionProducers
-from .snapshots import load_state, replay, write_snapshot
+from .snapshots import load_state, replay_appended, write_snapshot
 
 if TYPE_CHECKING:
     from ..core.admin import TopicAdmin
@@ -165,11 +165,10 @@ class ProducerStates:
         state (sequences, open transactions, markers and the .txnindex, the LSO), so this
         replica can lead with the same state."""
         state = self.state_for(topic, partition, plog)
-        start = plog.log_end_offset
         v = plog.append_as_follower(data)
         if not v.batches:
             return
-        replay(plog, state, start)
+        replay_appended(plog, state, data, v.batches)
         plog.set_first_unstable_offset(state.first_unstable_offset())
         self._after_append(plog, state)
 

@@ -35,6 +35,7 @@ from ..log.records import (
     decode_records,
     parse_control_record,
 )
+from ..log.validation import BatchInfo
 from .producers import PartitionProducers
 
 log = logging.getLogger("tidelog.txn")
@@ -112,6 +113,28 @@ def replay(plog: PartitionLog, state: PartitionProducers, offset: int) -> None:
                     pid, epoch, f[H_BASE_SEQUENCE], base, last, f[H_MAX_TS], bool(attrs & TRANSACTIONAL_FLAG_MASK)
                 )
             offset = last + 1
+
+
+def replay_appended(
+    plog: PartitionLog, state: PartitionProducers, data: bytes | bytearray | memoryview, batches: list[BatchInfo]
+) -> None:
+    """`replay` of batches just appended from `data` (a follower's fetch), from their validated
+    headers, without reading them back from the segment; `batches` as `append_as_follower`
+    returned them (positions within `data`)."""
+    for b in batches:
+        if b.is_control:
+            batch = bytes(data[b.position : b.position + b.size])
+            _replay_marker(plog, state, batch, b.producer_id, b.producer_epoch, b.base_offset)
+        else:
+            state.replay_batch(
+                b.producer_id,
+                b.producer_epoch,
+                b.base_sequence,
+                b.base_offset,
+                b.last_offset,
+                b.max_timestamp,
+                b.is_transactional,
+            )
 
 
 def _replay_marker(
