@@ -17,8 +17,13 @@ def replace_file(path: Path, data: str | bytes, sync_dir: bool = False) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     if sync_dir:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, so the renames and removals of its entries survive a power loss."""
+    dfd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

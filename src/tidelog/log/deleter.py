@@ -21,7 +21,6 @@ Memory: one queued path per deleted partition.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import shutil
 import threading
@@ -40,14 +39,6 @@ def deletion_name(name: str) -> str:
 
 def is_being_deleted(name: str) -> bool:
     return name.endswith(DELETE_SUFFIX)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class DirDeleter:

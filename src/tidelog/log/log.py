@@ -41,9 +41,10 @@ from typing import Any
 
 from . import cleaner as _cleaner
 from . import legacy
+from .atomic import fsync_dir
 from .clock import wall_clock_ms
 from .config import LogConfig
-from .deleter import deletion_name, fsync_dir
+from .deleter import deletion_name
 from .epochs import LeaderEpochCache
 from .errors import POLICY_VIOLATION, LogError, OffsetOutOfRangeError
 from .records import (
