@@ -29,7 +29,7 @@ import logging
 import os
 import random
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -427,24 +427,6 @@ class LogSegment:
         for a in (self._tail_last, self._tail_base, self._tail_pos, self._tail_size):
             del a[:n]
 
-    def _read_tail(self, i: int, max_bytes: int, max_offset: int, min_one: bool) -> tuple[int, int, int, int]:
-        """`read`'s (start, length, first base offset, last offset) from the appended batches,
-        the remembered batch `i` first."""
-        lasts, sizes = self._tail_last, self._tail_size
-        start, base0 = self._tail_pos[i], self._tail_base[i]
-        length, last = 0, -1
-        for j in range(i, len(lasts)):
-            if lasts[j] >= max_offset:
-                break
-            size = sizes[j]
-            if length + size > max_bytes and not (length == 0 and min_one):
-                break
-            length += size
-            last = lasts[j]
-            if length >= max_bytes:
-                break
-        return start, length, base0, last
-
     def read(self, offset: int, max_bytes: int, max_offset: int, min_one: bool, load: bool = True) -> FileSlice | None:
         """Whole batches from the one containing `offset`, ending before the first batch with an
         offset >= max_offset, within max_bytes (or the first batch alone if min_one).
@@ -452,33 +434,34 @@ class LogSegment:
         process appended last is found in memory (`_tail_*`), else through the offset index and
         the headers after its entry."""
         lasts = self._tail_last
+        batches: Iterable[tuple[int, int]]  # (last offset, size) of each batch from the first
         if lasts and offset >= self._tail_base[0]:
             i = bisect.bisect_left(lasts, offset)
             if i == len(lasts):
                 return None  # past the last batch: the tail reaches the log end
-            start, length, base0, last = self._read_tail(i, max_bytes, max_offset, min_one)
-            sl = FileSlice(self.log.path, self.log.fd, start, length, base0, last)
-            if load:
-                sl.tobytes()
-            return sl
-        found = self.find_batch(offset)
-        if found is None:
-            return None
-        start, h0 = found
+            start, base0 = self._tail_pos[i], self._tail_base[i]
+            batches = zip(lasts[i:], self._tail_size[i:])
+        else:
+            found = self.find_batch(offset)
+            if found is None:
+                return None
+            start, base0 = found[0], found[1][H_BASE_OFFSET]
+            window = max(HEADER_WINDOW, min(max_bytes, 1 << 20))
+            batches = (
+                (h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA], LOG_OVERHEAD + h[H_LENGTH])
+                for _p, h in self.log.headers(start, window=window)
+            )
         length, last = 0, -1
-        window = max(HEADER_WINDOW, min(max_bytes, 1 << 20))
-        for _p, h in self.log.headers(start, window=window):
-            batch_last = h[H_BASE_OFFSET] + h[H_LAST_OFFSET_DELTA]
+        for batch_last, size in batches:
             if batch_last >= max_offset:
                 break
-            size = LOG_OVERHEAD + h[H_LENGTH]
             if length + size > max_bytes and not (length == 0 and min_one):
                 break
             length += size
             last = batch_last
             if length >= max_bytes:
                 break
-        sl = FileSlice(self.log.path, self.log.fd, start, length, h0[0], last)
+        sl = FileSlice(self.log.path, self.log.fd, start, length, base0, last)
         if load:
             sl.tobytes()
         return sl
