@@ -159,13 +159,35 @@ def coordinator(s: Served, key: str, key_type: int) -> int:
     return found[0]
 
 
+def end_offset(consumer: Consumer, topic: str, p: int) -> int:
+    """The partition's end offset; asked again while its leader is still being chosen (right
+    after a restart a broker may answer NOT_LEADER_FOR_PARTITION, which librdkafka does not retry
+    for a watermark query)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    moving = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+    got: list[int] = []
+
+    def ask() -> bool:
+        try:
+            got.append(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1])
+        except KafkaException as e:
+            if e.args[0].code() not in moving:
+                raise
+            return False
+        return True
+
+    wait_for(ask, 60, f"the end offset of {topic}-{p} from its leader")
+    return got[0]
+
+
 def read_all(s: Served, topic: str) -> list[bytes]:
     """Every record of the topic's partitions (up to their end offsets), confluent-kafka."""
     consumer = Consumer(
         {"bootstrap.servers": s.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
     )
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTS)}
+        ends = {p: end_offset(consumer, topic, p) for p in range(PARTS)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
         out: list[bytes] = []
         pos = dict.fromkeys(ends, 0)
